@@ -1,0 +1,13 @@
+//! `#[repr(C)]` types shared with C: DLPack structs, `TVMValue`, type codes.
+//!
+//! Layouts follow DLPack (ABI 1, as bundled with TVM 0.18) and TVM's
+//! `c_runtime_api.h` / `c_backend_api.h`; `layout_tests` pins sizes and offsets.
+
+mod dlpack;
+mod value;
+
+pub use dlpack::*;
+pub use value::*;
+
+#[cfg(test)]
+mod layout_tests;

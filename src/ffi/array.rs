@@ -1,0 +1,157 @@
+//! NDArrays and DLPack exchange.
+
+use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLTensor};
+use crate::runtime::error::Error;
+use crate::runtime::ndarray::{self, NDArray};
+use crate::runtime::object::{release, ObjectHeader};
+use std::ffi::{c_int, c_void};
+
+/// Allocate an array (64-byte aligned data, uninitialised). `*out` is an owned handle that
+/// points at the array's `DLTensor`.
+#[no_mangle]
+pub unsafe extern "C" fn TVMArrayAlloc(
+    shape: *const i64,
+    ndim: c_int,
+    dtype_code: c_int,
+    dtype_bits: c_int,
+    dtype_lanes: c_int,
+    device_type: c_int,
+    device_id: c_int,
+    out: *mut *mut DLTensor,
+) -> c_int {
+    ffi_boundary!("TVMArrayAlloc", {
+        check_not_null!(out);
+        let n = usize::try_from(ndim).map_err(|_| Error::value(format!("negative ndim {ndim}")))?;
+        if n > 0 {
+            check_not_null!(shape);
+        }
+        let shape: &[i64] = if n == 0 { &[] } else { unsafe { std::slice::from_raw_parts(shape, n) } };
+        let code = u8::try_from(dtype_code).map_err(|_| Error::value(format!("invalid dtype code {dtype_code}")))?;
+        let bits = u8::try_from(dtype_bits).map_err(|_| Error::value(format!("invalid dtype bits {dtype_bits}")))?;
+        let lanes = u16::try_from(dtype_lanes).map_err(|_| Error::value(format!("invalid dtype lanes {dtype_lanes}")))?;
+        let dtype = DLDataType::new(code, bits, lanes);
+        let arr = NDArray::empty(shape, dtype, DLDevice { device_type, device_id })?;
+        let handle = arr.as_dltensor_ptr();
+        let _ = arr.into_raw();
+        // SAFETY: checked non-NULL.
+        unsafe { *out = handle };
+        Ok(0)
+    })
+}
+
+/// Release an array handle; memory is freed with the last reference.
+#[no_mangle]
+pub unsafe extern "C" fn TVMArrayFree(handle: *mut DLTensor) -> c_int {
+    ffi_boundary!("TVMArrayFree", {
+        check_not_null!(handle);
+        // SAFETY: an array handle points into a live container whose reference the caller owns.
+        unsafe { release(NDArray::header_of_handle(handle)?) };
+        Ok(0)
+    })
+}
+
+/// # Safety
+/// `data` must hold `nbytes` bytes when non-NULL.
+unsafe fn byte_slice<'a>(data: *mut c_void, nbytes: usize) -> Result<&'a mut [u8], Error> {
+    if nbytes == 0 {
+        return Ok(&mut []);
+    }
+    if data.is_null() {
+        return Err(Error::value("argument `data` is NULL"));
+    }
+    Ok(std::slice::from_raw_parts_mut(data as *mut u8, nbytes))
+}
+
+/// Copy `nbytes` host bytes into the array (must equal its byte size), then synchronize.
+#[no_mangle]
+pub unsafe extern "C" fn TVMArrayCopyFromBytes(handle: *mut DLTensor, data: *mut c_void, nbytes: usize) -> c_int {
+    ffi_boundary!("TVMArrayCopyFromBytes", {
+        check_not_null!(handle);
+        // SAFETY: caller contract: valid tensor and `nbytes` readable bytes.
+        unsafe { ndarray::copy_from_bytes(&*handle, byte_slice(data, nbytes)?)? };
+        Ok(0)
+    })
+}
+
+/// Copy the array into `nbytes` host bytes (must equal its byte size), then synchronize.
+#[no_mangle]
+pub unsafe extern "C" fn TVMArrayCopyToBytes(handle: *mut DLTensor, data: *mut c_void, nbytes: usize) -> c_int {
+    ffi_boundary!("TVMArrayCopyToBytes", {
+        check_not_null!(handle);
+        // SAFETY: caller contract: valid tensor and `nbytes` writable bytes.
+        unsafe { ndarray::copy_to_bytes(&*handle, byte_slice(data, nbytes)?)? };
+        Ok(0)
+    })
+}
+
+/// Copy between arrays of equal byte size on compatible devices, ordered on `stream`.
+#[no_mangle]
+pub unsafe extern "C" fn TVMArrayCopyFromTo(from: *mut DLTensor, to: *mut DLTensor, stream: *mut c_void) -> c_int {
+    ffi_boundary!("TVMArrayCopyFromTo", {
+        check_not_null!(from, to);
+        // SAFETY: valid tensors (caller contract).
+        unsafe { ndarray::copy_from_to(&*from, &*to, stream)? };
+        Ok(0)
+    })
+}
+
+/// Adopt a DLPack tensor (compact, 64-byte aligned data). On success the array owns `from`
+/// and calls its deleter when released; on failure the caller still owns it.
+#[no_mangle]
+pub unsafe extern "C" fn TVMArrayFromDLPack(from: *mut DLManagedTensor, out: *mut *mut DLTensor) -> c_int {
+    ffi_boundary!("TVMArrayFromDLPack", {
+        check_not_null!(from, out);
+        // SAFETY: valid managed tensor handed over by the caller.
+        let arr = unsafe { NDArray::from_dlpack(from)? };
+        let handle = arr.as_dltensor_ptr();
+        let _ = arr.into_raw();
+        // SAFETY: checked non-NULL.
+        unsafe { *out = handle };
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn dlpack_deleter(m: *mut DLManagedTensor) {
+    // SAFETY: `m` was made by `TVMArrayToDLPack`: a boxed tensor whose manager_ctx holds one
+    // reference to the source container.
+    unsafe {
+        let m = Box::from_raw(m);
+        release(m.manager_ctx as *mut ObjectHeader);
+    }
+}
+
+/// Export an array as a new `DLManagedTensor` sharing its memory; the array stays alive until
+/// the tensor's deleter runs.
+#[no_mangle]
+pub unsafe extern "C" fn TVMArrayToDLPack(from: *mut DLTensor, out: *mut *mut DLManagedTensor) -> c_int {
+    ffi_boundary!("TVMArrayToDLPack", {
+        check_not_null!(from, out);
+        // SAFETY: an array handle of a live container (caller contract).
+        let arr = unsafe { NDArray::from_handle_borrowed(from)? };
+        let m = Box::new(DLManagedTensor {
+            dl_tensor: arr.dl_tensor,
+            manager_ctx: arr.as_header() as *mut c_void,
+            deleter: Some(dlpack_deleter),
+        });
+        let _ = arr.into_raw(); // the reference now belongs to the managed tensor
+        // SAFETY: checked non-NULL.
+        unsafe { *out = Box::into_raw(m) };
+        Ok(0)
+    })
+}
+
+/// Call a managed tensor's deleter (NULL or a NULL deleter is a no-op).
+#[no_mangle]
+pub unsafe extern "C" fn TVMDLManagedTensorCallDeleter(dltensor: *mut DLManagedTensor) {
+    ffi_boundary!("TVMDLManagedTensorCallDeleter", {
+        if !dltensor.is_null() {
+            // SAFETY: a valid managed tensor (caller contract).
+            unsafe {
+                if let Some(d) = (*dltensor).deleter {
+                    d(dltensor);
+                }
+            }
+        }
+        Ok(())
+    })
+}

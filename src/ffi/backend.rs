@@ -1,0 +1,167 @@
+//! The backend API that compiled kernels call (`c_backend_api.h`).
+
+use crate::abi::{FTVMParallelLambda, TVMParallelGroupEnv, TVMValue};
+use crate::runtime::backend::{self, env_capi};
+use crate::runtime::error::Error;
+use crate::runtime::library::register_system_symbol;
+
+use crate::runtime::object::ObjectHeader;
+use std::ffi::{c_char, c_int, c_void};
+
+/// The runtime functions stored into a library's `__TVM*` context pointers.
+pub(crate) fn context_functions() -> [(&'static str, *const c_void); 7] {
+    [
+        ("__TVMFuncCall", super::func::TVMFuncCall as *const c_void),
+        ("__TVMAPISetLastError", super::error::TVMAPISetLastError as *const c_void),
+        ("__TVMBackendGetFuncFromEnv", TVMBackendGetFuncFromEnv as *const c_void),
+        ("__TVMBackendAllocWorkspace", TVMBackendAllocWorkspace as *const c_void),
+        ("__TVMBackendFreeWorkspace", TVMBackendFreeWorkspace as *const c_void),
+        ("__TVMBackendParallelLaunch", TVMBackendParallelLaunch as *const c_void),
+        ("__TVMBackendParallelBarrier", TVMBackendParallelBarrier as *const c_void),
+    ]
+}
+
+/// Find `func_name` among the imports of the module behind `mod_node` (the value of the
+/// library's `__tvm_module_ctx`), then among globals. `*out` is borrowed: do not free it; it
+/// stays valid while the module lives.
+#[no_mangle]
+pub unsafe extern "C" fn TVMBackendGetFuncFromEnv(mod_node: *mut c_void, func_name: *const c_char, out: *mut *mut c_void) -> c_int {
+    ffi_boundary!("TVMBackendGetFuncFromEnv", {
+        check_not_null!(mod_node, out);
+        // SAFETY: C string argument (kernel contract).
+        let name = unsafe { c_str!(func_name)? };
+        // SAFETY: `mod_node` is the module pointer the runtime stored in `__tvm_module_ctx`.
+        let m = unsafe { super::module::module_arg(mod_node, "mod_node")? };
+        let f: *mut ObjectHeader = m.get_func_from_env(name)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = f as *mut c_void };
+        Ok(0)
+    })
+}
+
+/// Register a symbol of a statically linked library (usually from a static constructor,
+/// possibly before `main`). Re-registering a name overwrites it.
+#[no_mangle]
+pub unsafe extern "C" fn TVMBackendRegisterSystemLibSymbol(name: *const c_char, ptr: *mut c_void) -> c_int {
+    ffi_boundary!("TVMBackendRegisterSystemLibSymbol", {
+        // SAFETY: C string argument.
+        let name = unsafe { c_str!(name)? };
+        register_system_symbol(name, ptr);
+        Ok(0)
+    })
+}
+
+/// Temporary memory for a kernel (64-byte aligned), or NULL with the error set.
+#[no_mangle]
+pub extern "C" fn TVMBackendAllocWorkspace(
+    device_type: c_int,
+    device_id: c_int,
+    nbytes: u64,
+    dtype_code_hint: c_int,
+    dtype_bits_hint: c_int,
+) -> *mut c_void {
+    ffi_boundary!("TVMBackendAllocWorkspace", {
+        backend::alloc_workspace(device_type, device_id, nbytes, dtype_code_hint, dtype_bits_hint)
+    })
+}
+
+/// Free memory from `TVMBackendAllocWorkspace`.
+#[no_mangle]
+pub unsafe extern "C" fn TVMBackendFreeWorkspace(device_type: c_int, device_id: c_int, ptr: *mut c_void) -> c_int {
+    ffi_boundary!("TVMBackendFreeWorkspace", {
+        backend::free_workspace(device_type, device_id, ptr)?;
+        Ok(0)
+    })
+}
+
+/// Register a frontend C API hook: `PyErr_CheckSignals`, `Py_IncRef`, `Py_DecRef`,
+/// `PyGILState_Ensure` or `PyGILState_Release`; any other name is an error.
+#[no_mangle]
+pub unsafe extern "C" fn TVMBackendRegisterEnvCAPI(name: *const c_char, ptr: *mut c_void) -> c_int {
+    ffi_boundary!("TVMBackendRegisterEnvCAPI", {
+        // SAFETY: C string argument.
+        let name = unsafe { c_str!(name)? };
+        env_capi::register(name, ptr)?;
+        Ok(0)
+    })
+}
+
+/// Run `flambda(task_id, env, cdata)` for every task of a launch; `num_task == 0` means all
+/// workers. Returns -1 with the failing task's message if any task fails.
+#[no_mangle]
+pub unsafe extern "C" fn TVMBackendParallelLaunch(flambda: FTVMParallelLambda, cdata: *mut c_void, num_task: c_int) -> c_int {
+    ffi_boundary!("TVMBackendParallelLaunch", {
+        backend::parallel_launch(flambda, cdata, num_task)?;
+        Ok(0)
+    })
+}
+
+/// Wait until every task of the launch reaches this barrier.
+#[no_mangle]
+pub unsafe extern "C" fn TVMBackendParallelBarrier(task_id: c_int, penv: *mut TVMParallelGroupEnv) -> c_int {
+    ffi_boundary!("TVMBackendParallelBarrier", {
+        backend::parallel_barrier(task_id, penv)?;
+        Ok(0)
+    })
+}
+
+/// If `*handle` is NULL, set it to a non-NULL marker and return `f(cdata)`; else return 0.
+/// Not thread-safe (as in TVM).
+#[no_mangle]
+pub unsafe extern "C" fn TVMBackendRunOnce(
+    handle: *mut *mut c_void,
+    f: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
+    cdata: *mut c_void,
+    _nbytes: c_int,
+) -> c_int {
+    ffi_boundary!("TVMBackendRunOnce", {
+        check_not_null!(handle);
+        // SAFETY: `handle` checked non-NULL and points to the caller's flag.
+        unsafe {
+            if !(*handle).is_null() {
+                return Ok(0);
+            }
+            *handle = 1 as *mut c_void;
+        }
+        let f = f.ok_or_else(|| Error::value("argument `f` is NULL"))?;
+        // SAFETY: caller-provided function and data.
+        Ok(unsafe { f(cdata) })
+    })
+}
+
+fn relax_only(function: &str) -> Error {
+    Error::unsupported(format!(
+        "{function}: Relax VM AnyList values are not supported by this runtime (graph executor artifacts do not use them)"
+    ))
+}
+
+/// Relax VM only: not supported by this runtime (returns -1 with a message).
+#[no_mangle]
+pub unsafe extern "C" fn TVMBackendAnyListSetPackedArg(
+    _anylist: *mut c_void,
+    _index: c_int,
+    _args: *mut TVMValue,
+    _type_codes: *mut c_int,
+    _arg_offset: c_int,
+) -> c_int {
+    ffi_boundary!("TVMBackendAnyListSetPackedArg", { Err(relax_only("TVMBackendAnyListSetPackedArg")) })
+}
+
+/// Relax VM only: not supported by this runtime (returns -1 with a message).
+#[no_mangle]
+pub unsafe extern "C" fn TVMBackendAnyListResetItem(_anylist: *mut c_void, _index: c_int) -> c_int {
+    ffi_boundary!("TVMBackendAnyListResetItem", { Err(relax_only("TVMBackendAnyListResetItem")) })
+}
+
+/// Relax VM only: not supported by this runtime (returns -1 with a message).
+#[no_mangle]
+pub unsafe extern "C" fn TVMBackendAnyListMoveFromPackedReturn(
+    _anylist: *mut c_void,
+    _index: c_int,
+    _args: *mut TVMValue,
+    _type_codes: *mut c_int,
+    _ret_offset: c_int,
+) -> c_int {
+    ffi_boundary!("TVMBackendAnyListMoveFromPackedReturn", { Err(relax_only("TVMBackendAnyListMoveFromPackedReturn")) })
+}
+

@@ -1,0 +1,96 @@
+//! Panic boundary and argument checks shared by every exported function.
+
+use crate::runtime::error::{set_last_error, Error, Result};
+use std::ffi::{c_char, c_int, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The value an export returns when it fails: `-1` for status codes, NULL for pointers.
+pub trait ErrorValue {
+    fn error_value() -> Self;
+}
+
+impl ErrorValue for c_int {
+    fn error_value() -> Self {
+        -1
+    }
+}
+impl<T> ErrorValue for *mut T {
+    fn error_value() -> Self {
+        std::ptr::null_mut()
+    }
+}
+impl<T> ErrorValue for *const T {
+    fn error_value() -> Self {
+        std::ptr::null()
+    }
+}
+impl ErrorValue for () {
+    fn error_value() -> Self {}
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".to_string()
+    }
+}
+
+/// Run `body`; on `Err` or panic store the message and return `R::error_value()`.
+pub fn guard<R: ErrorValue>(function: &'static str, body: impl FnOnce() -> Result<R>) -> R {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            set_last_error(&e);
+            R::error_value()
+        }
+        Err(payload) => {
+            let msg = panic_message(&*payload);
+            // Setting the error must not panic again across the boundary.
+            let _ = catch_unwind(|| set_last_error(&Error::internal(format!("panic in {function}: {msg}"))));
+            R::error_value()
+        }
+    }
+}
+
+/// Wrap the body of an exported function: `ffi_boundary!("Name", { ...; Ok(value) })`.
+macro_rules! ffi_boundary {
+    ($name:literal, $body:block) => {
+        $crate::ffi::guard($name, move || -> $crate::runtime::error::Result<_> { $body })
+    };
+}
+
+/// Return an error naming the argument when a pointer argument is NULL.
+macro_rules! check_not_null {
+    ($($arg:ident),+ $(,)?) => {
+        $(
+            if $arg.is_null() {
+                return Err($crate::runtime::error::Error::value(
+                    concat!("argument `", stringify!($arg), "` is NULL"),
+                ));
+            }
+        )+
+    };
+}
+
+/// A `&str` from a C string argument; NULL and invalid UTF-8 are errors naming the argument.
+///
+/// # Safety
+/// A non-NULL `p` must point to a NUL-terminated string that outlives `'a`.
+pub unsafe fn c_str_arg<'a>(p: *const c_char, name: &str) -> Result<&'a str> {
+    if p.is_null() {
+        return Err(Error::value(format!("argument `{name}` is NULL")));
+    }
+    CStr::from_ptr(p)
+        .to_str()
+        .map_err(|_| Error::value(format!("argument `{name}` is not valid UTF-8")))
+}
+
+/// `c_str_arg` with the argument's own name.
+macro_rules! c_str {
+    ($arg:ident) => {
+        $crate::ffi::c_str_arg($arg, stringify!($arg))
+    };
+}

@@ -1,0 +1,140 @@
+//! Raw device memory, copies and streams.
+
+use crate::abi::{DLDataType, DLDevice, DLTensor};
+use crate::runtime::device::device_api;
+use crate::runtime::dtype::data_size;
+use crate::runtime::error::Error;
+use crate::runtime::ndarray::ALLOC_ALIGNMENT;
+use std::ffi::{c_char, c_int, c_void};
+
+fn dev(device_type: c_int, device_id: c_int) -> DLDevice {
+    DLDevice { device_type, device_id }
+}
+
+/// Allocate `nbytes` on `dev` aligned to `alignment` (a power of two). Free with
+/// `TVMDeviceFreeDataSpace`.
+#[no_mangle]
+pub unsafe extern "C" fn TVMDeviceAllocDataSpace(
+    dev: DLDevice,
+    nbytes: usize,
+    alignment: usize,
+    type_hint: DLDataType,
+    out_data: *mut *mut c_void,
+) -> c_int {
+    ffi_boundary!("TVMDeviceAllocDataSpace", {
+        check_not_null!(out_data);
+        let p = device_api(dev.device_type)?.alloc_data_space(dev, nbytes, alignment, type_hint)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out_data = p };
+        Ok(0)
+    })
+}
+
+/// Allocate room for a tensor of `shape`/`dtype`. `mem_scope` NULL, "" or "global" is flat
+/// memory; other scopes are not supported on these devices.
+#[no_mangle]
+pub unsafe extern "C" fn TVMDeviceAllocDataSpaceWithScope(
+    dev: DLDevice,
+    ndim: c_int,
+    shape: *const i64,
+    dtype: DLDataType,
+    mem_scope: *const c_char,
+    out_data: *mut *mut c_void,
+) -> c_int {
+    ffi_boundary!("TVMDeviceAllocDataSpaceWithScope", {
+        check_not_null!(out_data);
+        let scope = if mem_scope.is_null() { "" } else { unsafe { c_str!(mem_scope)? } };
+        if !matches!(scope, "" | "global") {
+            return Err(Error::unsupported(format!("memory scope `{scope}` is not supported on {dev}")));
+        }
+        let n = usize::try_from(ndim).map_err(|_| Error::value(format!("negative ndim {ndim}")))?;
+        if n > 0 {
+            check_not_null!(shape);
+        }
+        // SAFETY: `shape` holds `ndim` values (caller contract; checked non-NULL).
+        let shape: &[i64] = if n == 0 { &[] } else { unsafe { std::slice::from_raw_parts(shape, n) } };
+        let nbytes = data_size(shape, dtype)?;
+        let align = ALLOC_ALIGNMENT.max(dtype.element_bytes());
+        let p = device_api(dev.device_type)?.alloc_data_space(dev, nbytes, align, dtype)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out_data = p };
+        Ok(0)
+    })
+}
+
+/// Free memory from `TVMDeviceAllocDataSpace*`.
+#[no_mangle]
+pub unsafe extern "C" fn TVMDeviceFreeDataSpace(dev: DLDevice, ptr: *mut c_void) -> c_int {
+    ffi_boundary!("TVMDeviceFreeDataSpace", {
+        device_api(dev.device_type)?.free_data_space(dev, ptr)?;
+        Ok(0)
+    })
+}
+
+/// Copy between compact tensors of equal byte size (honouring both byte offsets), ordered on
+/// `stream`, without synchronizing. The non-CPU side's device API does the copy.
+#[no_mangle]
+pub unsafe extern "C" fn TVMDeviceCopyDataFromTo(from: *mut DLTensor, to: *mut DLTensor, stream: *mut c_void) -> c_int {
+    ffi_boundary!("TVMDeviceCopyDataFromTo", {
+        check_not_null!(from, to);
+        // SAFETY: valid tensors (caller contract).
+        let (from, to) = unsafe { (&*from, &*to) };
+        let d = if from.device.device_type != crate::abi::device_type::CPU { from.device } else { to.device };
+        device_api(d.device_type)?.copy_data_from_to(from, to, stream)?;
+        Ok(0)
+    })
+}
+
+/// Create a stream on a device (owned handle; free with `TVMStreamFree`).
+#[no_mangle]
+pub unsafe extern "C" fn TVMStreamCreate(device_type: c_int, device_id: c_int, out: *mut *mut c_void) -> c_int {
+    ffi_boundary!("TVMStreamCreate", {
+        check_not_null!(out);
+        let d = dev(device_type, device_id);
+        let s = device_api(device_type)?.create_stream(d)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = s };
+        Ok(0)
+    })
+}
+
+/// Free a stream from `TVMStreamCreate`.
+#[no_mangle]
+pub unsafe extern "C" fn TVMStreamFree(device_type: c_int, device_id: c_int, stream: *mut c_void) -> c_int {
+    ffi_boundary!("TVMStreamFree", {
+        device_api(device_type)?.free_stream(dev(device_type, device_id), stream)?;
+        Ok(0)
+    })
+}
+
+/// Make `handle` the calling thread's current stream for the device.
+#[no_mangle]
+pub unsafe extern "C" fn TVMSetStream(device_type: c_int, device_id: c_int, handle: *mut c_void) -> c_int {
+    ffi_boundary!("TVMSetStream", {
+        device_api(device_type)?.set_stream(dev(device_type, device_id), handle)?;
+        Ok(0)
+    })
+}
+
+/// Wait until the work queued on `stream` (NULL: the default stream) is done.
+#[no_mangle]
+pub unsafe extern "C" fn TVMSynchronize(device_type: c_int, device_id: c_int, stream: *mut c_void) -> c_int {
+    ffi_boundary!("TVMSynchronize", {
+        device_api(device_type)?.stream_sync(dev(device_type, device_id), stream)?;
+        Ok(0)
+    })
+}
+
+/// Make `dst` wait for the work queued on `src` so far.
+#[no_mangle]
+pub unsafe extern "C" fn TVMStreamStreamSynchronize(
+    device_type: c_int,
+    device_id: c_int,
+    src: *mut c_void,
+    dst: *mut c_void,
+) -> c_int {
+    ffi_boundary!("TVMStreamStreamSynchronize", {
+        device_api(device_type)?.sync_stream_from_to(dev(device_type, device_id), src, dst)?;
+        Ok(0)
+    })
+}

@@ -1,0 +1,68 @@
+//! Error state: `TVMGetLastError` and friends.
+
+use crate::runtime::backend::env_capi;
+use crate::runtime::error::{last_error_ptr, python, set_last_error_text};
+use std::ffi::{c_char, c_void, CStr};
+
+/// Store `msg` as the calling thread's last error (used by callbacks and kernels before
+/// returning -1). A NULL `msg` stores an empty message.
+#[no_mangle]
+pub unsafe extern "C" fn TVMAPISetLastError(msg: *const c_char) {
+    ffi_boundary!("TVMAPISetLastError", {
+        let text = if msg.is_null() {
+            String::new()
+        } else {
+            // SAFETY: non-NULL `msg` is a NUL-terminated string (caller contract).
+            unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned()
+        };
+        set_last_error_text(&text);
+        Ok(())
+    })
+}
+
+/// The calling thread's last error message (`Kind: message`), or NULL if none was ever set.
+/// Owned by the runtime; valid until the next error is stored on this thread.
+#[no_mangle]
+pub extern "C" fn TVMGetLastError() -> *const c_char {
+    ffi_boundary!("TVMGetLastError", { Ok(last_error_ptr()) })
+}
+
+/// The backtrace of the last error. This runtime records none: always NULL.
+#[no_mangle]
+pub extern "C" fn TVMGetLastBacktrace() -> *const c_char {
+    std::ptr::null()
+}
+
+/// Store a frontend (Python) error object for this thread, taking a reference through the
+/// registered `Py_IncRef`; it replaces (and releases) the previous one.
+#[no_mangle]
+pub unsafe extern "C" fn TVMAPISetLastPythonError(py_object: *mut c_void) {
+    ffi_boundary!("TVMAPISetLastPythonError", {
+        env_capi::call_ref_hook(&env_capi::PY_INC_REF, py_object);
+        let old = python::replace(py_object);
+        env_capi::call_ref_hook(&env_capi::PY_DEC_REF, old);
+        set_last_error_text("PythonError: a Python exception was raised in a callback");
+        Ok(())
+    })
+}
+
+/// The frontend error object stored on this thread, or NULL. Borrowed.
+#[no_mangle]
+pub extern "C" fn TVMGetLastPythonError() -> *mut c_void {
+    python::get()
+}
+
+/// Forget (and release) the frontend error object stored on this thread.
+#[no_mangle]
+pub extern "C" fn TVMDropLastPythonError() {
+    ffi_boundary!("TVMDropLastPythonError", {
+        let old = python::replace(std::ptr::null_mut());
+        env_capi::call_ref_hook(&env_capi::PY_DEC_REF, old);
+        Ok(())
+    })
+}
+
+/// TVM's C++-only helper that rethrows the last error as a C++ exception. This runtime has no
+/// C++ exceptions: the error stays available through `TVMGetLastError`, and this returns.
+#[no_mangle]
+pub extern "C" fn TVMThrowLastError() {}

@@ -1,0 +1,332 @@
+//! Packed functions and the global registry.
+
+use crate::abi::{type_code as tc, TVMByteArray, TVMPackedCFunc, TVMPackedCFuncFinalizer, TVMValue};
+use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
+use crate::runtime::object::{ObjPtr, ObjectHeader, ObjectType};
+use crate::runtime::packed::{Args, FuncObj, PackedFunc, Value};
+use crate::runtime::registry;
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CString};
+
+/// Per-thread storage behind string and byte results of `TVMFuncCall`.
+struct ReturnBuffers {
+    string: CString,
+    bytes: Vec<u8>,
+    byte_array: Box<TVMByteArray>,
+    names: Vec<CString>,
+    name_ptrs: Vec<*const c_char>,
+}
+
+thread_local! {
+    static RETURN_BUFFERS: RefCell<ReturnBuffers> = RefCell::new(ReturnBuffers {
+        string: CString::default(),
+        bytes: Vec::new(),
+        byte_array: Box::new(TVMByteArray { data: std::ptr::null(), size: 0 }),
+        names: Vec::new(),
+        name_ptrs: Vec::new(),
+    });
+}
+
+/// Whether `arr` is this thread's byte-result buffer (which must not be freed).
+pub(crate) fn is_return_byte_array(arr: *const TVMByteArray) -> bool {
+    RETURN_BUFFERS.with(|b| std::ptr::eq(&*b.borrow().byte_array, arr))
+}
+
+/// A typed object from a C handle, checked against the expected type.
+///
+/// # Safety
+/// `handle` must be NULL or point to a live object.
+pub(crate) unsafe fn borrow_handle<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<ObjPtr<T>> {
+    if handle.is_null() {
+        return Err(Error::value(format!("{what} handle is NULL")));
+    }
+    let header = handle as *mut ObjectHeader;
+    let ti = (*header).type_index;
+    if ti != T::TYPE_INDEX {
+        return Err(Error::type_error(format!("handle {handle:p} is not a {what} (type index {ti})")));
+    }
+    Ok(ObjPtr::from_borrowed(header))
+}
+
+/// Move a result into the C representation: objects leave with one owned reference,
+/// strings and bytes go through this thread's buffers.
+pub(crate) fn value_to_c(v: Value) -> Result<(TVMValue, c_int)> {
+    Ok(match v {
+        Value::Null => (TVMValue::null(), tc::NULLPTR),
+        Value::Int(i) => (TVMValue { v_int64: i }, tc::INT),
+        Value::Bool(b) => (TVMValue { v_int64: b as i64 }, tc::BOOL),
+        Value::Float(f) => (TVMValue { v_float64: f }, tc::FLOAT),
+        Value::Handle(h) => (TVMValue { v_handle: h }, tc::OPAQUE_HANDLE),
+        Value::Device(d) => (TVMValue { v_device: d }, tc::DEVICE),
+        Value::DLTensor(t) => (TVMValue { v_handle: t as *mut c_void }, tc::DLTENSOR_HANDLE),
+        Value::DataType(t) => return value_to_c(Value::Str(t.to_string())),
+        Value::Str(s) => {
+            let c = CString::new(s).map_err(|_| Error::value("returned string contains a NUL byte"))?;
+            let p = RETURN_BUFFERS.with(|b| {
+                let mut b = b.borrow_mut();
+                b.string = c;
+                b.string.as_ptr()
+            });
+            (TVMValue { v_str: p }, tc::STR)
+        }
+        Value::Bytes(bytes) => {
+            let p = RETURN_BUFFERS.with(|b| {
+                let mut b = b.borrow_mut();
+                b.bytes = bytes;
+                let arr = TVMByteArray { data: b.bytes.as_ptr() as *const c_char, size: b.bytes.len() };
+                *b.byte_array = arr;
+                &*b.byte_array as *const TVMByteArray as *mut c_void
+            });
+            (TVMValue { v_handle: p }, tc::BYTES)
+        }
+        Value::NDArray(a) => {
+            let h = a.as_dltensor_ptr() as *mut c_void;
+            let _ = a.into_raw();
+            (TVMValue { v_handle: h }, tc::NDARRAY_HANDLE)
+        }
+        Value::Module(m) => (TVMValue { v_handle: m.into_raw() as *mut c_void }, tc::MODULE_HANDLE),
+        Value::Func(f) => (TVMValue { v_handle: f.into_raw() as *mut c_void }, tc::PACKED_FUNC_HANDLE),
+        Value::Object(o) => (TVMValue { v_handle: o.into_raw() as *mut c_void }, tc::OBJECT_HANDLE),
+    })
+}
+
+/// Call a packed function. Arguments are borrowed; object results come with one owned
+/// reference; string/bytes results live in thread-local buffers until the next such call.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFuncCall(
+    func: *mut c_void,
+    arg_values: *mut TVMValue,
+    type_codes: *mut c_int,
+    num_args: c_int,
+    ret_val: *mut TVMValue,
+    ret_type_code: *mut c_int,
+) -> c_int {
+    ffi_boundary!("TVMFuncCall", {
+        check_not_null!(ret_val, ret_type_code);
+        // SAFETY: `func` is a live handle (caller contract); its type is checked.
+        let f = unsafe { borrow_handle::<FuncObj>(func, "PackedFunc")? };
+        let n = usize::try_from(num_args).map_err(|_| Error::value(format!("negative num_args {num_args}")))?;
+        // SAFETY: the caller passes `num_args` values and codes.
+        let args = unsafe { Args::from_raw(arg_values, type_codes, n)? };
+        let result = f.call_args(args)?;
+        let (v, code) = value_to_c(result)?;
+        // SAFETY: both out-pointers were checked for NULL.
+        unsafe {
+            *ret_val = v;
+            *ret_type_code = code;
+        }
+        Ok(0)
+    })
+}
+
+/// A C callback with its resource handle; the finalizer runs when the function dies.
+struct CCallback {
+    func: unsafe extern "C" fn(*mut TVMValue, *mut c_int, c_int, *mut c_void, *mut c_void) -> c_int,
+    resource: *mut c_void,
+    fin: TVMPackedCFuncFinalizer,
+}
+
+// SAFETY: TVM's contract for C callbacks: they may be called from any thread, and the
+// resource handle is owned by the function object.
+unsafe impl Send for CCallback {}
+// SAFETY: as above.
+unsafe impl Sync for CCallback {}
+
+impl Drop for CCallback {
+    fn drop(&mut self) {
+        if let Some(fin) = self.fin {
+            // SAFETY: the finalizer was given with this resource handle and runs exactly once.
+            unsafe { fin(self.resource) };
+        }
+    }
+}
+
+/// Wrap a C callback as a packed function (owned handle out). `fin(resource_handle)` runs when
+/// the last reference is released.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFuncCreateFromCFunc(
+    func: TVMPackedCFunc,
+    resource_handle: *mut c_void,
+    fin: TVMPackedCFuncFinalizer,
+    out: *mut *mut c_void,
+) -> c_int {
+    ffi_boundary!("TVMFuncCreateFromCFunc", {
+        check_not_null!(out);
+        let func = func.ok_or_else(|| Error::value("argument `func` is NULL"))?;
+        let cb = CCallback { func, resource: resource_handle, fin };
+        let f = PackedFunc::from_fn(move |args: Args<'_>, ret: &mut Value| {
+            let cb = &cb;
+            let generation = last_error_generation();
+            // SAFETY: the callback receives the caller's arrays unchanged and our return slot,
+            // which it may only touch through TVMCFuncSetReturn during this call.
+            let rc = unsafe {
+                (cb.func)(
+                    args.values().as_ptr() as *mut TVMValue,
+                    args.codes().as_ptr() as *mut c_int,
+                    args.len() as c_int,
+                    ret as *mut Value as *mut c_void,
+                    cb.resource,
+                )
+            };
+            if rc != 0 {
+                return Err(error_from_callee(generation, || {
+                    Error::runtime(format!("callback returned {rc} without setting an error message"))
+                }));
+            }
+            Ok(())
+        });
+        // SAFETY: checked non-NULL.
+        unsafe { *out = f.into_raw() as *mut c_void };
+        Ok(0)
+    })
+}
+
+/// Set a C callback's return value. Strings and bytes are copied; objects get a new reference
+/// (the callback keeps its own). `num_ret` must be 1.
+#[no_mangle]
+pub unsafe extern "C" fn TVMCFuncSetReturn(
+    ret: *mut c_void,
+    value: *mut TVMValue,
+    type_code: *mut c_int,
+    num_ret: c_int,
+) -> c_int {
+    ffi_boundary!("TVMCFuncSetReturn", {
+        check_not_null!(ret, value, type_code);
+        if num_ret != 1 {
+            return Err(Error::value(format!("TVMCFuncSetReturn supports exactly 1 return value, got {num_ret}")));
+        }
+        // SAFETY: one value and code (checked non-NULL).
+        let args = unsafe { Args::from_raw(value, type_code, 1)? };
+        let v = args.to_value(0)?;
+        // SAFETY: `ret` is the return slot the runtime passed to the running callback.
+        unsafe { *(ret as *mut Value) = v };
+        Ok(0)
+    })
+}
+
+/// Turn a callback argument into a value the callback may return as its own: object-like
+/// values gain a reference (rvalue references are moved out). Strings and bytes cannot.
+#[no_mangle]
+pub unsafe extern "C" fn TVMCbArgToReturn(value: *mut TVMValue, code: *mut c_int) -> c_int {
+    ffi_boundary!("TVMCbArgToReturn", {
+        check_not_null!(value, code);
+        // SAFETY: both pointers checked; `value` holds a value of type `*code`.
+        unsafe {
+            match *code {
+                tc::STR | tc::BYTES => {
+                    return Err(Error::type_error("TVMCbArgToReturn cannot convert str or bytes arguments"))
+                }
+                tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE | tc::NDARRAY_HANDLE => {
+                    let args = Args::from_raw(value, code, 1)?;
+                    std::mem::forget(args.object(0)?);
+                }
+                tc::OBJECT_RVALUE_REF_ARG => {
+                    let slot = (*value).v_handle as *mut *mut ObjectHeader;
+                    check_not_null!(slot);
+                    let header = std::ptr::replace(slot, std::ptr::null_mut());
+                    if header.is_null() {
+                        *value = TVMValue::null();
+                        *code = tc::NULLPTR;
+                    } else {
+                        let obj = crate::runtime::object::ObjectRef::from_raw(header);
+                        let (v, c) = value_to_c(Value::from_object(obj))?;
+                        *value = v;
+                        *code = c;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(0)
+    })
+}
+
+/// Release a function handle.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFuncFree(func: *mut c_void) -> c_int {
+    ffi_boundary!("TVMFuncFree", {
+        check_not_null!(func);
+        // SAFETY: live handle (caller contract); its type is checked before the release.
+        let f = unsafe { borrow_handle::<FuncObj>(func, "PackedFunc")? };
+        drop(f);
+        // SAFETY: the caller owned one reference, which it gives up here.
+        unsafe { crate::runtime::object::release(func as *mut ObjectHeader) };
+        Ok(0)
+    })
+}
+
+/// Register `f` as a global named `name` (the registry takes its own reference).
+/// An existing name is an error unless `override` is non-zero.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFuncRegisterGlobal(name: *const c_char, f: *mut c_void, override_: c_int) -> c_int {
+    ffi_boundary!("TVMFuncRegisterGlobal", {
+        // SAFETY: C string argument (caller contract).
+        let name = unsafe { c_str!(name)? };
+        // SAFETY: live handle (caller contract); type checked.
+        let func = unsafe { borrow_handle::<FuncObj>(f, "PackedFunc")? };
+        registry::register(name, func, override_ != 0)?;
+        Ok(0)
+    })
+}
+
+/// Look up a global function: `*out` is an owned handle, or NULL when the name is unknown.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFuncGetGlobal(name: *const c_char, out: *mut *mut c_void) -> c_int {
+    ffi_boundary!("TVMFuncGetGlobal", {
+        check_not_null!(out);
+        // SAFETY: C string argument (caller contract).
+        let name = unsafe { c_str!(name)? };
+        let handle = registry::get(name).map_or(std::ptr::null_mut(), |f| f.into_raw() as *mut c_void);
+        // SAFETY: checked non-NULL.
+        unsafe { *out = handle };
+        Ok(0)
+    })
+}
+
+/// List global names. The array and strings live in thread-local storage until the next call
+/// on this thread.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFuncListGlobalNames(out_size: *mut c_int, out_array: *mut *mut *const c_char) -> c_int {
+    ffi_boundary!("TVMFuncListGlobalNames", {
+        check_not_null!(out_size, out_array);
+        let names = registry::list_names();
+        let (ptr, n) = RETURN_BUFFERS.with(|b| {
+            let mut b = b.borrow_mut();
+            b.names = names.into_iter().filter_map(|s| CString::new(s).ok()).collect();
+            let ptrs: Vec<*const c_char> = b.names.iter().map(|s| s.as_ptr()).collect();
+            b.name_ptrs = ptrs;
+            (b.name_ptrs.as_mut_ptr(), b.name_ptrs.len())
+        });
+        let n = c_int::try_from(n).map_err(|_| Error::internal("too many global functions"))?;
+        // SAFETY: both checked non-NULL.
+        unsafe {
+            *out_size = n;
+            *out_array = ptr;
+        }
+        Ok(0)
+    })
+}
+
+/// Remove a global function (no error if it does not exist).
+#[no_mangle]
+pub unsafe extern "C" fn TVMFuncRemoveGlobal(name: *const c_char) -> c_int {
+    ffi_boundary!("TVMFuncRemoveGlobal", {
+        // SAFETY: C string argument (caller contract).
+        let name = unsafe { c_str!(name)? };
+        registry::remove(name);
+        Ok(0)
+    })
+}
+
+/// Release a byte array. The thread-local result buffer of `TVMFuncCall` is not freed (no-op);
+/// this runtime hands out no other byte arrays, so anything else is an error.
+#[no_mangle]
+pub unsafe extern "C" fn TVMByteArrayFree(arr: *mut TVMByteArray) -> c_int {
+    ffi_boundary!("TVMByteArrayFree", {
+        if arr.is_null() || is_return_byte_array(arr) {
+            return Ok(0);
+        }
+        Err(Error::value(format!("byte array {arr:p} was not allocated by this runtime")))
+    })
+}
+

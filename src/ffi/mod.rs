@@ -1,0 +1,15 @@
+//! The C ABI and nothing else: pointers become Rust types at the door, then the core does the
+//! work. Every export runs inside [`ffi_boundary!`], which catches panics and turns errors into
+//! the return type's error value with the message stored for `TVMGetLastError`.
+
+#[macro_use]
+mod boundary;
+pub mod array;
+pub mod backend;
+pub mod device;
+pub mod error;
+pub mod func;
+pub mod module;
+pub mod object;
+
+pub(crate) use boundary::*;

@@ -1,0 +1,77 @@
+//! Modules: loading, imports, function lookup.
+
+use super::func::borrow_handle;
+use crate::runtime::error::Result;
+use crate::runtime::module::{Module, ModuleObj};
+use crate::runtime::object::{release, ObjectHeader};
+use std::ffi::{c_char, c_int, c_void};
+
+/// A module from a C handle (new reference), checked to be a module.
+///
+/// # Safety
+/// `handle` must be NULL or a live object.
+pub(crate) unsafe fn module_arg(handle: *mut c_void, name: &str) -> Result<Module> {
+    borrow_handle::<ModuleObj>(handle, "Module").map_err(|e| e.context(format!("argument `{name}`")))
+}
+
+/// Load a module from a file through `runtime.module.loadfile_<format>`; `format` NULL or ""
+/// means the file extension. `*out` is an owned handle.
+#[no_mangle]
+pub unsafe extern "C" fn TVMModLoadFromFile(file_name: *const c_char, format: *const c_char, out: *mut *mut c_void) -> c_int {
+    ffi_boundary!("TVMModLoadFromFile", {
+        check_not_null!(out);
+        // SAFETY: C string arguments (caller contract).
+        let file_name = unsafe { c_str!(file_name)? };
+        let format = if format.is_null() { "" } else { unsafe { c_str!(format)? } };
+        let m = Module::load_from_file(file_name, format)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = m.into_raw() as *mut c_void };
+        Ok(0)
+    })
+}
+
+/// Make `mod_` import `dep` (it takes its own reference). Cycles are rejected.
+#[no_mangle]
+pub unsafe extern "C" fn TVMModImport(mod_: *mut c_void, dep: *mut c_void) -> c_int {
+    ffi_boundary!("TVMModImport", {
+        // SAFETY: live handles (caller contract); types checked.
+        let (m, d) = unsafe { (module_arg(mod_, "mod")?, module_arg(dep, "dep")?) };
+        m.import(&d)?;
+        Ok(0)
+    })
+}
+
+/// Look up a function; with `query_imports` non-zero, imports are searched depth-first.
+/// `*out` is an owned handle, or NULL when absent (still success).
+#[no_mangle]
+pub unsafe extern "C" fn TVMModGetFunction(
+    mod_: *mut c_void,
+    func_name: *const c_char,
+    query_imports: c_int,
+    out: *mut *mut c_void,
+) -> c_int {
+    ffi_boundary!("TVMModGetFunction", {
+        check_not_null!(out);
+        // SAFETY: live handle and C string (caller contract).
+        let m = unsafe { module_arg(mod_, "mod")? };
+        let name = unsafe { c_str!(func_name)? };
+        let f = m.get_function(name, query_imports != 0)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = f.map_or(std::ptr::null_mut(), |f| f.into_raw() as *mut c_void) };
+        Ok(0)
+    })
+}
+
+/// Release a module handle. Functions taken from it stay valid.
+#[no_mangle]
+pub unsafe extern "C" fn TVMModFree(mod_: *mut c_void) -> c_int {
+    ffi_boundary!("TVMModFree", {
+        // SAFETY: live handle; type checked before the release of the caller's reference.
+        unsafe {
+            drop(module_arg(mod_, "mod")?);
+            release(mod_ as *mut ObjectHeader);
+        }
+        Ok(0)
+    })
+}
+

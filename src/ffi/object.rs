@@ -1,0 +1,101 @@
+//! Objects: refcounts and the type table.
+
+use crate::runtime::error::Error;
+use crate::runtime::ndarray::NDArray;
+use crate::runtime::object::{self, ObjectHeader};
+use crate::abi::DLTensor;
+use std::ffi::{c_char, c_int, c_uint, c_void};
+
+/// The type index of an object (read from its header).
+#[no_mangle]
+pub unsafe extern "C" fn TVMObjectGetTypeIndex(obj: *mut c_void, out_tindex: *mut c_uint) -> c_int {
+    ffi_boundary!("TVMObjectGetTypeIndex", {
+        check_not_null!(obj, out_tindex);
+        // SAFETY: live object (caller contract); out-pointer checked.
+        unsafe { *out_tindex = (*(obj as *mut ObjectHeader)).type_index };
+        Ok(0)
+    })
+}
+
+/// Index of a registered type key.
+#[no_mangle]
+pub unsafe extern "C" fn TVMObjectTypeKey2Index(type_key: *const c_char, out_tindex: *mut c_uint) -> c_int {
+    ffi_boundary!("TVMObjectTypeKey2Index", {
+        check_not_null!(out_tindex);
+        // SAFETY: C string argument (caller contract).
+        let key = unsafe { c_str!(type_key)? };
+        let i = object::type_key_to_index(key)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out_tindex = i };
+        Ok(0)
+    })
+}
+
+/// Key of a type index, as a `malloc`ed string the caller must `free`.
+#[no_mangle]
+pub unsafe extern "C" fn TVMObjectTypeIndex2Key(tindex: c_uint, out_type_key: *mut *mut c_char) -> c_int {
+    ffi_boundary!("TVMObjectTypeIndex2Key", {
+        check_not_null!(out_type_key);
+        let key = object::type_index_to_key(tindex)?;
+        // SAFETY: malloc of len+1 bytes, then a copy of the key and a terminating NUL.
+        unsafe {
+            let p = libc::malloc(key.len() + 1) as *mut c_char;
+            if p.is_null() {
+                return Err(Error::internal("out of memory"));
+            }
+            std::ptr::copy_nonoverlapping(key.as_ptr() as *const c_char, p, key.len());
+            *p.add(key.len()) = 0;
+            *out_type_key = p;
+        }
+        Ok(0)
+    })
+}
+
+/// Add a reference. NULL is tolerated.
+#[no_mangle]
+pub unsafe extern "C" fn TVMObjectRetain(obj: *mut c_void) -> c_int {
+    ffi_boundary!("TVMObjectRetain", {
+        if !obj.is_null() {
+            // SAFETY: live object (caller contract).
+            unsafe { object::retain(obj as *mut ObjectHeader) };
+        }
+        Ok(0)
+    })
+}
+
+/// Drop a reference; the object is destroyed with the last one. NULL is tolerated.
+#[no_mangle]
+pub unsafe extern "C" fn TVMObjectFree(obj: *mut c_void) -> c_int {
+    ffi_boundary!("TVMObjectFree", {
+        if !obj.is_null() {
+            // SAFETY: the caller owns one reference to a live object.
+            unsafe { object::release(obj as *mut ObjectHeader) };
+        }
+        Ok(0)
+    })
+}
+
+/// Whether type `child_type_index` is `parent_type_index` or derives from it.
+#[no_mangle]
+pub unsafe extern "C" fn TVMObjectDerivedFrom(child_type_index: u32, parent_type_index: u32, is_derived: *mut c_int) -> c_int {
+    ffi_boundary!("TVMObjectDerivedFrom", {
+        check_not_null!(is_derived);
+        let d = object::derived_from(child_type_index, parent_type_index)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *is_derived = d as c_int };
+        Ok(0)
+    })
+}
+
+/// The type index of the container behind an array handle.
+#[no_mangle]
+pub unsafe extern "C" fn TVMArrayGetTypeIndex(handle: *mut DLTensor, out_tindex: *mut c_uint) -> c_int {
+    ffi_boundary!("TVMArrayGetTypeIndex", {
+        check_not_null!(handle, out_tindex);
+        // SAFETY: an array handle points 16 bytes into a live container (TVM's ABI).
+        let header = unsafe { NDArray::header_of_handle(handle)? };
+        // SAFETY: checked non-NULL; header is live.
+        unsafe { *out_tindex = (*header).type_index };
+        Ok(0)
+    })
+}

@@ -1,0 +1,80 @@
+//! Device APIs: memory, copies and streams per device type, behind one trait.
+//!
+//! The CPU API is built in; other backends (e.g. CUDA through a dlopen'd driver) register an
+//! implementation with [`register_device_api`]. Lookups are lock-free after registration.
+
+mod cpu;
+
+pub use cpu::CpuDeviceApi;
+
+use crate::abi::{device_type, DLDataType, DLDevice, DLTensor};
+use crate::runtime::error::{Error, Result};
+use once_cell::sync::OnceCell;
+use std::ffi::c_void;
+
+/// An opaque stream handle as C sees it; NULL is the device's default stream.
+pub type StreamHandle = *mut c_void;
+
+/// What a device backend provides.
+pub trait DeviceApi: Send + Sync {
+    /// The registry name (`cpu`, `cuda`, ...).
+    fn name(&self) -> &'static str;
+    /// Allocate `nbytes` aligned to `alignment` (a power of two).
+    fn alloc_data_space(
+        &self,
+        dev: DLDevice,
+        nbytes: usize,
+        alignment: usize,
+        type_hint: DLDataType,
+    ) -> Result<*mut c_void>;
+    /// Free memory from [`DeviceApi::alloc_data_space`].
+    fn free_data_space(&self, dev: DLDevice, ptr: *mut c_void) -> Result<()>;
+    /// Copy between two compact tensors of equal byte size, ordered on `stream`.
+    fn copy_data_from_to(&self, from: &DLTensor, to: &DLTensor, stream: StreamHandle) -> Result<()>;
+    fn create_stream(&self, dev: DLDevice) -> Result<StreamHandle>;
+    fn free_stream(&self, dev: DLDevice, stream: StreamHandle) -> Result<()>;
+    /// Make `stream` the current stream of this thread for `dev`.
+    fn set_stream(&self, dev: DLDevice, stream: StreamHandle) -> Result<()>;
+    /// Block until all work queued on `stream` is done.
+    fn stream_sync(&self, dev: DLDevice, stream: StreamHandle) -> Result<()>;
+    /// Make `dst` wait for the work queued on `src` so far.
+    fn sync_stream_from_to(&self, dev: DLDevice, src: StreamHandle, dst: StreamHandle) -> Result<()>;
+    /// Temporary memory for kernels (64-byte aligned).
+    fn alloc_workspace(&self, dev: DLDevice, nbytes: usize, type_hint: DLDataType) -> Result<*mut c_void> {
+        self.alloc_data_space(dev, nbytes.max(1), crate::runtime::ndarray::ALLOC_ALIGNMENT, type_hint)
+    }
+    fn free_workspace(&self, dev: DLDevice, ptr: *mut c_void) -> Result<()> {
+        self.free_data_space(dev, ptr)
+    }
+}
+
+const MAX_DEVICE_TYPES: usize = 64;
+
+static DEVICE_APIS: [OnceCell<&'static dyn DeviceApi>; MAX_DEVICE_TYPES] =
+    [const { OnceCell::new() }; MAX_DEVICE_TYPES];
+
+static CPU: CpuDeviceApi = CpuDeviceApi::new();
+
+/// Register the API for `device_type`; the first registration wins and lives forever.
+pub fn register_device_api(device_type: i32, api: &'static dyn DeviceApi) -> Result<()> {
+    let slot = usize::try_from(device_type)
+        .ok()
+        .and_then(|i| DEVICE_APIS.get(i))
+        .ok_or_else(|| Error::value(format!("device type {device_type} is out of range")))?;
+    slot.set(api)
+        .map_err(|_| Error::value(format!("a device API for device type {device_type} is already registered")))
+}
+
+/// The API serving `device_type`, or an error naming the device.
+pub fn device_api(dev_type: i32) -> Result<&'static dyn DeviceApi> {
+    if dev_type == device_type::CPU {
+        return Ok(&CPU);
+    }
+    if let Some(api) = usize::try_from(dev_type).ok().and_then(|i| DEVICE_APIS.get(i)?.get()) {
+        return Ok(*api);
+    }
+    let name = device_type::name(dev_type).unwrap_or("unknown");
+    Err(Error::value(format!(
+        "device type {dev_type} ({name}) is not supported by this runtime: no device API is registered for it"
+    )))
+}

@@ -1,0 +1,198 @@
+//! Errors in TVM's `Kind: message` shape and the thread-local last-error slot.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::{CStr, CString};
+use std::fmt;
+
+/// A runtime error. `Display` gives `Kind: message`, the shape TVM's frontends parse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    text: String,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    fn with_kind(kind: &str, msg: impl fmt::Display) -> Self {
+        Error { text: format!("{kind}: {msg}") }
+    }
+    /// A value was out of its allowed set (bad shape, unknown name, ...).
+    pub fn value(msg: impl fmt::Display) -> Self {
+        Self::with_kind("ValueError", msg)
+    }
+    /// An argument had the wrong type code or an object the wrong type.
+    pub fn type_error(msg: impl fmt::Display) -> Self {
+        Self::with_kind("TypeError", msg)
+    }
+    /// An index was out of range.
+    pub fn index(msg: impl fmt::Display) -> Self {
+        Self::with_kind("IndexError", msg)
+    }
+    /// A lookup by name failed.
+    pub fn attribute(msg: impl fmt::Display) -> Self {
+        Self::with_kind("AttributeError", msg)
+    }
+    /// Something the runtime does not support.
+    pub fn unsupported(msg: impl fmt::Display) -> Self {
+        Self::with_kind("NotImplementedError", msg)
+    }
+    /// A failure of the runtime itself (a bug, an allocation failure, ...).
+    pub fn internal(msg: impl fmt::Display) -> Self {
+        Self::with_kind("InternalError", msg)
+    }
+    /// An operating-system or file error.
+    pub fn io(msg: impl fmt::Display) -> Self {
+        Self::with_kind("OSError", msg)
+    }
+    /// A generic runtime error (`TVMError`).
+    pub fn runtime(msg: impl fmt::Display) -> Self {
+        Self::with_kind("TVMError", msg)
+    }
+    /// An error whose text is taken as it is (already formatted, e.g. set by a C callback).
+    /// Text without a `Kind:` prefix gets `TVMError: ` so frontends can still classify it.
+    pub fn raw(text: impl Into<String>) -> Self {
+        let text = text.into();
+        if has_kind_prefix(&text) {
+            Error { text }
+        } else {
+            Error::runtime(text)
+        }
+    }
+    /// Prefix the message with context, keeping the kind: `Kind: context: message`.
+    pub fn context(self, ctx: impl fmt::Display) -> Self {
+        match self.text.split_once(": ") {
+            Some((kind, msg)) if has_kind_prefix(&self.text) => {
+                Error { text: format!("{kind}: {ctx}: {msg}") }
+            }
+            _ => Error { text: format!("{ctx}: {}", self.text) },
+        }
+    }
+    pub fn message(&self) -> &str {
+        &self.text
+    }
+}
+
+/// Whether `text` starts with an identifier followed by `": "` (e.g. `ValueError: ...`).
+fn has_kind_prefix(text: &str) -> bool {
+    match text.split_once(": ") {
+        Some((kind, _)) => {
+            !kind.is_empty() && kind.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// `bail!(kind, fmt...)` returns early with an `Error` of the given kind.
+#[macro_export]
+macro_rules! bail {
+    ($kind:ident, $($arg:tt)*) => {
+        return Err($crate::runtime::error::Error::$kind(format!($($arg)*)))
+    };
+}
+
+/// The thread's last error, owned by the thread.
+struct LastError {
+    message: Option<CString>,
+    /// Incremented on every store, so a caller can tell whether a callee set an error.
+    generation: u64,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<LastError> = const {
+        RefCell::new(LastError { message: None, generation: 0 })
+    };
+    static LAST_PYTHON_ERROR: Cell<*mut std::ffi::c_void> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Store `text` as this thread's last error.
+pub fn set_last_error_text(text: &str) {
+    // Interior NULs cannot cross the C boundary; show them escaped instead of truncating.
+    let c = CString::new(text).unwrap_or_else(|_| {
+        CString::new(text.replace('\0', "\\0")).expect("NULs were replaced")
+    });
+    LAST_ERROR.with(|e| {
+        let mut e = e.borrow_mut();
+        e.message = Some(c);
+        e.generation = e.generation.wrapping_add(1);
+    });
+}
+
+/// Store `err` as this thread's last error.
+pub fn set_last_error(err: &Error) {
+    set_last_error_text(err.message());
+}
+
+/// Pointer to this thread's last error message, or NULL if none was ever set.
+/// Valid until the next error is stored on this thread.
+pub fn last_error_ptr() -> *const std::ffi::c_char {
+    LAST_ERROR.with(|e| e.borrow().message.as_ref().map_or(std::ptr::null(), |m| m.as_ptr()))
+}
+
+/// A copy of this thread's last error message.
+pub fn last_error_message() -> Option<String> {
+    LAST_ERROR.with(|e| {
+        e.borrow().message.as_deref().map(|m: &CStr| m.to_string_lossy().into_owned())
+    })
+}
+
+/// Counter of stores on this thread; compare before/after a callback.
+pub fn last_error_generation() -> u64 {
+    LAST_ERROR.with(|e| e.borrow().generation)
+}
+
+/// The error a callee left on this thread after returning a failure code, or `fallback`
+/// if it set none since `generation_before`.
+pub fn error_from_callee(generation_before: u64, fallback: impl FnOnce() -> Error) -> Error {
+    if last_error_generation() != generation_before {
+        if let Some(msg) = last_error_message() {
+            return Error::raw(msg);
+        }
+    }
+    fallback()
+}
+
+/// Frontend error objects (`TVMAPISetLastPythonError`): stored opaque, one per thread.
+pub mod python {
+    use super::LAST_PYTHON_ERROR;
+    use std::ffi::c_void;
+
+    pub fn replace(obj: *mut c_void) -> *mut c_void {
+        LAST_PYTHON_ERROR.with(|c| c.replace(obj))
+    }
+    pub fn get() -> *mut c_void {
+        LAST_PYTHON_ERROR.with(|c| c.get())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_context() {
+        let e = Error::value("bad shape").context("set_input");
+        assert_eq!(e.message(), "ValueError: set_input: bad shape");
+        assert_eq!(Error::raw("plain text").message(), "TVMError: plain text");
+        assert_eq!(Error::raw("TypeError: x").message(), "TypeError: x");
+        assert_eq!(Error::raw("a b: c").message(), "TVMError: a b: c");
+    }
+
+    #[test]
+    fn last_error_is_thread_local() {
+        set_last_error(&Error::value("here"));
+        let g = last_error_generation();
+        std::thread::spawn(|| assert!(last_error_ptr().is_null())).join().unwrap();
+        assert_eq!(last_error_message().as_deref(), Some("ValueError: here"));
+        set_last_error_text("with\0nul");
+        assert_eq!(last_error_message().as_deref(), Some("with\\0nul"));
+        assert_ne!(g, last_error_generation());
+    }
+}

@@ -1,0 +1,163 @@
+//! Library modules: kernels found by symbol name in a compiled library, called with TVM's
+//! backend calling convention, plus the process-wide system library.
+//!
+//! A [`SymbolSource`] abstracts where symbols come from (the system-library table now; a
+//! dlopen'd `.so` in the loader), so symbol lookup, context-pointer setup and kernel wrapping are
+//! shared.
+
+use super::error::{error_from_callee, last_error_generation, Error, Result};
+use super::module::{Module, ModuleNode};
+use super::packed::{PackedFunc, Value};
+use crate::abi::{type_code as tc, TVMBackendPackedCFunc, TVMValue};
+use once_cell::sync::Lazy;
+use std::any::Any;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Where a library module finds its symbols.
+pub trait SymbolSource: Send + Sync + 'static {
+    /// Address of `name`, if the library has it.
+    fn symbol(&self, name: &str) -> Option<*mut c_void>;
+    /// Short description for error messages.
+    fn describe(&self) -> String;
+}
+
+/// A module whose functions are kernels looked up by symbol (`type_key` "library").
+pub struct LibraryModule {
+    symbols: Arc<dyn SymbolSource>,
+}
+
+impl LibraryModule {
+    pub fn new(symbols: Arc<dyn SymbolSource>) -> Self {
+        LibraryModule { symbols }
+    }
+    pub fn symbols(&self) -> &Arc<dyn SymbolSource> {
+        &self.symbols
+    }
+}
+
+impl ModuleNode for LibraryModule {
+    fn type_key(&self) -> &str {
+        "library"
+    }
+
+    fn get_function(&self, name: &str, this: &Module) -> Result<Option<PackedFunc>> {
+        let target = if name == "__tvm_main__" {
+            // The entry symbol is a NUL-terminated string naming the real entry function.
+            match self.symbols.symbol("__tvm_main__") {
+                // SAFETY: by TVM's convention `__tvm_main__` is a constant C string.
+                Some(p) => unsafe { CStr::from_ptr(p as *const std::ffi::c_char) }
+                    .to_string_lossy()
+                    .into_owned(),
+                None => return Ok(None),
+            }
+        } else {
+            name.to_string()
+        };
+        Ok(self.symbols.symbol(&target).map(|p| {
+            // SAFETY: symbols looked up as functions in a TVM library follow the backend
+            // packed-function convention (TVM's ABI for compiled kernels).
+            let f: TVMBackendPackedCFunc = unsafe { std::mem::transmute::<*mut c_void, TVMBackendPackedCFunc>(p) };
+            wrap_backend_func(f, this.clone())
+        }))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Wrap a compiled kernel as a packed function. `keep_alive` (the module that owns the code)
+/// lives as long as the function.
+pub fn wrap_backend_func(f: TVMBackendPackedCFunc, keep_alive: Module) -> PackedFunc {
+    PackedFunc::from_fn(move |args, ret| {
+        let _owner = &keep_alive;
+        let mut rv = TVMValue::null();
+        let mut rcode: c_int = tc::NULLPTR;
+        let n = c_int::try_from(args.len()).map_err(|_| Error::value("too many arguments"))?;
+        let generation = last_error_generation();
+        // SAFETY: the argument arrays are valid for the call; the kernel follows TVM's backend
+        // convention and only reads `n` values; it never writes the return slots on void return,
+        // which is why they are pre-set to NULL.
+        let status = unsafe {
+            f(
+                args.values().as_ptr() as *mut TVMValue,
+                args.codes().as_ptr() as *mut c_int,
+                n,
+                &mut rv,
+                &mut rcode,
+                std::ptr::null_mut(),
+            )
+        };
+        if status != 0 {
+            return Err(error_from_callee(generation, || {
+                Error::runtime(format!("kernel returned {status} without setting an error message"))
+            }));
+        }
+        if rcode != tc::NULLPTR {
+            // SAFETY: a kernel's returned value carries ownership of any object it names.
+            *ret = unsafe { Value::adopt_c(rv, rcode)? };
+        }
+        Ok(())
+    })
+}
+
+/// Store our implementations into the library's `__TVM*` context-function pointers and point
+/// `__tvm_module_ctx` at the module, so kernels can call back into the runtime.
+pub fn init_library_context(symbols: &dyn SymbolSource, module: &Module) {
+    for (name, addr) in crate::ffi::backend::context_functions() {
+        if let Some(slot) = symbols.symbol(name) {
+            // SAFETY: in TVM libraries these symbols are writable pointer-sized globals holding
+            // a function pointer of the matching prototype.
+            unsafe { *(slot as *mut *const c_void) = addr };
+        }
+    }
+    if let Some(slot) = symbols.symbol("__tvm_module_ctx") {
+        // SAFETY: `__tvm_module_ctx` is a writable `void*` global; compiled code passes it back
+        // to `TVMBackendGetFuncFromEnv`. The module outlives the code (the code is kept alive by
+        // the module), so the pointer stays valid while kernels can run.
+        unsafe { *(slot as *mut *mut c_void) = module.as_header() as *mut c_void };
+    }
+}
+
+/// Symbols registered by statically linked kernels (`TVMBackendRegisterSystemLibSymbol`).
+static SYSTEM_SYMBOLS: Lazy<RwLock<HashMap<String, usize>>> = Lazy::new(Default::default);
+
+/// `TVMBackendRegisterSystemLibSymbol`: re-registration overwrites.
+pub fn register_system_symbol(name: &str, ptr: *mut c_void) {
+    SYSTEM_SYMBOLS.write().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), ptr as usize);
+}
+
+/// The system-library symbol table seen through a prefix: `prefix + name`, then `name`.
+struct SystemLibSymbols {
+    prefix: String,
+}
+
+impl SymbolSource for SystemLibSymbols {
+    fn symbol(&self, name: &str) -> Option<*mut c_void> {
+        let table = SYSTEM_SYMBOLS.read().unwrap_or_else(|e| e.into_inner());
+        table
+            .get(&format!("{}{}", self.prefix, name))
+            .or_else(|| table.get(name))
+            .map(|&p| p as *mut c_void)
+    }
+    fn describe(&self) -> String {
+        format!("system library (prefix `{}`)", self.prefix)
+    }
+}
+
+static SYSTEM_LIBS: Lazy<Mutex<HashMap<String, Module>>> = Lazy::new(Default::default);
+
+/// `runtime.SystemLib(prefix)`: one module per prefix, kept for the life of the process.
+pub fn system_lib(prefix: &str) -> Module {
+    let mut libs = SYSTEM_LIBS.lock().unwrap_or_else(|e| e.into_inner());
+    libs.entry(prefix.to_string())
+        .or_insert_with(|| {
+            let symbols: Arc<dyn SymbolSource> = Arc::new(SystemLibSymbols { prefix: prefix.to_string() });
+            let module = Module::from_node(LibraryModule::new(symbols.clone()));
+            init_library_context(&*symbols, &module);
+            module
+        })
+        .clone()
+}

@@ -1,0 +1,20 @@
+//! The runtime core in safe Rust where possible: objects, NDArray, packed functions and the
+//! registry, devices, modules, the backend API for kernels.
+
+pub mod backend;
+pub(crate) mod builtins;
+pub mod device;
+pub mod dtype;
+#[macro_use]
+pub mod error;
+pub mod library;
+pub mod module;
+pub mod ndarray;
+pub mod object;
+pub mod packed;
+pub mod registry;
+
+pub use error::{Error, Result};
+pub use module::{Module, ModuleNode};
+pub use ndarray::NDArray;
+pub use packed::{Args, PackedFunc, Value};

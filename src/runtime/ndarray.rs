@@ -1,0 +1,417 @@
+//! NDArray: a refcounted container whose `DLTensor` sits at offset 16, as in TVM.
+//!
+//! `TVMArrayHandle` is the address of that `DLTensor`; the object header is 16 bytes before it.
+
+use super::device::device_api;
+use super::dtype::data_size;
+use super::error::{Error, Result};
+use super::object::{type_index, ObjPtr, ObjectHeader, ObjectType};
+use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLTensor};
+use std::ffi::c_void;
+
+/// Alignment of every NDArray and storage allocation (`kAllocAlignment`).
+pub const ALLOC_ALIGNMENT: usize = 64;
+
+/// Offset from the object header to the `DLTensor` (the handle).
+pub const DLTENSOR_OFFSET: usize = 16;
+
+/// Who owns the memory behind `dl_tensor.data`.
+enum DataOwner {
+    /// Allocated through the device API of `device`; freed the same way.
+    Device(DLDevice),
+    /// A view sharing the data of another NDArray.
+    Parent(#[allow(dead_code)] NDArray),
+    /// Imported through DLPack: the producer's deleter runs on drop.
+    DLPack(*mut DLManagedTensor),
+}
+
+/// Payload of an NDArray object. The first three fields mirror TVM's container layout.
+#[repr(C)]
+pub struct NDArrayData {
+    /// Offset 16 from the header: the handle points here.
+    pub dl_tensor: DLTensor,
+    /// Offset 64: the memory owner (parent container, DLPack tensor, or NULL).
+    manager_ctx: *mut c_void,
+    /// Offset 72: TVM keeps a ShapeTuple object here; unused (shape lives in `shape`).
+    shape_object: *mut c_void,
+    shape: Box<[i64]>,
+    strides: Option<Box<[i64]>>,
+    owner: DataOwner,
+}
+
+// SAFETY: the raw pointers refer to memory owned by this container (or by the DLPack producer,
+// whose deleter the DLPack contract lets any thread call); access follows NDArray's rules
+// (shared reads, writes by the user who coordinates them), as in TVM.
+unsafe impl Send for NDArrayData {}
+// SAFETY: as above.
+unsafe impl Sync for NDArrayData {}
+
+impl ObjectType for NDArrayData {
+    const TYPE_INDEX: u32 = type_index::NDARRAY;
+}
+
+impl Drop for NDArrayData {
+    fn drop(&mut self) {
+        match self.owner {
+            DataOwner::Device(dev) => {
+                if let Ok(api) = device_api(dev.device_type) {
+                    let _ = api.free_data_space(dev, self.dl_tensor.data);
+                }
+            }
+            DataOwner::Parent(_) => {}
+            DataOwner::DLPack(m) => {
+                // SAFETY: `m` is the producer's tensor we took over in `from_dlpack`; its
+                // deleter is called exactly once, here.
+                unsafe {
+                    if let Some(del) = (*m).deleter {
+                        del(m);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A reference-counted n-dimensional array.
+pub type NDArray = ObjPtr<NDArrayData>;
+
+impl NDArrayData {
+    pub fn shape(&self) -> &[i64] {
+        &self.shape
+    }
+    pub fn dtype(&self) -> DLDataType {
+        self.dl_tensor.dtype
+    }
+    pub fn device(&self) -> DLDevice {
+        self.dl_tensor.device
+    }
+    pub fn strides(&self) -> Option<&[i64]> {
+        self.strides.as_deref()
+    }
+    /// Bytes of the (compact) data.
+    pub fn nbytes(&self) -> usize {
+        data_size(&self.shape, self.dl_tensor.dtype).expect("checked at construction")
+    }
+    pub fn data_ptr(&self) -> *mut c_void {
+        self.dl_tensor.data
+    }
+    /// The handle C sees (`TVMArrayHandle`).
+    pub fn as_dltensor_ptr(&self) -> *mut DLTensor {
+        &self.dl_tensor as *const DLTensor as *mut DLTensor
+    }
+}
+
+fn build(
+    data: *mut c_void,
+    shape: Box<[i64]>,
+    strides: Option<Box<[i64]>>,
+    dtype: DLDataType,
+    device: DLDevice,
+    byte_offset: u64,
+    manager_ctx: *mut c_void,
+    owner: DataOwner,
+) -> Result<NDArray> {
+    let ndim = i32::try_from(shape.len())
+        .map_err(|_| Error::value(format!("ndim {} is too large", shape.len())))?;
+    let mut shape = shape;
+    let mut strides = strides;
+    let dl_tensor = DLTensor {
+        data,
+        device,
+        ndim,
+        dtype,
+        shape: shape.as_mut_ptr(),
+        strides: strides.as_mut().map_or(std::ptr::null_mut(), |s| s.as_mut_ptr()),
+        byte_offset,
+    };
+    Ok(NDArray::new(NDArrayData {
+        dl_tensor,
+        manager_ctx,
+        shape_object: std::ptr::null_mut(),
+        shape,
+        strides,
+        owner,
+    }))
+}
+
+/// Shape of a C `DLTensor` as a slice (empty for ndim 0).
+///
+/// # Safety
+/// `t.shape` must point to `t.ndim` values when `t.ndim > 0`.
+pub unsafe fn shape_of(t: &DLTensor) -> Result<&[i64]> {
+    let n = usize::try_from(t.ndim).map_err(|_| Error::value(format!("negative ndim {}", t.ndim)))?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if t.shape.is_null() {
+        return Err(Error::value(format!("tensor has ndim {n} but its shape pointer is NULL")));
+    }
+    Ok(std::slice::from_raw_parts(t.shape, n))
+}
+
+/// Strides of a C `DLTensor`, `None` when compact (NULL).
+///
+/// # Safety
+/// `t.strides`, when non-NULL, must point to `t.ndim` values.
+pub unsafe fn strides_of(t: &DLTensor) -> Option<&[i64]> {
+    if t.strides.is_null() || t.ndim <= 0 {
+        None
+    } else {
+        Some(std::slice::from_raw_parts(t.strides, t.ndim as usize))
+    }
+}
+
+/// Bytes of a tensor's data, `prod(shape) * element bytes` (TVM's `GetDataSize`).
+pub fn byte_size(t: &DLTensor) -> Result<usize> {
+    // SAFETY: DLTensors reaching the runtime carry `ndim` shape values (DLPack contract).
+    data_size(unsafe { shape_of(t)? }, t.dtype)
+}
+
+/// Whether strides are absent or equal to compact row-major strides (extent-1 dims ignored).
+pub fn is_contiguous(t: &DLTensor) -> bool {
+    // SAFETY: DLPack contract as in `byte_size`.
+    let (shape, strides) = unsafe {
+        match (shape_of(t), strides_of(t)) {
+            (Ok(s), Some(st)) => (s, st),
+            (Ok(_), None) => return true,
+            (Err(_), _) => return false,
+        }
+    };
+    let mut expected: i64 = 1;
+    for i in (0..shape.len()).rev() {
+        if shape[i] != 1 && strides[i] != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(shape[i]);
+    }
+    true
+}
+
+/// Error unless `t` is contiguous; `what` names the tensor in the message.
+pub fn check_contiguous(t: &DLTensor, what: &str) -> Result<()> {
+    if is_contiguous(t) {
+        Ok(())
+    } else {
+        Err(Error::value(format!(
+            "{what} tensor is strided (non-contiguous); only compact row-major tensors are supported here"
+        )))
+    }
+}
+
+impl NDArray {
+    /// A new, uninitialised array allocated on `device` (64-byte aligned data).
+    pub fn empty(shape: &[i64], dtype: DLDataType, device: DLDevice) -> Result<NDArray> {
+        dtype.validate_for_alloc()?;
+        let nbytes = data_size(shape, dtype)?;
+        let api = device_api(device.device_type)?;
+        let align = ALLOC_ALIGNMENT.max(dtype.element_bytes());
+        let data = api.alloc_data_space(device, nbytes, align, dtype)?;
+        build(data, shape.into(), None, dtype, device, 0, std::ptr::null_mut(), DataOwner::Device(device))
+            .inspect_err(|_| {
+                let _ = api.free_data_space(device, data);
+            })
+    }
+
+    /// A CPU array holding a copy of `bytes` (length must match).
+    pub fn from_bytes(shape: &[i64], dtype: DLDataType, bytes: &[u8]) -> Result<NDArray> {
+        let arr = NDArray::empty(shape, dtype, DLDevice::cpu(0))?;
+        arr.copy_from_bytes(bytes)?;
+        Ok(arr)
+    }
+
+    /// A view of this array's memory with another shape/dtype that must fit in it.
+    pub fn create_view(&self, shape: &[i64], dtype: DLDataType) -> Result<NDArray> {
+        let need = data_size(shape, dtype)?;
+        let have = self.nbytes();
+        if need > have {
+            return Err(Error::value(format!(
+                "view of {need} bytes does not fit in an array of {have} bytes"
+            )));
+        }
+        build(
+            self.dl_tensor.data,
+            shape.into(),
+            None,
+            dtype,
+            self.dl_tensor.device,
+            self.dl_tensor.byte_offset,
+            self.as_header() as *mut c_void,
+            DataOwner::Parent(self.clone()),
+        )
+    }
+
+    /// Adopt a DLPack tensor (compact, 64-byte aligned); its deleter runs when the array dies.
+    ///
+    /// # Safety
+    /// `m` must be a valid `DLManagedTensor` that the caller hands over.
+    pub unsafe fn from_dlpack(m: *mut DLManagedTensor) -> Result<NDArray> {
+        let t = &(*m).dl_tensor;
+        check_contiguous(t, "DLPack")?;
+        let addr = (t.data as usize).wrapping_add(t.byte_offset as usize);
+        if addr % ALLOC_ALIGNMENT != 0 {
+            return Err(Error::value(format!(
+                "DLPack tensor data is not {ALLOC_ALIGNMENT}-byte aligned (address {addr:#x})"
+            )));
+        }
+        let shape: Box<[i64]> = shape_of(t)?.into();
+        data_size(&shape, t.dtype)?;
+        build(t.data, shape, None, t.dtype, t.device, t.byte_offset, m as *mut c_void, DataOwner::DLPack(m))
+    }
+
+    /// Recover the array from a handle (`TVMArrayHandle`) and take a new reference.
+    ///
+    /// # Safety
+    /// `handle` must be the `DLTensor` of a live NDArray container.
+    pub unsafe fn from_handle_borrowed(handle: *mut DLTensor) -> Result<NDArray> {
+        let header = (handle as *mut u8).sub(DLTENSOR_OFFSET) as *mut ObjectHeader;
+        if (*header).type_index != type_index::NDARRAY {
+            return Err(Error::type_error("handle is not an NDArray created by this runtime"));
+        }
+        Ok(NDArray::from_borrowed(header))
+    }
+
+    /// Header of the container that owns `handle`, checked to be an NDArray.
+    ///
+    /// # Safety
+    /// `handle` must be the `DLTensor` of a live NDArray container.
+    pub unsafe fn header_of_handle(handle: *mut DLTensor) -> Result<*mut ObjectHeader> {
+        let header = (handle as *mut u8).sub(DLTENSOR_OFFSET) as *mut ObjectHeader;
+        if (*header).type_index != type_index::NDARRAY {
+            return Err(Error::type_error("handle is not an NDArray created by this runtime"));
+        }
+        Ok(header)
+    }
+
+    /// Copy `bytes` into this (contiguous) array; length must equal its byte size.
+    pub fn copy_from_bytes(&self, bytes: &[u8]) -> Result<()> {
+        copy_from_bytes(&self.dl_tensor, bytes)
+    }
+
+    /// Copy this (contiguous) array out into `bytes`; length must equal its byte size.
+    pub fn copy_to_bytes(&self, bytes: &mut [u8]) -> Result<()> {
+        copy_to_bytes(&self.dl_tensor, bytes)
+    }
+
+    /// The data as a byte vector (copied).
+    pub fn to_vec_u8(&self) -> Result<Vec<u8>> {
+        let mut v = vec![0u8; self.nbytes()];
+        self.copy_to_bytes(&mut v)?;
+        Ok(v)
+    }
+}
+
+fn host_view(t: &DLTensor, data: *mut c_void) -> DLTensor {
+    DLTensor { data, device: DLDevice::cpu(0), strides: std::ptr::null_mut(), byte_offset: 0, ..*t }
+}
+
+/// Copy host bytes into any tensor (`TVMArrayCopyFromBytes`), then synchronize.
+pub fn copy_from_bytes(t: &DLTensor, bytes: &[u8]) -> Result<()> {
+    let n = byte_size(t)?;
+    if bytes.len() != n {
+        return Err(Error::value(format!(
+            "copy from bytes: got {} bytes, the array holds {n} bytes", bytes.len()
+        )));
+    }
+    check_contiguous(t, "destination")?;
+    let src = host_view(t, bytes.as_ptr() as *mut c_void);
+    let api = device_api(t.device.device_type)?;
+    api.copy_data_from_to(&src, t, std::ptr::null_mut())?;
+    api.stream_sync(t.device, std::ptr::null_mut())
+}
+
+/// Copy any tensor out into host bytes (`TVMArrayCopyToBytes`), then synchronize.
+pub fn copy_to_bytes(t: &DLTensor, bytes: &mut [u8]) -> Result<()> {
+    let n = byte_size(t)?;
+    if bytes.len() != n {
+        return Err(Error::value(format!(
+            "copy to bytes: got a buffer of {} bytes, the array holds {n} bytes", bytes.len()
+        )));
+    }
+    check_contiguous(t, "source")?;
+    let dst = host_view(t, bytes.as_mut_ptr() as *mut c_void);
+    let api = device_api(t.device.device_type)?;
+    api.copy_data_from_to(t, &dst, std::ptr::null_mut())?;
+    api.stream_sync(t.device, std::ptr::null_mut())
+}
+
+fn is_host_like(device_type: i32) -> bool {
+    use crate::abi::device_type::*;
+    matches!(device_type, CPU | CUDA_HOST | ROCM_HOST)
+}
+
+/// Copy between tensors on compatible devices (`TVMArrayCopyFromTo`), ordered on `stream`.
+pub fn copy_from_to(from: &DLTensor, to: &DLTensor, stream: *mut c_void) -> Result<()> {
+    let (a, b) = (from.device.device_type, to.device.device_type);
+    if a != b && !is_host_like(a) && !is_host_like(b) {
+        return Err(Error::value(format!(
+            "cannot copy between {} and {}: one side must be the host", from.device, to.device
+        )));
+    }
+    let nf = byte_size(from)?;
+    let nt = byte_size(to)?;
+    if nf != nt {
+        return Err(Error::value(format!(
+            "copy size mismatch: source has {nf} bytes, destination has {nt} bytes"
+        )));
+    }
+    let dev = if a != crate::abi::device_type::CPU { from.device } else { to.device };
+    device_api(dev.device_type)?.copy_data_from_to(from, to, stream)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::offset_of;
+
+    #[test]
+    fn container_layout_matches_tvm() {
+        use super::super::object::Obj;
+        assert_eq!(offset_of!(NDArrayData, dl_tensor), 0);
+        assert_eq!(offset_of!(NDArrayData, manager_ctx), 48);
+        assert_eq!(offset_of!(NDArrayData, shape_object), 56);
+        let a = NDArray::empty(&[2, 3], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
+        let handle = a.as_dltensor_ptr() as usize;
+        assert_eq!(handle - a.as_header() as usize, DLTENSOR_OFFSET);
+        assert_eq!(std::mem::size_of::<Obj<()>>(), 16);
+        assert_eq!(a.data_ptr() as usize % 64, 0);
+    }
+
+    #[test]
+    fn bytes_views_and_errors() {
+        let vals: Vec<f32> = (0..6).map(|i| i as f32 * 1.5).collect();
+        let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let a = NDArray::from_bytes(&[2, 3], DLDataType::FLOAT32, &bytes).unwrap();
+        assert_eq!(a.to_vec_u8().unwrap(), bytes);
+        let v = a.create_view(&[6], DLDataType::FLOAT32).unwrap();
+        assert_eq!(v.data_ptr(), a.data_ptr());
+        assert_eq!(a.ref_count(), 2);
+        drop(a);
+        assert_eq!(v.to_vec_u8().unwrap(), bytes);
+        assert!(v.create_view(&[7], DLDataType::FLOAT32).is_err());
+        assert!(v.copy_from_bytes(&bytes[..4]).unwrap_err().message().contains("got 4 bytes"));
+        assert!(NDArray::empty(&[2], DLDataType::new(2, 12, 1), DLDevice::cpu(0)).is_err());
+        assert!(NDArray::empty(&[2], DLDataType::FLOAT32, DLDevice { device_type: 2, device_id: 0 })
+            .unwrap_err()
+            .message()
+            .contains("cuda"));
+    }
+
+    #[test]
+    fn contiguity() {
+        let mut shape = [2i64, 3];
+        let mut strides = [3i64, 1];
+        let mut t = DLTensor {
+            data: std::ptr::null_mut(),
+            device: DLDevice::cpu(0),
+            ndim: 2,
+            dtype: DLDataType::FLOAT32,
+            shape: shape.as_mut_ptr(),
+            strides: strides.as_mut_ptr(),
+            byte_offset: 0,
+        };
+        assert!(is_contiguous(&t));
+        strides = [1, 2];
+        t.strides = strides.as_mut_ptr();
+        assert!(!is_contiguous(&t));
+    }
+}

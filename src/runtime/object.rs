@@ -1,0 +1,371 @@
+//! Reference-counted objects with TVM's 16-byte header.
+//!
+//! Every object handed to C starts with [`ObjectHeader`] (`type_index` u32, atomic refcount i32,
+//! deleter pointer), so a handle is a pointer to the header and `TVMObjectRetain/Free` work on any
+//! object. Typed payloads live right after the header in [`Obj<T>`]; for NDArrays that puts the
+//! `DLTensor` at offset 16, the address TVM uses as `TVMArrayHandle`.
+
+use super::error::{Error, Result};
+use once_cell::sync::Lazy;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicI32, Ordering};
+use std::sync::RwLock;
+
+/// Static type indices (TVM's `TypeIndex`).
+pub mod type_index {
+    pub const ROOT: u32 = 0;
+    pub const MODULE: u32 = 1;
+    pub const NDARRAY: u32 = 2;
+    pub const STRING: u32 = 3;
+    pub const ARRAY: u32 = 4;
+    pub const MAP: u32 = 5;
+    pub const SHAPE_TUPLE: u32 = 6;
+    pub const PACKED_FUNC: u32 = 7;
+    pub const DISCO_DREF: u32 = 8;
+    pub const RPC_OBJECT_REF: u32 = 9;
+    pub const CLOSURE: u32 = 10;
+    pub const ADT: u32 = 11;
+    pub const DYNAMIC_BEGIN: u32 = 12;
+}
+
+/// The header every object starts with (16 bytes on LP64).
+#[repr(C)]
+pub struct ObjectHeader {
+    pub type_index: u32,
+    pub ref_count: AtomicI32,
+    pub deleter: Option<unsafe extern "C" fn(*mut ObjectHeader)>,
+}
+
+/// A payload type that can live inside an object.
+pub trait ObjectType: Send + Sync + 'static {
+    const TYPE_INDEX: u32;
+}
+
+/// Header plus payload, laid out as in C.
+#[repr(C)]
+pub struct Obj<T> {
+    header: ObjectHeader,
+    pub data: T,
+}
+
+unsafe extern "C" fn delete_obj<T>(header: *mut ObjectHeader) {
+    // SAFETY: this deleter is only installed by `ObjPtr::<T>::new`, which allocated the object
+    // as `Box<Obj<T>>`; the refcount reached zero so nobody else holds it.
+    drop(unsafe { Box::from_raw(header as *mut Obj<T>) });
+}
+
+/// An owning, typed reference to an object (like `Arc<T>`, with the C header).
+pub struct ObjPtr<T: ObjectType> {
+    ptr: NonNull<Obj<T>>,
+    _marker: PhantomData<Obj<T>>,
+}
+
+// SAFETY: the payload is Send + Sync and the refcount is atomic.
+unsafe impl<T: ObjectType> Send for ObjPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T: ObjectType> Sync for ObjPtr<T> {}
+
+impl<T: ObjectType> ObjPtr<T> {
+    pub fn new(data: T) -> Self {
+        let boxed = Box::new(Obj {
+            header: ObjectHeader {
+                type_index: T::TYPE_INDEX,
+                ref_count: AtomicI32::new(1),
+                deleter: Some(delete_obj::<T>),
+            },
+            data,
+        });
+        ObjPtr { ptr: NonNull::from(Box::leak(boxed)), _marker: PhantomData }
+    }
+
+    /// Address of the header: the C handle of this object.
+    pub fn as_header(&self) -> *mut ObjectHeader {
+        self.ptr.as_ptr() as *mut ObjectHeader
+    }
+
+    /// Give up this reference and return the handle (one owned reference travels with it).
+    pub fn into_raw(self) -> *mut ObjectHeader {
+        let p = self.as_header();
+        std::mem::forget(self);
+        p
+    }
+
+    /// Take over one owned reference from a handle.
+    ///
+    /// # Safety
+    /// `header` must be a live object of payload type `T` carrying a reference the caller owns.
+    pub unsafe fn from_raw(header: *mut ObjectHeader) -> Self {
+        ObjPtr { ptr: NonNull::new_unchecked(header as *mut Obj<T>), _marker: PhantomData }
+    }
+
+    /// A new reference to a live object of type `T` from a borrowed handle.
+    ///
+    /// # Safety
+    /// `header` must point to a live object whose payload type is `T`.
+    pub unsafe fn from_borrowed(header: *mut ObjectHeader) -> Self {
+        retain(header);
+        Self::from_raw(header)
+    }
+
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        a.ptr == b.ptr
+    }
+
+    pub fn ref_count(&self) -> i32 {
+        // SAFETY: we hold a reference, so the header is live.
+        unsafe { (*self.as_header()).ref_count.load(Ordering::Relaxed) }
+    }
+
+    /// An untyped reference to the same object.
+    pub fn to_object_ref(&self) -> ObjectRef {
+        // SAFETY: the object is live (we hold a reference).
+        unsafe { ObjectRef::from_borrowed(self.as_header()) }
+    }
+}
+
+impl<T: ObjectType> std::ops::Deref for ObjPtr<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the object stays alive while this reference exists.
+        unsafe { &self.ptr.as_ref().data }
+    }
+}
+
+impl<T: ObjectType> std::fmt::Debug for ObjPtr<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Object({}, {:p})", type_key_of(T::TYPE_INDEX), self.as_header())
+    }
+}
+
+impl<T: ObjectType> Clone for ObjPtr<T> {
+    fn clone(&self) -> Self {
+        // SAFETY: live object; the new reference is owned by the clone.
+        unsafe { Self::from_borrowed(self.as_header()) }
+    }
+}
+
+impl<T: ObjectType> Drop for ObjPtr<T> {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference.
+        unsafe { release(self.as_header()) }
+    }
+}
+
+/// Increment the reference count.
+///
+/// # Safety
+/// `header` must point to a live object.
+pub unsafe fn retain(header: *mut ObjectHeader) {
+    (*header).ref_count.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Decrement the reference count and run the deleter when it reaches zero.
+///
+/// # Safety
+/// `header` must point to a live object and the caller must own one reference.
+pub unsafe fn release(header: *mut ObjectHeader) {
+    if (*header).ref_count.fetch_sub(1, Ordering::Release) == 1 {
+        fence(Ordering::Acquire);
+        if let Some(deleter) = (*header).deleter {
+            deleter(header);
+        }
+    }
+}
+
+/// An owning, untyped reference to any object.
+pub struct ObjectRef {
+    ptr: NonNull<ObjectHeader>,
+}
+
+// SAFETY: objects are only created from Send + Sync payloads; refcount is atomic.
+unsafe impl Send for ObjectRef {}
+// SAFETY: as above.
+unsafe impl Sync for ObjectRef {}
+
+impl ObjectRef {
+    /// # Safety
+    /// `header` must be a live object carrying a reference the caller owns.
+    pub unsafe fn from_raw(header: *mut ObjectHeader) -> Self {
+        ObjectRef { ptr: NonNull::new_unchecked(header) }
+    }
+    /// # Safety
+    /// `header` must point to a live object.
+    pub unsafe fn from_borrowed(header: *mut ObjectHeader) -> Self {
+        retain(header);
+        Self::from_raw(header)
+    }
+    pub fn as_header(&self) -> *mut ObjectHeader {
+        self.ptr.as_ptr()
+    }
+    pub fn into_raw(self) -> *mut ObjectHeader {
+        let p = self.as_header();
+        std::mem::forget(self);
+        p
+    }
+    pub fn type_index(&self) -> u32 {
+        // SAFETY: live object.
+        unsafe { (*self.as_header()).type_index }
+    }
+    /// A typed reference if the object's type index is `T`'s.
+    pub fn downcast<T: ObjectType>(&self) -> Option<ObjPtr<T>> {
+        if self.type_index() == T::TYPE_INDEX {
+            // SAFETY: the type index identifies the payload type; objects with a given static
+            // index are only created by `ObjPtr::<T>::new` of the matching `T`.
+            Some(unsafe { ObjPtr::from_borrowed(self.as_header()) })
+        } else {
+            None
+        }
+    }
+}
+
+impl Clone for ObjectRef {
+    fn clone(&self) -> Self {
+        // SAFETY: live object.
+        unsafe { Self::from_borrowed(self.as_header()) }
+    }
+}
+
+impl Drop for ObjectRef {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference.
+        unsafe { release(self.as_header()) }
+    }
+}
+
+impl std::fmt::Debug for ObjectRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Object({}, {:p})", type_key_of(self.type_index()), self.as_header())
+    }
+}
+
+/// The type table: keys and parents by index.
+struct TypeTable {
+    keys: Vec<String>,
+    parents: Vec<u32>,
+    by_key: HashMap<String, u32>,
+}
+
+static TYPES: Lazy<RwLock<TypeTable>> = Lazy::new(|| {
+    let statics = [
+        "runtime.Object",
+        "runtime.Module",
+        "runtime.NDArray",
+        "runtime.String",
+        "runtime.Array",
+        "runtime.Map",
+        "runtime.ShapeTuple",
+        "runtime.PackedFunc",
+        "runtime.DiscoDRef",
+        "runtime.RPCObjectRef",
+        "runtime.Closure",
+        "runtime.ADT",
+    ];
+    let keys: Vec<String> = statics.iter().map(|s| s.to_string()).collect();
+    let by_key = keys.iter().enumerate().map(|(i, k)| (k.clone(), i as u32)).collect();
+    RwLock::new(TypeTable { parents: vec![0; keys.len()], keys, by_key })
+});
+
+/// Index of a registered type key.
+pub fn type_key_to_index(key: &str) -> Result<u32> {
+    let t = TYPES.read().unwrap_or_else(|e| e.into_inner());
+    t.by_key.get(key).copied().ok_or_else(|| Error::value(format!("Cannot find type `{key}`")))
+}
+
+/// Key of a registered type index.
+pub fn type_index_to_key(index: u32) -> Result<String> {
+    let t = TYPES.read().unwrap_or_else(|e| e.into_inner());
+    t.keys
+        .get(index as usize)
+        .cloned()
+        .ok_or_else(|| Error::index(format!("type index {index} is not registered")))
+}
+
+fn type_key_of(index: u32) -> String {
+    type_index_to_key(index).unwrap_or_else(|_| format!("<type {index}>"))
+}
+
+/// Register a dynamic type deriving from `parent`; returns its index (existing key: same index).
+pub fn register_type(key: &str, parent: u32) -> Result<u32> {
+    let mut t = TYPES.write().unwrap_or_else(|e| e.into_inner());
+    if let Some(&i) = t.by_key.get(key) {
+        return Ok(i);
+    }
+    if parent as usize >= t.keys.len() {
+        return Err(Error::index(format!("parent type index {parent} is not registered")));
+    }
+    let index = t.keys.len() as u32;
+    t.keys.push(key.to_string());
+    t.parents.push(parent);
+    t.by_key.insert(key.to_string(), index);
+    Ok(index)
+}
+
+/// Whether `child` is `parent` or derives from it.
+pub fn derived_from(child: u32, parent: u32) -> Result<bool> {
+    let t = TYPES.read().unwrap_or_else(|e| e.into_inner());
+    let n = t.keys.len() as u32;
+    if child >= n {
+        return Err(Error::index(format!("type index {child} is not registered")));
+    }
+    if parent >= n {
+        return Err(Error::index(format!("type index {parent} is not registered")));
+    }
+    let mut cur = child;
+    loop {
+        if cur == parent {
+            return Ok(true);
+        }
+        if cur == type_index::ROOT {
+            return Ok(false);
+        }
+        cur = t.parents[cur as usize];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    struct Probe(u32);
+    impl ObjectType for Probe {
+        const TYPE_INDEX: u32 = type_index::ADT;
+    }
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn refcount_and_deleter() {
+        let a = ObjPtr::new(Probe(7));
+        assert_eq!(std::mem::size_of::<ObjectHeader>(), 16);
+        let b = a.clone();
+        assert_eq!(a.ref_count(), 2);
+        let untyped = a.to_object_ref();
+        assert_eq!(untyped.type_index(), type_index::ADT);
+        assert_eq!(untyped.downcast::<Probe>().unwrap().0, 7);
+        drop(untyped);
+        drop(a);
+        assert_eq!(DROPS.load(Ordering::SeqCst), 0);
+        drop(b);
+        assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn type_table() {
+        assert_eq!(type_key_to_index("runtime.NDArray").unwrap(), 2);
+        assert_eq!(type_index_to_key(7).unwrap(), "runtime.PackedFunc");
+        assert!(type_key_to_index("no.such.Type").unwrap_err().message().contains("no.such.Type"));
+        let child = register_type("test.Child", type_index::MODULE).unwrap();
+        assert!(child >= type_index::DYNAMIC_BEGIN);
+        assert!(derived_from(child, type_index::MODULE).unwrap());
+        assert!(derived_from(child, type_index::ROOT).unwrap());
+        assert!(!derived_from(child, type_index::NDARRAY).unwrap());
+        assert!(derived_from(99999, 0).is_err());
+    }
+}

@@ -1,0 +1,572 @@
+//! Packed functions: type-erased callables over `(TVMValue, type code)` arguments.
+//!
+//! Arguments stay in the C representation ([`Args`] borrows the caller's arrays, so calls from C
+//! pass through without conversion); results are owned [`Value`]s.
+
+use super::error::{Error, Result};
+use super::module::{Module, ModuleObj};
+use super::ndarray::{NDArray, NDArrayData};
+use super::object::{type_index, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
+use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMByteArray, TVMValue};
+use std::ffi::{c_void, CStr, CString};
+
+/// Borrowed arguments of one call.
+#[derive(Clone, Copy)]
+pub struct Args<'a> {
+    values: &'a [TVMValue],
+    codes: &'a [i32],
+}
+
+impl<'a> Args<'a> {
+    pub fn new(values: &'a [TVMValue], codes: &'a [i32]) -> Self {
+        assert_eq!(values.len(), codes.len(), "values and codes differ in length");
+        Args { values, codes }
+    }
+
+    /// # Safety
+    /// For `n > 0`, `values` and `codes` must point to `n` elements valid for `'a`; every
+    /// pointer-typed value must be valid for its type code for `'a`.
+    pub unsafe fn from_raw(values: *const TVMValue, codes: *const i32, n: usize) -> Result<Self> {
+        if n == 0 {
+            return Ok(Args { values: &[], codes: &[] });
+        }
+        if values.is_null() || codes.is_null() {
+            return Err(Error::value(format!("{n} arguments but the value or type-code array is NULL")));
+        }
+        Ok(Args {
+            values: std::slice::from_raw_parts(values, n),
+            codes: std::slice::from_raw_parts(codes, n),
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+    pub fn values(&self) -> &'a [TVMValue] {
+        self.values
+    }
+    pub fn codes(&self) -> &'a [i32] {
+        self.codes
+    }
+
+    fn slot(&self, i: usize) -> Result<(TVMValue, i32)> {
+        match (self.values.get(i), self.codes.get(i)) {
+            (Some(v), Some(c)) => Ok((*v, *c)),
+            _ => Err(Error::index(format!("argument {i} requested but only {} given", self.len()))),
+        }
+    }
+
+    fn mismatch(i: usize, want: &str, code: i32) -> Error {
+        Error::type_error(format!("argument {i}: expected {want}, got {} (type code {code})", tc::name(code)))
+    }
+
+    /// Require exactly `n` arguments.
+    pub fn expect_len(&self, n: usize, what: &str) -> Result<()> {
+        if self.len() != n {
+            return Err(Error::value(format!("{what} expects {n} arguments, got {}", self.len())));
+        }
+        Ok(())
+    }
+
+    pub fn code(&self, i: usize) -> Result<i32> {
+        self.slot(i).map(|(_, c)| c)
+    }
+
+    /// Integer argument (codes int, bool).
+    pub fn int(&self, i: usize) -> Result<i64> {
+        let (v, c) = self.slot(i)?;
+        match c {
+            // SAFETY: the type code says the union holds an integer.
+            tc::INT | tc::BOOL => Ok(unsafe { v.v_int64 }),
+            _ => Err(Self::mismatch(i, "int", c)),
+        }
+    }
+
+    /// Float argument (codes float, int, bool).
+    pub fn float(&self, i: usize) -> Result<f64> {
+        let (v, c) = self.slot(i)?;
+        // SAFETY: the type code selects the union member.
+        match c {
+            tc::FLOAT => Ok(unsafe { v.v_float64 }),
+            tc::INT | tc::BOOL => Ok(unsafe { v.v_int64 } as f64),
+            _ => Err(Self::mismatch(i, "float", c)),
+        }
+    }
+
+    /// Device argument (code DLDevice only, as TVM).
+    pub fn device(&self, i: usize) -> Result<DLDevice> {
+        let (v, c) = self.slot(i)?;
+        match c {
+            // SAFETY: the type code says the union holds a device.
+            tc::DEVICE => Ok(unsafe { v.v_device }),
+            _ => Err(Self::mismatch(i, "DLDevice", c)),
+        }
+    }
+
+    /// String argument (codes str, bytes with UTF-8 content, DLDataType, runtime.String object).
+    pub fn string(&self, i: usize) -> Result<String> {
+        let (v, c) = self.slot(i)?;
+        match c {
+            tc::STR => {
+                // SAFETY: code str means `v_str` is a valid NUL-terminated string (caller contract).
+                let s = unsafe { v.v_str };
+                if s.is_null() {
+                    return Err(Error::value(format!("argument {i}: string pointer is NULL")));
+                }
+                // SAFETY: as above.
+                Ok(unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned())
+            }
+            tc::BYTES => String::from_utf8(self.bytes(i)?.to_vec())
+                .map_err(|_| Error::value(format!("argument {i}: bytes are not UTF-8"))),
+            // SAFETY: the type code says the union holds a data type.
+            tc::DATA_TYPE => Ok(unsafe { v.v_type }.to_string()),
+            tc::OBJECT_HANDLE => {
+                let obj = self.object(i)?;
+                match obj.downcast::<StringObj>() {
+                    Some(s) => Ok(s.0.clone()),
+                    None => Err(Self::mismatch(i, "str", c)),
+                }
+            }
+            _ => Err(Self::mismatch(i, "str", c)),
+        }
+    }
+
+    /// Whether argument `i` is a string (TVM's `String::CanConvertFrom`).
+    pub fn is_string(&self, i: usize) -> bool {
+        match self.slot(i) {
+            Ok((_, tc::STR)) => true,
+            Ok((_, tc::OBJECT_HANDLE)) => {
+                self.object(i).is_ok_and(|o| o.type_index() == type_index::STRING)
+            }
+            _ => false,
+        }
+    }
+
+    /// Bytes argument (code bytes, or str without its NUL).
+    pub fn bytes(&self, i: usize) -> Result<&'a [u8]> {
+        let (v, c) = self.slot(i)?;
+        match c {
+            tc::BYTES => {
+                // SAFETY: code bytes means `v_handle` is a `TVMByteArray*` (caller contract).
+                let arr = unsafe { v.v_handle } as *const TVMByteArray;
+                if arr.is_null() {
+                    return Err(Error::value(format!("argument {i}: byte array pointer is NULL")));
+                }
+                // SAFETY: as above.
+                let arr = unsafe { &*arr };
+                if arr.size == 0 {
+                    return Ok(&[]);
+                }
+                if arr.data.is_null() {
+                    return Err(Error::value(format!("argument {i}: byte array data is NULL")));
+                }
+                // SAFETY: the array holds `size` readable bytes (caller contract).
+                Ok(unsafe { std::slice::from_raw_parts(arr.data as *const u8, arr.size) })
+            }
+            tc::STR => {
+                // SAFETY: see `string`.
+                let s = unsafe { v.v_str };
+                if s.is_null() {
+                    return Err(Error::value(format!("argument {i}: string pointer is NULL")));
+                }
+                // SAFETY: as above.
+                Ok(unsafe { CStr::from_ptr(s) }.to_bytes())
+            }
+            _ => Err(Self::mismatch(i, "bytes", c)),
+        }
+    }
+
+    /// Raw pointer argument (codes handle, NULL, DLTensor*, NDArray).
+    pub fn handle(&self, i: usize) -> Result<*mut c_void> {
+        let (v, c) = self.slot(i)?;
+        match c {
+            tc::NULLPTR => Ok(std::ptr::null_mut()),
+            // SAFETY: the type code says the union holds a pointer.
+            tc::OPAQUE_HANDLE | tc::DLTENSOR_HANDLE | tc::NDARRAY_HANDLE => Ok(unsafe { v.v_handle }),
+            _ => Err(Self::mismatch(i, "handle", c)),
+        }
+    }
+
+    /// `DLTensor*` argument (codes DLTensor*, NDArray; NULL is an error).
+    pub fn dltensor(&self, i: usize) -> Result<*mut DLTensor> {
+        let (v, c) = self.slot(i)?;
+        match c {
+            tc::DLTENSOR_HANDLE | tc::NDARRAY_HANDLE => {
+                // SAFETY: the type code says the union holds a pointer.
+                let p = unsafe { v.v_handle } as *mut DLTensor;
+                if p.is_null() {
+                    return Err(Error::value(format!("argument {i}: DLTensor pointer is NULL")));
+                }
+                Ok(p)
+            }
+            _ => Err(Self::mismatch(i, "DLTensor*", c)),
+        }
+    }
+
+    /// Object argument (codes Object, Module, PackedFunc, NDArray, rvalue ref), new reference.
+    pub fn object(&self, i: usize) -> Result<ObjectRef> {
+        let (v, c) = self.slot(i)?;
+        // SAFETY: the type code says the union holds an object pointer (or, for NDArray, the
+        // DLTensor inside a container; for rvalue refs, a pointer to an object pointer).
+        let header = unsafe {
+            match c {
+                tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE => {
+                    v.v_handle as *mut ObjectHeader
+                }
+                tc::NDARRAY_HANDLE if !v.v_handle.is_null() => {
+                    NDArray::header_of_handle(v.v_handle as *mut DLTensor)?
+                }
+                tc::OBJECT_RVALUE_REF_ARG if !v.v_handle.is_null() => {
+                    *(v.v_handle as *mut *mut ObjectHeader)
+                }
+                _ => return Err(Self::mismatch(i, "object", c)),
+            }
+        };
+        if header.is_null() {
+            return Err(Error::value(format!("argument {i}: object handle is NULL")));
+        }
+        // SAFETY: live object for the duration of the call (caller contract).
+        Ok(unsafe { ObjectRef::from_borrowed(header) })
+    }
+
+    fn typed<T: ObjectType>(&self, i: usize, want: &str) -> Result<ObjPtr<T>> {
+        let obj = self.object(i)?;
+        obj.downcast::<T>().ok_or_else(|| {
+            Error::type_error(format!("argument {i}: expected {want}, got object of type index {}", obj.type_index()))
+        })
+    }
+
+    pub fn module(&self, i: usize) -> Result<Module> {
+        self.typed::<ModuleObj>(i, "Module")
+    }
+    pub fn func(&self, i: usize) -> Result<PackedFunc> {
+        self.typed::<FuncObj>(i, "PackedFunc")
+    }
+    pub fn ndarray(&self, i: usize) -> Result<NDArray> {
+        self.typed::<NDArrayData>(i, "NDArray")
+    }
+
+    /// The argument as an owned [`Value`] (strings and bytes copied, objects retained).
+    pub fn to_value(&self, i: usize) -> Result<Value> {
+        let (v, c) = self.slot(i)?;
+        // SAFETY: the type code selects the union member.
+        Ok(unsafe {
+            match c {
+                tc::INT => Value::Int(v.v_int64),
+                tc::BOOL => Value::Bool(v.v_int64 != 0),
+                tc::FLOAT => Value::Float(v.v_float64),
+                tc::NULLPTR => Value::Null,
+                tc::OPAQUE_HANDLE => Value::Handle(v.v_handle),
+                tc::DATA_TYPE => Value::DataType(v.v_type),
+                tc::DEVICE => Value::Device(v.v_device),
+                tc::DLTENSOR_HANDLE => Value::DLTensor(v.v_handle as *mut DLTensor),
+                tc::STR => Value::Str(self.string(i)?),
+                tc::BYTES => Value::Bytes(self.bytes(i)?.to_vec()),
+                tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE | tc::NDARRAY_HANDLE
+                | tc::OBJECT_RVALUE_REF_ARG => Value::from_object(self.object(i)?),
+                _ => return Err(Error::type_error(format!("argument {i}: unsupported type code {c}"))),
+            }
+        })
+    }
+}
+
+/// An owned value: what packed functions return.
+#[derive(Clone, Debug, Default)]
+pub enum Value {
+    #[default]
+    Null,
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Handle(*mut c_void),
+    DataType(DLDataType),
+    Device(DLDevice),
+    /// A borrowed `DLTensor*` (not owned by the value).
+    DLTensor(*mut DLTensor),
+    Str(String),
+    Bytes(Vec<u8>),
+    NDArray(NDArray),
+    Module(Module),
+    Func(PackedFunc),
+    Object(ObjectRef),
+}
+
+impl Value {
+    /// Classify an object by its type index.
+    pub fn from_object(obj: ObjectRef) -> Value {
+        if let Some(a) = obj.downcast::<NDArrayData>() {
+            Value::NDArray(a)
+        } else if let Some(m) = obj.downcast::<ModuleObj>() {
+            Value::Module(m)
+        } else if let Some(f) = obj.downcast::<FuncObj>() {
+            Value::Func(f)
+        } else {
+            Value::Object(obj)
+        }
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "NULL",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Bool(_) => "bool",
+            Value::Handle(_) => "handle",
+            Value::DataType(_) => "DLDataType",
+            Value::Device(_) => "DLDevice",
+            Value::DLTensor(_) => "DLTensor*",
+            Value::Str(_) => "str",
+            Value::Bytes(_) => "bytes",
+            Value::NDArray(_) => "NDArray",
+            Value::Module(_) => "Module",
+            Value::Func(_) => "PackedFunc",
+            Value::Object(_) => "Object",
+        }
+    }
+
+    pub fn as_int(&self) -> Result<i64> {
+        match self {
+            Value::Int(v) => Ok(*v),
+            Value::Bool(b) => Ok(*b as i64),
+            v => Err(Error::type_error(format!("expected int, got {}", v.type_name()))),
+        }
+    }
+    pub fn into_module(self) -> Result<Module> {
+        match self {
+            Value::Module(m) => Ok(m),
+            v => Err(Error::type_error(format!("expected Module, got {}", v.type_name()))),
+        }
+    }
+    pub fn into_func(self) -> Result<PackedFunc> {
+        match self {
+            Value::Func(f) => Ok(f),
+            v => Err(Error::type_error(format!("expected PackedFunc, got {}", v.type_name()))),
+        }
+    }
+    pub fn into_ndarray(self) -> Result<NDArray> {
+        match self {
+            Value::NDArray(a) => Ok(a),
+            v => Err(Error::type_error(format!("expected NDArray, got {}", v.type_name()))),
+        }
+    }
+    pub fn into_string(self) -> Result<String> {
+        match self {
+            Value::Str(s) => Ok(s),
+            Value::Object(o) if o.downcast::<StringObj>().is_some() => {
+                Ok(o.downcast::<StringObj>().expect("checked").0.clone())
+            }
+            v => Err(Error::type_error(format!("expected str, got {}", v.type_name()))),
+        }
+    }
+
+    /// Take ownership of a value in the C representation: objects are adopted (no retain).
+    ///
+    /// # Safety
+    /// `v`/`code` must be a valid value; object-like codes must carry an owned reference.
+    pub unsafe fn adopt_c(v: TVMValue, code: i32) -> Result<Value> {
+        Ok(match code {
+            tc::INT => Value::Int(v.v_int64),
+            tc::BOOL => Value::Bool(v.v_int64 != 0),
+            tc::FLOAT => Value::Float(v.v_float64),
+            tc::NULLPTR => Value::Null,
+            tc::OPAQUE_HANDLE => Value::Handle(v.v_handle),
+            tc::DATA_TYPE => Value::DataType(v.v_type),
+            tc::DEVICE => Value::Device(v.v_device),
+            tc::DLTENSOR_HANDLE => Value::DLTensor(v.v_handle as *mut DLTensor),
+            tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE if !v.v_handle.is_null() => {
+                Value::from_object(ObjectRef::from_raw(v.v_handle as *mut ObjectHeader))
+            }
+            tc::NDARRAY_HANDLE if !v.v_handle.is_null() => {
+                let header = NDArray::header_of_handle(v.v_handle as *mut DLTensor)?;
+                Value::from_object(ObjectRef::from_raw(header))
+            }
+            tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE | tc::NDARRAY_HANDLE => Value::Null,
+            _ => return Err(Error::type_error(format!("cannot take a return value of type code {code}"))),
+        })
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Self {
+        Value::Int(v)
+    }
+}
+impl From<f64> for Value {
+    fn from(v: f64) -> Self {
+        Value::Float(v)
+    }
+}
+impl From<&str> for Value {
+    fn from(v: &str) -> Self {
+        Value::Str(v.to_string())
+    }
+}
+impl From<String> for Value {
+    fn from(v: String) -> Self {
+        Value::Str(v)
+    }
+}
+impl From<Module> for Value {
+    fn from(v: Module) -> Self {
+        Value::Module(v)
+    }
+}
+impl From<NDArray> for Value {
+    fn from(v: NDArray) -> Self {
+        Value::NDArray(v)
+    }
+}
+impl From<DLDevice> for Value {
+    fn from(v: DLDevice) -> Self {
+        Value::Device(v)
+    }
+}
+
+/// Owned arguments built in Rust: keeps C strings and byte arrays alive for the call.
+#[derive(Default)]
+pub struct ArgBuffer {
+    values: Vec<TVMValue>,
+    codes: Vec<i32>,
+    _strings: Vec<CString>,
+    _byte_arrays: Vec<Box<TVMByteArray>>,
+    _objects: Vec<ObjectRef>,
+}
+
+impl ArgBuffer {
+    pub fn from_values(vals: &[Value]) -> Result<ArgBuffer> {
+        let mut b = ArgBuffer::default();
+        for v in vals {
+            b.push(v)?;
+        }
+        Ok(b)
+    }
+
+    pub fn push(&mut self, v: &Value) -> Result<()> {
+        let (val, code) = match v {
+            Value::Null => (TVMValue::null(), tc::NULLPTR),
+            Value::Int(i) => (TVMValue { v_int64: *i }, tc::INT),
+            Value::Bool(b) => (TVMValue { v_int64: *b as i64 }, tc::BOOL),
+            Value::Float(f) => (TVMValue { v_float64: *f }, tc::FLOAT),
+            Value::Handle(h) => (TVMValue { v_handle: *h }, tc::OPAQUE_HANDLE),
+            Value::DataType(t) => (TVMValue { v_type: *t }, tc::DATA_TYPE),
+            Value::Device(d) => (TVMValue { v_device: *d }, tc::DEVICE),
+            Value::DLTensor(t) => (TVMValue { v_handle: *t as *mut c_void }, tc::DLTENSOR_HANDLE),
+            Value::Str(s) => {
+                let c = CString::new(s.as_str())
+                    .map_err(|_| Error::value("string argument contains a NUL byte"))?;
+                let p = c.as_ptr();
+                self._strings.push(c);
+                (TVMValue { v_str: p }, tc::STR)
+            }
+            Value::Bytes(bytes) => {
+                let arr = Box::new(TVMByteArray { data: bytes.as_ptr() as *const _, size: bytes.len() });
+                let p = &*arr as *const TVMByteArray as *mut c_void;
+                self._byte_arrays.push(arr);
+                (TVMValue { v_handle: p }, tc::BYTES)
+            }
+            Value::NDArray(a) => (TVMValue { v_handle: a.as_dltensor_ptr() as *mut c_void }, tc::NDARRAY_HANDLE),
+            Value::Module(m) => (TVMValue { v_handle: m.as_header() as *mut c_void }, tc::MODULE_HANDLE),
+            Value::Func(f) => (TVMValue { v_handle: f.as_header() as *mut c_void }, tc::PACKED_FUNC_HANDLE),
+            Value::Object(o) => {
+                self._objects.push(o.clone());
+                (TVMValue { v_handle: o.as_header() as *mut c_void }, tc::OBJECT_HANDLE)
+            }
+        };
+        self.values.push(val);
+        self.codes.push(code);
+        Ok(())
+    }
+
+    pub fn args(&self) -> Args<'_> {
+        Args::new(&self.values, &self.codes)
+    }
+}
+
+type Body = dyn Fn(Args<'_>, &mut Value) -> Result<()> + Send + Sync;
+
+/// Payload of a packed-function object.
+pub struct FuncObj {
+    body: Box<Body>,
+}
+
+impl ObjectType for FuncObj {
+    const TYPE_INDEX: u32 = type_index::PACKED_FUNC;
+}
+
+/// A reference-counted packed function.
+pub type PackedFunc = ObjPtr<FuncObj>;
+
+impl PackedFunc {
+    /// Wrap a Rust closure that writes its result into the given slot.
+    pub fn from_fn(f: impl Fn(Args<'_>, &mut Value) -> Result<()> + Send + Sync + 'static) -> PackedFunc {
+        PackedFunc::new(FuncObj { body: Box::new(f) })
+    }
+
+    /// Wrap a Rust closure that returns its result.
+    pub fn from_typed(f: impl Fn(Args<'_>) -> Result<Value> + Send + Sync + 'static) -> PackedFunc {
+        Self::from_fn(move |args, ret| {
+            *ret = f(args)?;
+            Ok(())
+        })
+    }
+
+    /// Call with borrowed C-representation arguments, writing the result into `ret`.
+    pub fn call_into(&self, args: Args<'_>, ret: &mut Value) -> Result<()> {
+        (self.body)(args, ret)
+    }
+
+    /// Call with borrowed arguments and return the result.
+    pub fn call_args(&self, args: Args<'_>) -> Result<Value> {
+        let mut ret = Value::Null;
+        self.call_into(args, &mut ret)?;
+        Ok(ret)
+    }
+
+    /// Call with owned Rust values.
+    pub fn call(&self, vals: &[Value]) -> Result<Value> {
+        let buf = ArgBuffer::from_values(vals)?;
+        self.call_args(buf.args())
+    }
+}
+
+/// Payload of a `runtime.String` object.
+pub struct StringObj(pub String);
+
+impl ObjectType for StringObj {
+    const TYPE_INDEX: u32 = type_index::STRING;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_rust_closure_with_mixed_args() {
+        let f = PackedFunc::from_typed(|args| {
+            let (a, b, s) = (args.int(0)?, args.float(1)?, args.string(2)?);
+            Ok(Value::Str(format!("{a}:{b}:{s}")))
+        });
+        let r = f.call(&[Value::Int(3), Value::Float(0.5), "x".into()]).unwrap();
+        assert_eq!(r.into_string().unwrap(), "3:0.5:x");
+        let err = f.call(&[Value::Str("no".into()), Value::Float(0.5), "x".into()]).unwrap_err();
+        assert_eq!(err.message(), "TypeError: argument 0: expected int, got str (type code 11)");
+        let err = f.call(&[Value::Int(1)]).unwrap_err();
+        assert!(err.message().starts_with("IndexError: argument 1 requested"), "{err}");
+    }
+
+    #[test]
+    fn objects_travel_by_reference() {
+        let arr = NDArray::empty(&[4], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
+        let echo = PackedFunc::from_typed(|args| Ok(Value::NDArray(args.ndarray(0)?)));
+        let out = echo.call(&[Value::NDArray(arr.clone())]).unwrap().into_ndarray().unwrap();
+        assert!(ObjPtr::ptr_eq(&arr, &out));
+        assert_eq!(arr.ref_count(), 2);
+        let f2 = PackedFunc::from_typed(|args| Ok(Value::Func(args.func(0)?)));
+        let got = f2.call(&[Value::Func(echo.clone())]).unwrap().into_func().unwrap();
+        assert!(ObjPtr::ptr_eq(&got, &echo));
+        assert!(f2.call(&[Value::NDArray(arr)]).unwrap_err().message().contains("expected PackedFunc"));
+    }
+}

@@ -1,0 +1,56 @@
+//! The process-wide registry of named packed functions.
+//!
+//! Lookups clone the function (a refcount bump) and release the lock before any user code runs,
+//! so functions may call back into the registry. Built-in globals are installed on first use,
+//! which also makes the registry usable from C static constructors before `main`.
+
+use super::error::{Error, Result};
+use super::packed::PackedFunc;
+use once_cell::sync::Lazy;
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+static REGISTRY: Lazy<RwLock<HashMap<String, PackedFunc>>> = Lazy::new(|| {
+    let mut map = HashMap::new();
+    for (name, f) in super::builtins::all() {
+        map.insert(name.to_string(), f);
+    }
+    RwLock::new(map)
+});
+
+/// Register `f` under `name`; an existing name is an error unless `allow_override`.
+pub fn register(name: &str, f: PackedFunc, allow_override: bool) -> Result<()> {
+    let mut map = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    if !allow_override && map.contains_key(name) {
+        return Err(Error::value(format!("Global PackedFunc `{name}` is already registered")));
+    }
+    // The old function (if any) is dropped after the lock is released.
+    let old = map.insert(name.to_string(), f);
+    drop(map);
+    drop(old);
+    Ok(())
+}
+
+/// The function registered under `name`, if any.
+pub fn get(name: &str) -> Option<PackedFunc> {
+    REGISTRY.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+}
+
+/// The function registered under `name`, or an error naming it.
+pub fn require(name: &str) -> Result<PackedFunc> {
+    get(name).ok_or_else(|| Error::attribute(format!("Global PackedFunc `{name}` is not registered")))
+}
+
+/// Remove `name`; returns whether it existed.
+pub fn remove(name: &str) -> bool {
+    let old = REGISTRY.write().unwrap_or_else(|e| e.into_inner()).remove(name);
+    old.is_some()
+}
+
+/// All registered names, sorted.
+pub fn list_names() -> Vec<String> {
+    let mut names: Vec<String> =
+        REGISTRY.read().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
+    names.sort();
+    names
+}
