@@ -11,6 +11,7 @@ pub mod abi;
 #[macro_use]
 pub mod runtime;
 pub mod ffi;
+pub mod graph;
 
 #[cfg(test)]
 mod header_tests {

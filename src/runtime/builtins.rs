@@ -2,10 +2,70 @@
 
 use super::library::system_lib;
 use super::module::Module;
-use super::packed::{PackedFunc, Value};
+use super::container::{map_object, MapObj};
+use super::error::{Error, Result};
+use super::ndarray::NDArrayData;
+use super::packed::{Args, PackedFunc, Value};
+use super::params::{load_params, save_params};
 
 pub(crate) fn all() -> Vec<(&'static str, PackedFunc)> {
+    let mut all = super::container::globals();
+    all.extend(super::container::shape_globals());
+    all.extend(crate::graph::module::globals());
+    all.extend(params_globals());
+    all.extend(module_globals());
+    all
+}
+
+fn params_from_map(args: &Args<'_>, i: usize) -> Result<Vec<u8>> {
+    let o = args.object(i)?;
+    let map = o
+        .downcast::<MapObj>()
+        .ok_or_else(|| Error::type_error(format!("argument {i}: expected Map<String, NDArray>")))?;
+    let arrays = map
+        .0
+        .iter()
+        .map(|(k, v)| {
+            v.downcast::<NDArrayData>()
+                .map(|a| (k.as_str(), a))
+                .ok_or_else(|| Error::type_error(format!("param `{k}` is not an NDArray")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    save_params(arrays.iter().map(|(k, a)| (*k, &a.dl_tensor)))
+}
+
+fn params_to_map(bytes: &[u8]) -> Result<Value> {
+    let entries = load_params(bytes)?.into_iter().map(|(k, a)| (k, a.to_object_ref())).collect();
+    Ok(Value::Object(map_object(entries)))
+}
+
+fn params_globals() -> Vec<(&'static str, PackedFunc)> {
     vec![
+        ("runtime.SaveParams", PackedFunc::from_typed(|args| Ok(Value::Bytes(params_from_map(&args, 0)?)))),
+        ("runtime.LoadParams", PackedFunc::from_typed(|args| params_to_map(args.bytes(0)?))),
+        (
+            "runtime.SaveParamsToFile",
+            PackedFunc::from_typed(|args| {
+                let bytes = params_from_map(&args, 0)?;
+                let path = args.string(1)?;
+                std::fs::write(&path, bytes).map_err(|e| Error::io(format!("cannot write `{path}`: {e}")))?;
+                Ok(Value::Null)
+            }),
+        ),
+        (
+            "runtime.LoadParamsFromFile",
+            PackedFunc::from_typed(|args| {
+                let path = args.string(0)?;
+                let bytes = std::fs::read(&path).map_err(|e| Error::io(format!("cannot read `{path}`: {e}")))?;
+                params_to_map(&bytes)
+            }),
+        ),
+    ]
+}
+
+fn module_globals() -> Vec<(&'static str, PackedFunc)> {
+    vec![
+        ("runtime.module.loadfile_so", PackedFunc::from_typed(|args| Ok(Value::Module(super::dso::load_so(&args.string(0)?)?)))),
         (
             "runtime.SystemLib",
             PackedFunc::from_typed(|args| {
@@ -39,7 +99,7 @@ pub(crate) fn all() -> Vec<(&'static str, PackedFunc)> {
                     .ok()
                     .and_then(|i| imports.into_iter().nth(i))
                     .map(Value::Module)
-                    .ok_or_else(|| super::error::Error::index(format!("import index {i} out of range (module has {n})")))
+                    .ok_or_else(|| Error::index(format!("import index {i} out of range (module has {n})")))
             }),
         ),
     ]

@@ -43,6 +43,10 @@ impl ModuleNode for LibraryModule {
     }
 
     fn get_function(&self, name: &str, this: &Module) -> Result<Option<PackedFunc>> {
+        Ok(self.get_backend_function(name).map(|f| wrap_backend_func(f, this.clone())))
+    }
+
+    fn get_backend_function(&self, name: &str) -> Option<TVMBackendPackedCFunc> {
         let target = if name == "__tvm_main__" {
             // The entry symbol is a NUL-terminated string naming the real entry function.
             match self.symbols.symbol("__tvm_main__") {
@@ -50,17 +54,16 @@ impl ModuleNode for LibraryModule {
                 Some(p) => unsafe { CStr::from_ptr(p as *const std::ffi::c_char) }
                     .to_string_lossy()
                     .into_owned(),
-                None => return Ok(None),
+                None => return None,
             }
         } else {
             name.to_string()
         };
-        Ok(self.symbols.symbol(&target).map(|p| {
+        self.symbols.symbol(&target).map(|p| {
             // SAFETY: symbols looked up as functions in a TVM library follow the backend
             // packed-function convention (TVM's ABI for compiled kernels).
-            let f: TVMBackendPackedCFunc = unsafe { std::mem::transmute::<*mut c_void, TVMBackendPackedCFunc>(p) };
-            wrap_backend_func(f, this.clone())
-        }))
+            unsafe { std::mem::transmute::<*mut c_void, TVMBackendPackedCFunc>(p) }
+        })
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -2,8 +2,12 @@
 //! registry, devices, modules, the backend API for kernels.
 
 pub mod backend;
+pub mod blob;
 pub(crate) mod builtins;
+pub mod const_loader;
+pub mod container;
 pub mod device;
+pub mod dso;
 pub mod dtype;
 #[macro_use]
 pub mod error;
@@ -12,7 +16,9 @@ pub mod module;
 pub mod ndarray;
 pub mod object;
 pub mod packed;
+pub mod params;
 pub mod registry;
+pub mod stream;
 
 pub use error::{Error, Result};
 pub use module::{Module, ModuleNode};

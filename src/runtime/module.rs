@@ -4,6 +4,7 @@
 //! Loaders for files are globals named `runtime.module.loadfile_<format>`.
 
 use super::error::{Error, Result};
+use crate::abi::TVMBackendPackedCFunc;
 use super::object::{type_index, ObjPtr, ObjectHeader, ObjectType};
 use super::packed::{PackedFunc, Value};
 use super::registry;
@@ -18,6 +19,11 @@ pub trait ModuleNode: Send + Sync + 'static {
     /// A function this module itself provides (imports are searched by [`Module`]).
     /// `this` is the module object, for functions that must keep it alive.
     fn get_function(&self, name: &str, this: &Module) -> Result<Option<PackedFunc>>;
+    /// The raw compiled function behind `name`, for callers that invoke kernels directly
+    /// (the graph executor's run loop). Only library modules have them.
+    fn get_backend_function(&self, _name: &str) -> Option<TVMBackendPackedCFunc> {
+        None
+    }
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -103,6 +109,12 @@ impl Module {
             }
         }
         Ok(None)
+    }
+
+    /// The raw compiled function behind `name`, searching imports depth-first. The function
+    /// stays valid while this module lives.
+    pub fn get_backend_function(&self, name: &str) -> Option<TVMBackendPackedCFunc> {
+        self.node.get_backend_function(name).or_else(|| self.imports().iter().find_map(|m| m.get_backend_function(name)))
     }
 
     /// `TVMBackendGetFuncFromEnv`: the imports (recursively), then the global registry.

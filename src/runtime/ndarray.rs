@@ -23,6 +23,8 @@ enum DataOwner {
     Parent(#[allow(dead_code)] NDArray),
     /// Imported through DLPack: the producer's deleter runs on drop.
     DLPack(*mut DLManagedTensor),
+    /// Memory owned by someone else who keeps it alive (e.g. a zero-copy input).
+    External,
 }
 
 /// Payload of an NDArray object. The first three fields mirror TVM's container layout.
@@ -58,7 +60,7 @@ impl Drop for NDArrayData {
                     let _ = api.free_data_space(dev, self.dl_tensor.data);
                 }
             }
-            DataOwner::Parent(_) => {}
+            DataOwner::Parent(_) | DataOwner::External => {}
             DataOwner::DLPack(m) => {
                 // SAFETY: `m` is the producer's tensor we took over in `from_dlpack`; its
                 // deleter is called exactly once, here.
@@ -238,6 +240,15 @@ impl NDArray {
             self.as_header() as *mut c_void,
             DataOwner::Parent(self.clone()),
         )
+    }
+
+    /// An array over memory this runtime does not own (nothing is freed on drop).
+    ///
+    /// # Safety
+    /// `data` must hold the array's bytes for as long as the array is used.
+    pub unsafe fn borrowed(data: *mut c_void, shape: &[i64], dtype: DLDataType, device: DLDevice) -> Result<NDArray> {
+        data_size(shape, dtype)?;
+        build(data, shape.into(), None, dtype, device, 0, std::ptr::null_mut(), DataOwner::External)
     }
 
     /// Adopt a DLPack tensor (compact, 64-byte aligned); its deleter runs when the array dies.

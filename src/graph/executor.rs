@@ -1,0 +1,446 @@
+//! A per-run execution context over a shared [`Plan`]: the activation storage, the `DLTensor`
+//! views kernels see, and the argument arrays built once, so `run()` is a loop of prebuilt
+//! calls that allocates nothing and looks nothing up.
+
+use super::plan::{OpKind, Plan};
+use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc, TVMValue};
+use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
+use crate::runtime::ndarray::{check_contiguous, copy_from_to, NDArray, ALLOC_ALIGNMENT};
+use crate::runtime::packed::{Args, PackedFunc, Value};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+use std::time::Instant;
+
+enum Call {
+    Kernel(TVMBackendPackedCFunc),
+    Packed(PackedFunc),
+    Nop,
+    Copy,
+}
+
+struct OpCall {
+    call: Call,
+    /// Range of this op's arguments in `args` / `codes`.
+    start: usize,
+    len: usize,
+    node_id: u32,
+}
+
+/// Where a storage slot's memory comes from.
+#[derive(Clone)]
+enum Backing {
+    /// Allocated for this executor.
+    Own(NDArray),
+    /// The plan's shared weights (copied on first write).
+    Shared(NDArray),
+    /// User memory set by zero-copy; the user keeps it alive.
+    External(*mut c_void),
+}
+
+impl Backing {
+    fn data(&self) -> *mut c_void {
+        match self {
+            Backing::Own(a) | Backing::Shared(a) => a.data_ptr(),
+            Backing::External(p) => *p,
+        }
+    }
+}
+
+/// Timing of one op from a profiled run.
+#[derive(Clone, Debug)]
+pub struct OpTiming {
+    pub node_id: u32,
+    pub name: String,
+    pub func_name: String,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+}
+
+/// A graph executor: one per thread (it is `Send`, not shared).
+pub struct Executor {
+    plan: Arc<Plan>,
+    backing: Vec<Backing>,
+    /// Entry tensors (index = entry id), then per-op flattened copies.
+    tensors: Box<[DLTensor]>,
+    /// Storage id of each tensor in `tensors`.
+    tensor_sid: Box<[u32]>,
+    args: Box<[TVMValue]>,
+    codes: Box<[c_int]>,
+    calls: Box<[OpCall]>,
+    /// Inputs whose values were loaded as params by this executor (`load_params`).
+    loaded_params: Vec<bool>,
+}
+
+// SAFETY: the raw pointers point into memory this executor owns (its tensors and storage), the
+// plan's immutable shapes (kept alive by the `Arc`), or user memory given by zero-copy calls,
+// whose owner guarantees it outlives its use, as in TVM.
+unsafe impl Send for Executor {}
+
+fn alloc_slot(bytes: usize, device: DLDevice) -> Result<NDArray> {
+    NDArray::empty(&[bytes.div_ceil(4).max(1) as i64], DLDataType::FLOAT32, device)
+}
+
+impl Executor {
+    pub fn new(plan: Arc<Plan>) -> Result<Executor> {
+        let backing = plan
+            .storage
+            .iter()
+            .enumerate()
+            .map(|(sid, spec)| match &plan.shared_storage[sid] {
+                Some(a) => Ok(Backing::Shared(a.clone())),
+                None => alloc_slot(spec.bytes, spec.device).map(Backing::Own),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let attrs = &plan.graph.attrs;
+        let n_entries = plan.graph.num_entries();
+        let mut tensors: Vec<DLTensor> = Vec::with_capacity(n_entries);
+        let mut tensor_sid: Vec<u32> = Vec::with_capacity(n_entries);
+        for eid in 0..n_entries {
+            let sid = attrs.storage_id[eid];
+            let shape = &attrs.shape[eid];
+            tensors.push(DLTensor {
+                data: backing[sid as usize].data(),
+                device: plan.entry_device[eid],
+                ndim: shape.len() as i32,
+                dtype: attrs.dltype[eid],
+                shape: shape.as_ptr() as *mut i64,
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            });
+            tensor_sid.push(sid);
+        }
+        // Arguments refer to tensors by index until the tensor array stops growing.
+        let mut arg_tensor: Vec<usize> = Vec::new();
+        let mut calls = Vec::with_capacity(plan.ops.len());
+        for op in &plan.ops {
+            let start = arg_tensor.len();
+            for &eid in &op.args {
+                let eid = eid as usize;
+                if op.flatten {
+                    let mut t = tensors[eid];
+                    t.ndim = 1;
+                    t.shape = plan.flat_shapes[eid].as_ptr() as *mut i64;
+                    tensors.push(t);
+                    tensor_sid.push(tensor_sid[eid]);
+                    arg_tensor.push(tensors.len() - 1);
+                } else {
+                    arg_tensor.push(eid);
+                }
+            }
+            let call = match &op.kind {
+                OpKind::Kernel(f) => Call::Kernel(*f),
+                OpKind::Packed(f) => Call::Packed(f.clone()),
+                OpKind::Nop => Call::Nop,
+                OpKind::Copy => Call::Copy,
+            };
+            calls.push(OpCall { call, start, len: op.args.len(), node_id: op.node_id });
+        }
+        let mut tensors = tensors.into_boxed_slice();
+        let base = tensors.as_mut_ptr();
+        let args: Box<[TVMValue]> = arg_tensor
+            .iter()
+            // SAFETY: indices are in bounds; the boxed slice never moves or resizes again.
+            .map(|&i| TVMValue { v_handle: unsafe { base.add(i) } as *mut c_void })
+            .collect();
+        let codes = vec![tc::DLTENSOR_HANDLE; args.len()].into_boxed_slice();
+        let n_inputs = plan.num_inputs();
+        Ok(Executor {
+            plan,
+            backing,
+            tensors,
+            tensor_sid: tensor_sid.into_boxed_slice(),
+            args,
+            codes,
+            calls: calls.into_boxed_slice(),
+            loaded_params: vec![false; n_inputs],
+        })
+    }
+
+    pub fn plan(&self) -> &Arc<Plan> {
+        &self.plan
+    }
+
+    /// Run every op once, in order, on the calling thread.
+    pub fn run(&mut self) -> Result<()> {
+        for i in 0..self.calls.len() {
+            self.run_op(i)?;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn run_op(&mut self, i: usize) -> Result<()> {
+        let op = &self.calls[i];
+        match &op.call {
+            Call::Kernel(f) => {
+                let mut rv = TVMValue::null();
+                let mut rcode: c_int = tc::NULLPTR;
+                let generation = last_error_generation();
+                // SAFETY: the argument arrays hold `len` prebuilt DLTensor pointers into
+                // `self.tensors`, valid for the call; the kernel follows TVM's convention.
+                let status = unsafe {
+                    f(
+                        self.args.as_ptr().add(op.start) as *mut TVMValue,
+                        self.codes.as_ptr().add(op.start) as *mut c_int,
+                        op.len as c_int,
+                        &mut rv,
+                        &mut rcode,
+                        std::ptr::null_mut(),
+                    )
+                };
+                if status != 0 {
+                    return Err(self.op_error(op.node_id, error_from_callee(generation, || {
+                        Error::runtime(format!("kernel returned {status} without setting an error message"))
+                    })));
+                }
+                if rcode != tc::NULLPTR {
+                    // A value-returning kernel hands over ownership; take and drop it.
+                    // SAFETY: kernel return values carry ownership of what they name.
+                    drop(unsafe { Value::adopt_c(rv, rcode) });
+                }
+            }
+            Call::Packed(f) => {
+                let args = Args::new(&self.args[op.start..op.start + op.len], &self.codes[op.start..op.start + op.len]);
+                f.call_args(args).map_err(|e| self.op_error(op.node_id, e))?;
+            }
+            Call::Nop => {}
+            Call::Copy => {
+                // SAFETY: both arguments point into `self.tensors`.
+                let (a, b) = unsafe {
+                    (&*(self.args[op.start].v_handle as *const DLTensor), &*(self.args[op.start + 1].v_handle as *const DLTensor))
+                };
+                copy_from_to(a, b, std::ptr::null_mut()).map_err(|e| self.op_error(op.node_id, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn op_error(&self, node_id: u32, e: Error) -> Error {
+        e.context(format!("graph executor: node `{}`", self.plan.graph.nodes[node_id as usize].name))
+    }
+
+    /// Run every op once, timing each.
+    pub fn run_profiled(&mut self) -> Result<Vec<OpTiming>> {
+        let t0 = Instant::now();
+        let mut out = Vec::with_capacity(self.calls.len());
+        for i in 0..self.calls.len() {
+            let start = Instant::now();
+            self.run_op(i)?;
+            let end = Instant::now();
+            let node = &self.plan.graph.nodes[self.calls[i].node_id as usize];
+            out.push(OpTiming {
+                node_id: self.calls[i].node_id,
+                name: node.name.clone(),
+                func_name: node.attrs.as_ref().map(|a| a.func_name.clone()).unwrap_or_default(),
+                start_ns: (start - t0).as_nanos() as u64,
+                duration_ns: (end - start).as_nanos() as u64,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Run ops `0..=op_index_of(node)` (for debugging a node's output).
+    pub fn run_until_node(&mut self, node_id: usize) -> Result<()> {
+        for i in 0..self.calls.len() {
+            if self.calls[i].node_id as usize > node_id {
+                break;
+            }
+            self.run_op(i)?;
+        }
+        Ok(())
+    }
+
+    fn check_input_index(&self, index: usize) -> Result<usize> {
+        let n = self.plan.num_inputs();
+        if index >= n {
+            return Err(Error::index(format!("input index {index} out of range (the graph has {n} inputs)")));
+        }
+        Ok(self.plan.input_entry(index))
+    }
+
+    fn check_output_index(&self, index: usize) -> Result<usize> {
+        let n = self.plan.num_outputs();
+        if index >= n {
+            return Err(Error::index(format!("output index {index} out of range (the graph has {n} outputs)")));
+        }
+        Ok(self.plan.output_entry(index))
+    }
+
+    /// Resolve an input name to its index, or an error listing what exists.
+    pub fn input_index(&self, name: &str) -> Result<usize> {
+        self.plan.input_index(name).ok_or_else(|| {
+            let names: Vec<&str> = (0..self.plan.num_inputs()).map(|i| self.plan.input_name(i)).collect();
+            Error::attribute(format!("graph has no input named `{name}` (inputs: {})", names.join(", ")))
+        })
+    }
+
+    fn repoint(&mut self, sid: usize, data: *mut c_void) {
+        for (t, &s) in self.tensors.iter_mut().zip(self.tensor_sid.iter()) {
+            if s as usize == sid {
+                t.data = data;
+            }
+        }
+    }
+
+    /// Give storage `sid` private memory (copying the shared weights) before a write.
+    fn make_private(&mut self, sid: usize) -> Result<()> {
+        if let Backing::Shared(shared) = &self.backing[sid] {
+            let spec = &self.plan.storage[sid];
+            let own = alloc_slot(spec.bytes, spec.device)?;
+            let n = spec.bytes.min(shared.nbytes());
+            let src = shared.create_view(&[n as i64], DLDataType::new(1, 8, 1))?;
+            let dst = own.create_view(&[n as i64], DLDataType::new(1, 8, 1))?;
+            copy_from_to(&src.dl_tensor, &dst.dl_tensor, std::ptr::null_mut())?;
+            let data = own.data_ptr();
+            self.backing[sid] = Backing::Own(own);
+            self.repoint(sid, data);
+        }
+        Ok(())
+    }
+
+    /// Copy `src` into input `index` (dtype and shape must match).
+    pub fn set_input(&mut self, index: usize, src: &DLTensor) -> Result<()> {
+        let eid = self.check_input_index(index)?;
+        let what = format!("set_input `{}`", self.plan.input_name(index));
+        self.plan.check_tensor(eid, src, &what)?;
+        check_contiguous(src, "input")?;
+        let sid = self.plan.graph.attrs.storage_id[eid] as usize;
+        self.make_private(sid)?;
+        copy_from_to(src, &self.tensors[eid], std::ptr::null_mut()).map_err(|e| e.context(what))
+    }
+
+    fn check_external(&self, eid: usize, t: &DLTensor, what: &str) -> Result<*mut c_void> {
+        self.plan.check_tensor(eid, t, what)?;
+        check_contiguous(t, what)?;
+        let want_dev = self.plan.entry_device[eid];
+        if t.device != want_dev {
+            return Err(Error::value(format!("{what}: expected device {want_dev}, got {}", t.device)));
+        }
+        let addr = (t.data as usize).wrapping_add(t.byte_offset as usize);
+        if t.data.is_null() && self.plan.entry_bytes(eid) > 0 {
+            return Err(Error::value(format!("{what}: data pointer is NULL")));
+        }
+        if addr % ALLOC_ALIGNMENT != 0 {
+            return Err(Error::value(format!("{what}: data must be {ALLOC_ALIGNMENT}-byte aligned, got address {addr:#x}")));
+        }
+        // Every entry sharing the slot will use the user's memory: it must be big enough.
+        let sid = self.plan.graph.attrs.storage_id[eid];
+        let have = self.plan.entry_bytes(eid);
+        for (other, &s) in self.plan.graph.attrs.storage_id.iter().enumerate() {
+            if s == sid && self.plan.entry_bytes(other) > have {
+                return Err(Error::value(format!(
+                    "{what}: storage_id {sid} is shared with entry {other}, which needs {} bytes (the tensor has {have})",
+                    self.plan.entry_bytes(other)
+                )));
+            }
+        }
+        Ok(addr as *mut c_void)
+    }
+
+    /// Make input `index` use the caller's memory directly (64-byte aligned, same dtype, shape
+    /// and device). The caller keeps it alive while the executor uses it.
+    pub fn set_input_zero_copy(&mut self, index: usize, t: &DLTensor) -> Result<()> {
+        let eid = self.check_input_index(index)?;
+        let what = format!("set_input_zero_copy `{}`", self.plan.input_name(index));
+        let data = self.check_external(eid, t, &what)?;
+        let sid = self.plan.graph.attrs.storage_id[eid] as usize;
+        self.backing[sid] = Backing::External(data);
+        self.repoint(sid, data);
+        Ok(())
+    }
+
+    /// Make output `index` be written straight into the caller's memory.
+    pub fn set_output_zero_copy(&mut self, index: usize, t: &DLTensor) -> Result<()> {
+        let eid = self.check_output_index(index)?;
+        let what = format!("set_output_zero_copy `{}`", self.plan.output_name(index));
+        let data = self.check_external(eid, t, &what)?;
+        let sid = self.plan.graph.attrs.storage_id[eid] as usize;
+        if matches!(self.backing[sid], Backing::Shared(_)) {
+            return Err(Error::value(format!("{what}: the output aliases a shared weight")));
+        }
+        self.backing[sid] = Backing::External(data);
+        self.repoint(sid, data);
+        Ok(())
+    }
+
+    /// Copy output `index` into `out` (dtype and shape must match).
+    pub fn get_output_into(&self, index: usize, out: &DLTensor) -> Result<()> {
+        let eid = self.check_output_index(index)?;
+        let what = format!("get_output `{}`", self.plan.output_name(index));
+        self.plan.check_tensor(eid, out, &what)?;
+        check_contiguous(out, "output")?;
+        copy_from_to(&self.tensors[eid], out, std::ptr::null_mut()).map_err(|e| e.context(what))
+    }
+
+    fn entry_array(&self, eid: usize) -> Result<NDArray> {
+        let sid = self.plan.graph.attrs.storage_id[eid] as usize;
+        let (shape, dtype) = (self.plan.entry_shape(eid), self.plan.entry_dtype(eid));
+        match &self.backing[sid] {
+            Backing::Own(a) | Backing::Shared(a) => a.create_view(shape, dtype),
+            // SAFETY: the user keeps zero-copy memory alive while the executor uses it.
+            Backing::External(p) => unsafe { NDArray::borrowed(*p, shape, dtype, self.plan.entry_device[eid]) },
+        }
+    }
+
+    /// Output `index` as an array sharing the executor's memory (overwritten by the next run).
+    pub fn get_output(&self, index: usize) -> Result<NDArray> {
+        let eid = self.check_output_index(index)?;
+        self.entry_array(eid)
+    }
+
+    /// Input `index` as an array sharing the executor's memory.
+    pub fn get_input(&self, index: usize) -> Result<NDArray> {
+        let eid = self.check_input_index(index)?;
+        self.entry_array(eid)
+    }
+
+    /// Any entry (for debugging), as an array sharing the executor's memory.
+    pub fn get_entry(&self, eid: usize) -> Result<NDArray> {
+        if eid >= self.plan.graph.num_entries() {
+            return Err(Error::index(format!("entry {eid} out of range ({} entries)", self.plan.graph.num_entries())));
+        }
+        self.entry_array(eid)
+    }
+
+    /// `load_params`: copy each named param into its input; unknown names are ignored.
+    pub fn load_params(&mut self, blob: &[u8]) -> Result<()> {
+        for (name, arr) in crate::runtime::params::load_params(blob)? {
+            if let Some(i) = self.plan.input_index(&name) {
+                self.set_input(i, &arr.dl_tensor).map_err(|e| e.context(format!("param `{name}`")))?;
+                self.loaded_params[i] = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// `share_params`: use `other`'s storage for every input named in the params blob.
+    pub fn share_params(&mut self, other: &Executor, blob: &[u8]) -> Result<()> {
+        if !Arc::ptr_eq(&self.plan, &other.plan)
+            && self.plan.graph.attrs.storage_id != other.plan.graph.attrs.storage_id
+        {
+            return Err(Error::value("share_params: the executors run different graphs"));
+        }
+        for (name, _) in crate::runtime::params::load_params(blob)? {
+            let Some(i) = self.plan.input_index(&name) else { continue };
+            let eid = self.plan.input_entry(i);
+            let sid = self.plan.graph.attrs.storage_id[eid] as usize;
+            if !self.plan.storage[sid].inputs_only {
+                return Err(Error::value(format!("share_params: `{name}` shares storage with computed entries")));
+            }
+            let shared = match &other.backing[sid] {
+                Backing::Own(a) | Backing::Shared(a) => Backing::Shared(a.clone()),
+                Backing::External(p) => Backing::External(*p),
+            };
+            let data = shared.data();
+            self.backing[sid] = shared;
+            self.repoint(sid, data);
+            self.loaded_params[i] = true;
+        }
+        Ok(())
+    }
+
+    /// Indices of the inputs a user feeds: not params of the plan or loaded by `load_params`.
+    pub fn data_inputs(&self) -> Vec<usize> {
+        (0..self.plan.num_inputs()).filter(|&i| !self.plan.is_param_input(i) && !self.loaded_params[i]).collect()
+    }
+}

@@ -1,0 +1,133 @@
+//! `GraphExecutorFactory`: the module `export_library` packs with graph JSON, params and a
+//! module name. Calling the function named after the module (usually `default`) with devices
+//! creates an executor; all executors of one device list share one plan and one copy of weights.
+
+use super::json::Graph;
+use super::module::executor_module;
+use super::plan::Plan;
+use crate::abi::DLDevice;
+use crate::runtime::container::map_object;
+use crate::runtime::error::{Error, Result};
+use crate::runtime::module::{Module, ModuleNode};
+use crate::runtime::ndarray::NDArray;
+use crate::runtime::packed::{Args, PackedFunc, Value};
+use crate::runtime::params::{read_ndarray, write_ndarray};
+use crate::runtime::stream::{Reader, Writer};
+use std::any::Any;
+use std::sync::{Arc, Mutex};
+
+pub struct GraphExecutorFactory {
+    pub graph_json: String,
+    pub params: Vec<(String, NDArray)>,
+    pub module_name: String,
+    /// Plans built so far, by device list; executors of one device list share one.
+    plans: Mutex<Vec<(Vec<DLDevice>, Arc<Plan>)>>,
+}
+
+impl GraphExecutorFactory {
+    pub fn new(graph_json: String, params: Vec<(String, NDArray)>, module_name: String) -> Self {
+        GraphExecutorFactory { graph_json, params, module_name, plans: Mutex::new(Vec::new()) }
+    }
+
+    /// The shared plan for `devices` (built on first use). `this` supplies the kernels: the
+    /// factory's first import.
+    pub fn plan(&self, this: &Module, devices: &[DLDevice]) -> Result<Arc<Plan>> {
+        let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, p)) = plans.iter().find(|(d, _)| d == devices) {
+            return Ok(p.clone());
+        }
+        let lib = this
+            .imports()
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::value("GraphExecutorFactory has no imported kernel module"))?;
+        let mut plan = Plan::new(Graph::parse(&self.graph_json)?, lib, devices)?;
+        plan.set_params(&self.params)?;
+        let plan = Arc::new(plan);
+        plans.push((devices.to_vec(), plan.clone()));
+        Ok(plan)
+    }
+
+    /// Serialize as the blob payload TVM writes.
+    pub fn save_binary(&self) -> Result<Vec<u8>> {
+        let mut w = Writer::new();
+        w.string(&self.graph_json);
+        w.u64(self.params.len() as u64);
+        let names: Vec<&str> = self.params.iter().map(|(n, _)| n.as_str()).collect();
+        w.strings(&names);
+        for (name, a) in &self.params {
+            write_ndarray(&mut w, &a.dl_tensor).map_err(|e| e.context(format!("param `{name}`")))?;
+        }
+        w.string(&self.module_name);
+        Ok(w.into_bytes())
+    }
+}
+
+/// Blob loader for `GraphExecutorFactory` (and the legacy `GraphRuntimeFactory`).
+pub(crate) fn load_binary(r: &mut Reader<'_>) -> Result<Module> {
+    let graph_json = r.string("graph JSON")?;
+    let n = r.count("param count", 48)?;
+    let names = r.strings("param names")?;
+    if names.len() != n {
+        return Err(r.error(format!("param count {n} differs from the {} names", names.len())));
+    }
+    let mut params = Vec::with_capacity(n);
+    for name in names {
+        let a = read_ndarray(r).map_err(|e| e.context(format!("param `{name}`")))?;
+        params.push((name, a));
+    }
+    let module_name = r.string("module name")?;
+    Ok(Module::from_node(GraphExecutorFactory::new(graph_json, params, module_name)))
+}
+
+fn devices_from_args(args: &Args<'_>, from: usize) -> Result<Vec<DLDevice>> {
+    (from..args.len()).map(|i| args.device(i)).collect()
+}
+
+impl ModuleNode for GraphExecutorFactory {
+    fn type_key(&self) -> &str {
+        "GraphExecutorFactory"
+    }
+
+    fn get_function(&self, name: &str, this: &Module) -> Result<Option<PackedFunc>> {
+        let this2 = this.clone();
+        Ok(Some(match name {
+            n if n == self.module_name => PackedFunc::from_typed(move |args| {
+                let devices = devices_from_args(&args, 0)?;
+                let f = this2.node().as_any().downcast_ref::<GraphExecutorFactory>().expect("factory module");
+                let plan = f.plan(&this2, &devices)?;
+                Ok(Value::Module(executor_module(plan)?))
+            }),
+            "get_graph_json" => {
+                let json = self.graph_json.clone();
+                PackedFunc::from_typed(move |_| Ok(Value::Str(json.clone())))
+            }
+            "get_graph_params" => {
+                let entries: Vec<_> = self.params.iter().map(|(k, a)| (k.clone(), a.to_object_ref())).collect();
+                PackedFunc::from_typed(move |_| Ok(Value::Object(map_object(entries.clone()))))
+            }
+            "remove_params" => PackedFunc::from_typed(move |_| {
+                let f = this2.node().as_any().downcast_ref::<GraphExecutorFactory>().expect("factory module");
+                let m = Module::from_node(GraphExecutorFactory::new(f.graph_json.clone(), Vec::new(), f.module_name.clone()));
+                for imp in this2.imports() {
+                    m.import(&imp)?;
+                }
+                Ok(Value::Module(m))
+            }),
+            "debug_create" => PackedFunc::from_typed(move |args| {
+                let f = this2.node().as_any().downcast_ref::<GraphExecutorFactory>().expect("factory module");
+                let name = args.string(0)?;
+                if name != f.module_name {
+                    return Err(Error::value(format!("debug_create: module name `{name}` differs from `{}`", f.module_name)));
+                }
+                let devices = devices_from_args(&args, 1)?;
+                Ok(Value::Module(executor_module(f.plan(&this2, &devices)?)?))
+            }),
+            _ => return Ok(None),
+        }))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

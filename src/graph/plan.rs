@@ -1,0 +1,271 @@
+//! The execution plan: everything about a model that does not change between runs, built once
+//! and shared (`Arc`) by every executor of the model: the validated graph, the kernel module,
+//! the storage layout per storage id, the op list with argument entry ids, and the weights.
+
+use super::json::Graph;
+use crate::abi::{DLDataType, DLDevice, TVMBackendPackedCFunc};
+use crate::runtime::dtype::data_size;
+use crate::runtime::error::{Error, Result};
+use crate::runtime::module::Module;
+use crate::runtime::ndarray::NDArray;
+use crate::runtime::packed::PackedFunc;
+use std::collections::HashMap;
+
+/// One storage slot: its size (TVM's rule: max entry bytes rounded up to 4) and device.
+#[derive(Clone, Debug)]
+pub struct StorageSpec {
+    pub bytes: usize,
+    pub device: DLDevice,
+    /// Every entry in this slot is a graph input (so the slot can hold shared weights).
+    pub inputs_only: bool,
+}
+
+/// How an op runs.
+#[derive(Clone)]
+pub enum OpKind {
+    /// A compiled kernel, called directly with prebuilt arguments.
+    Kernel(TVMBackendPackedCFunc),
+    /// Any other packed function.
+    Packed(PackedFunc),
+    /// `__nop`: output aliases input.
+    Nop,
+    /// `__copy`: cross-device copy of arg 0 into arg 1.
+    Copy,
+}
+
+#[derive(Clone)]
+pub struct OpSpec {
+    pub node_id: u32,
+    pub kind: OpKind,
+    /// Entry ids: inputs then outputs.
+    pub args: Vec<u32>,
+    pub flatten: bool,
+}
+
+/// Immutable per-model state.
+pub struct Plan {
+    pub graph: Graph,
+    pub module: Module,
+    pub devices: Vec<DLDevice>,
+    pub storage: Vec<StorageSpec>,
+    pub entry_device: Vec<DLDevice>,
+    pub ops: Vec<OpSpec>,
+    /// Element count per entry (the 1-D shape used by `flatten_data` ops).
+    pub flat_shapes: Vec<[i64; 1]>,
+    input_index: HashMap<String, usize>,
+    output_index: HashMap<String, usize>,
+    /// Weights shared by every executor: per storage id, the array that backs it.
+    pub(crate) shared_storage: Vec<Option<NDArray>>,
+    /// Names of inputs whose values came with the plan (params).
+    pub(crate) param_inputs: Vec<bool>,
+}
+
+fn storage_device(devices: &[DLDevice], device_type: i32) -> DLDevice {
+    devices.iter().copied().find(|d| d.device_type == device_type).unwrap_or(devices[0])
+}
+
+impl Plan {
+    /// Build a plan; every kernel named by the graph must exist in `module` (or its imports).
+    pub fn new(graph: Graph, module: Module, devices: &[DLDevice]) -> Result<Plan> {
+        if devices.is_empty() {
+            return Err(Error::value("graph executor: at least one device is required"));
+        }
+        let n_entries = graph.num_entries();
+        let attrs = &graph.attrs;
+        let mut entry_device = Vec::with_capacity(n_entries);
+        let mut storage: Vec<Option<StorageSpec>> = Vec::new();
+        let input_entries: Vec<bool> = {
+            let mut v = vec![false; n_entries];
+            for &nid in &graph.arg_nodes {
+                v[graph.entry_id(nid, 0)] = true;
+            }
+            v
+        };
+        for eid in 0..n_entries {
+            let dev_type = attrs.device_index.as_ref().map_or(devices[0].device_type, |d| d[eid]);
+            let dev = storage_device(devices, dev_type);
+            entry_device.push(dev);
+            if let Some(scope) = attrs.storage_scope.as_ref().map(|s| s[eid].as_str()) {
+                if !matches!(scope, "" | "global") {
+                    return Err(Error::unsupported(format!(
+                        "graph executor: entry {eid} uses storage scope `{scope}`, which this runtime does not support"
+                    )));
+                }
+            }
+            let dtype: DLDataType = attrs.dltype[eid];
+            let bits = dtype.bits as usize * dtype.lanes as usize;
+            if bits % 8 != 0 && bits != 1 && bits != 4 {
+                return Err(Error::value(format!("graph executor: entry {eid} has dtype {dtype} of {bits} bits")));
+            }
+            let bytes = data_size(&attrs.shape[eid], dtype)?;
+            let sid = attrs.storage_id[eid] as usize;
+            if sid >= storage.len() {
+                if sid > n_entries.saturating_mul(2) + 1024 {
+                    return Err(Error::value(format!("graph executor: entry {eid} has storage_id {sid}, far beyond the {n_entries} entries")));
+                }
+                storage.resize(sid + 1, None);
+            }
+            let slot = storage[sid].get_or_insert(StorageSpec { bytes: 0, device: dev, inputs_only: true });
+            if slot.device.device_type != dev.device_type {
+                return Err(Error::value(format!(
+                    "graph executor: storage_id {sid} is used on device types {} and {}",
+                    slot.device.device_type, dev.device_type
+                )));
+            }
+            slot.bytes = slot.bytes.max(bytes);
+            slot.inputs_only &= input_entries[eid];
+        }
+        let storage: Vec<StorageSpec> = storage
+            .into_iter()
+            .map(|s| {
+                let mut s = s.unwrap_or(StorageSpec { bytes: 0, device: devices[0], inputs_only: false });
+                s.bytes = s.bytes.div_ceil(4) * 4;
+                s
+            })
+            .collect();
+
+        let mut ops = Vec::new();
+        for (nid, node) in graph.nodes.iter().enumerate() {
+            let Some(attrs) = node.attrs.as_ref().filter(|_| node.is_op()) else { continue };
+            let mut args: Vec<u32> = node.inputs.iter().map(|e| graph.entry_of(*e) as u32).collect();
+            for k in 0..attrs.num_outputs {
+                args.push(graph.entry_id(nid as u32, k) as u32);
+            }
+            let kind = match attrs.func_name.as_str() {
+                "__nop" => OpKind::Nop,
+                "__copy" => {
+                    if args.len() != 2 {
+                        return Err(Error::value(format!("graph executor: `__copy` node `{}` needs 1 input and 1 output", node.name)));
+                    }
+                    OpKind::Copy
+                }
+                name => match module.get_backend_function(name) {
+                    Some(f) => OpKind::Kernel(f),
+                    None => match module.get_function(name, true)? {
+                        Some(f) => OpKind::Packed(f),
+                        None => {
+                            return Err(Error::attribute(format!(
+                                "graph executor: node `{}` calls `{name}`, which the module does not provide",
+                                node.name
+                            )))
+                        }
+                    },
+                },
+            };
+            ops.push(OpSpec { node_id: nid as u32, kind, args, flatten: attrs.flatten_data });
+        }
+
+        let flat_shapes = attrs.shape.iter().map(|s| [s.iter().product::<i64>()]).collect();
+        let mut input_index = HashMap::new();
+        for (i, &nid) in graph.arg_nodes.iter().enumerate() {
+            input_index.entry(graph.nodes[nid as usize].name.clone()).or_insert(i);
+        }
+        let mut output_index = HashMap::new();
+        for (i, h) in graph.heads.iter().enumerate() {
+            let node = &graph.nodes[h.node_id as usize];
+            output_index.entry(format!("{}:{}", node.name, h.index)).or_insert(i);
+            if h.index == 0 {
+                output_index.entry(node.name.clone()).or_insert(i);
+            }
+        }
+        let n_storage = storage.len();
+        let n_inputs = graph.arg_nodes.len();
+        Ok(Plan {
+            graph,
+            module,
+            devices: devices.to_vec(),
+            storage,
+            entry_device,
+            ops,
+            flat_shapes,
+            input_index,
+            output_index,
+            shared_storage: vec![None; n_storage],
+            param_inputs: vec![false; n_inputs],
+        })
+    }
+
+    /// Attach weights: each named input that exists gets `array` as shared, read-only storage
+    /// (no copy when the array fits the slot on the right device; otherwise one copy here).
+    /// Names that are not inputs are ignored, as TVM does.
+    pub fn set_params(&mut self, params: &[(String, NDArray)]) -> Result<()> {
+        for (name, arr) in params {
+            let Some(index) = self.input_index(name) else { continue };
+            let eid = self.input_entry(index);
+            self.check_tensor(eid, &arr.dl_tensor, &format!("param `{name}`"))?;
+            let sid = self.graph.attrs.storage_id[eid] as usize;
+            let spec = &self.storage[sid];
+            let shareable = spec.inputs_only && arr.device() == spec.device && arr.nbytes() >= spec.bytes;
+            let backing = if shareable {
+                arr.clone()
+            } else if spec.inputs_only {
+                let copy = NDArray::empty(&[spec.bytes.div_ceil(4) as i64], DLDataType::FLOAT32, spec.device)?;
+                let view = copy.create_view(arr.shape(), arr.dtype())?;
+                crate::runtime::ndarray::copy_from_to(&arr.dl_tensor, &view.dl_tensor, std::ptr::null_mut())?;
+                copy
+            } else {
+                return Err(Error::value(format!(
+                    "graph executor: param `{name}` shares storage_id {sid} with computed entries, so it cannot be a shared weight"
+                )));
+            };
+            self.shared_storage[sid] = Some(backing);
+            self.param_inputs[index] = true;
+        }
+        Ok(())
+    }
+
+    pub fn num_inputs(&self) -> usize {
+        self.graph.arg_nodes.len()
+    }
+    pub fn num_outputs(&self) -> usize {
+        self.graph.heads.len()
+    }
+    pub fn input_index(&self, name: &str) -> Option<usize> {
+        self.input_index.get(name).copied()
+    }
+    pub fn output_index(&self, name: &str) -> Option<usize> {
+        self.output_index.get(name).copied()
+    }
+    pub fn input_name(&self, index: usize) -> &str {
+        &self.graph.nodes[self.graph.arg_nodes[index] as usize].name
+    }
+    pub fn output_name(&self, index: usize) -> String {
+        let h = self.graph.heads[index];
+        let name = &self.graph.nodes[h.node_id as usize].name;
+        if h.index == 0 { name.clone() } else { format!("{name}:{}", h.index) }
+    }
+    pub fn input_entry(&self, index: usize) -> usize {
+        self.graph.entry_id(self.graph.arg_nodes[index], 0)
+    }
+    pub fn output_entry(&self, index: usize) -> usize {
+        self.graph.entry_of(self.graph.heads[index])
+    }
+    pub fn entry_shape(&self, eid: usize) -> &[i64] {
+        &self.graph.attrs.shape[eid]
+    }
+    pub fn entry_dtype(&self, eid: usize) -> DLDataType {
+        self.graph.attrs.dltype[eid]
+    }
+    pub fn entry_bytes(&self, eid: usize) -> usize {
+        data_size(self.entry_shape(eid), self.entry_dtype(eid)).expect("validated")
+    }
+    /// Whether input `index` got its value from the plan's params.
+    pub fn is_param_input(&self, index: usize) -> bool {
+        self.param_inputs[index]
+    }
+
+    /// Check a tensor against entry `eid`: dtype and shape must match exactly.
+    pub fn check_tensor(&self, eid: usize, t: &crate::abi::DLTensor, what: &str) -> Result<()> {
+        let want_dtype = self.entry_dtype(eid);
+        if t.dtype != want_dtype {
+            return Err(Error::value(format!("{what}: expected dtype {want_dtype}, got {}", t.dtype)));
+        }
+        // SAFETY: DLTensors reaching the runtime carry `ndim` shape values.
+        let shape = unsafe { crate::runtime::ndarray::shape_of(t)? };
+        let want = self.entry_shape(eid);
+        if shape != want {
+            return Err(Error::value(format!("{what}: expected shape {want:?}, got {shape:?}")));
+        }
+        Ok(())
+    }
+}

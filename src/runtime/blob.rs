@@ -1,0 +1,161 @@
+//! The `__tvm_dev_mblob` import blob: the modules packed into a library by `export_library`.
+//!
+//! Layout: u64 payload length, then payload = u64 count, then `count` entries each
+//! `str type_key` + payload. `_lib` stands for the library itself, `_import_tree` holds the CSR
+//! import edges, anything else is decoded by the binary loader registered for its type key.
+//! There are no per-entry lengths, so an entry we cannot decode stops the load with an error
+//! naming it.
+
+use super::error::{Error, Result};
+use super::module::Module;
+use super::stream::{Reader, Writer};
+use once_cell::sync::Lazy;
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+/// Decodes one module's payload from the stream.
+pub type BinaryLoader = fn(&mut Reader<'_>) -> Result<Module>;
+
+static LOADERS: Lazy<RwLock<HashMap<String, BinaryLoader>>> = Lazy::new(|| {
+    let mut m: HashMap<String, BinaryLoader> = HashMap::new();
+    m.insert("GraphExecutorFactory".into(), crate::graph::factory::load_binary);
+    m.insert("GraphRuntimeFactory".into(), crate::graph::factory::load_binary);
+    m.insert("const_loader".into(), super::const_loader::load_binary);
+    m.insert("metadata".into(), super::const_loader::load_binary);
+    m.insert("metadata_module".into(), super::const_loader::load_metadata_module);
+    RwLock::new(m)
+});
+
+/// Register a decoder for modules of `type_key` found in import blobs.
+pub fn register_binary_loader(type_key: &str, loader: BinaryLoader) {
+    LOADERS.write().unwrap_or_else(|e| e.into_inner()).insert(type_key.to_string(), loader);
+}
+
+fn binary_loader(type_key: &str) -> Result<BinaryLoader> {
+    let loaders = LOADERS.read().unwrap_or_else(|e| e.into_inner());
+    loaders.get(type_key).copied().ok_or_else(|| {
+        let mut known: Vec<&str> = loaders.keys().map(|s| s.as_str()).collect();
+        known.sort();
+        Error::unsupported(format!(
+            "the import blob contains a module of type `{type_key}`, which this runtime cannot load \
+             (loaders available: {})",
+            known.join(", ")
+        ))
+    })
+}
+
+/// Rebuild the module tree from a blob (`data` starts at the u64 length prefix). `lib` is the
+/// library module of the `.so` the blob came from. Returns the root module.
+pub fn load_import_tree(data: &[u8], lib: Module) -> Result<Module> {
+    let mut outer = Reader::new(data, "module blob");
+    let n = outer.u64("blob length")?;
+    let n = usize::try_from(n).ok().filter(|&n| n <= outer.remaining()).ok_or_else(|| {
+        outer.error(format!("blob length {n} exceeds the {} bytes available", outer.remaining()))
+    })?;
+    let payload = outer.bytes(n, "blob payload")?;
+    let mut r = Reader::new(payload, "module blob");
+    // Each entry is at least a type-key length.
+    let count = r.count("module count", 8)?;
+    let mut modules: Vec<Module> = Vec::new();
+    let mut tree: Option<(Vec<u64>, Vec<u64>)> = None;
+    let mut lib_seen = false;
+    for i in 0..count {
+        let key = r.string(&format!("type key of entry {i}"))?;
+        match key.as_str() {
+            "_lib" => {
+                if lib_seen {
+                    return Err(r.error("more than one `_lib` entry"));
+                }
+                lib_seen = true;
+                modules.push(lib.clone());
+            }
+            "_import_tree" => {
+                if tree.is_some() {
+                    return Err(r.error("more than one `_import_tree` entry"));
+                }
+                let row_ptr = r.u64s("import tree row_ptr")?;
+                let children = r.u64s("import tree child_indices")?;
+                tree = Some((row_ptr, children));
+            }
+            _ => {
+                let loader = binary_loader(&key)?;
+                let m = loader(&mut r).map_err(|e| e.context(format!("loading blob entry {i} (`{key}`)")))?;
+                modules.push(m);
+            }
+        }
+    }
+    match tree {
+        Some((row_ptr, children)) => {
+            if modules.is_empty() {
+                return Err(Error::value("module blob: import tree given but no modules"));
+            }
+            if row_ptr.len() != modules.len() + 1 {
+                return Err(Error::value(format!(
+                    "module blob: import tree row_ptr has {} entries for {} modules (expected {})",
+                    row_ptr.len(),
+                    modules.len(),
+                    modules.len() + 1
+                )));
+            }
+            if row_ptr[0] != 0 || row_ptr.windows(2).any(|w| w[0] > w[1]) || row_ptr[modules.len()] != children.len() as u64 {
+                return Err(Error::value(format!(
+                    "module blob: import tree row_ptr {row_ptr:?} is not a valid CSR index over {} children",
+                    children.len()
+                )));
+            }
+            for i in 0..modules.len() {
+                for &c in &children[row_ptr[i] as usize..row_ptr[i + 1] as usize] {
+                    let child = usize::try_from(c).ok().and_then(|c| modules.get(c)).ok_or_else(|| {
+                        Error::value(format!(
+                            "module blob: import tree child index {c} out of range ({} modules)",
+                            modules.len()
+                        ))
+                    })?;
+                    modules[i].import(child).map_err(|e| e.context("module blob: import tree"))?;
+                }
+            }
+            Ok(modules[0].clone())
+        }
+        None => {
+            // Legacy layout: the library is the root and imports every decoded module.
+            for m in &modules {
+                if !Module::ptr_eq(m, &lib) {
+                    lib.import(m)?;
+                }
+            }
+            Ok(lib)
+        }
+    }
+}
+
+/// One entry of a blob to write.
+pub enum BlobEntry {
+    /// The library module itself (`_lib`).
+    Lib,
+    /// A module: its type key and serialized payload.
+    Module { type_key: String, payload: Vec<u8> },
+}
+
+/// Write a blob (with its u64 length prefix) as `export_library` does: the entries in order,
+/// then `_import_tree` with the given CSR import edges.
+pub fn write_import_tree(entries: &[BlobEntry], row_ptr: &[u64], children: &[u64]) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u64(entries.len() as u64 + 1);
+    for e in entries {
+        match e {
+            BlobEntry::Lib => w.string("_lib"),
+            BlobEntry::Module { type_key, payload } => {
+                w.string(type_key);
+                w.bytes(payload);
+            }
+        }
+    }
+    w.string("_import_tree");
+    w.u64s(row_ptr);
+    w.u64s(children);
+    let payload = w.into_bytes();
+    let mut out = Writer::new();
+    out.u64(payload.len() as u64);
+    out.bytes(&payload);
+    out.into_bytes()
+}

@@ -1,0 +1,169 @@
+//! Loading compiled libraries (`runtime.module.loadfile_so`): dlopen (lazy, local), fill the
+//! context pointers, rebuild the modules packed in `__tvm_dev_mblob`, point `__tvm_module_ctx`
+//! at the library module.
+//!
+//! One library module exists per mapped image: `dlopen` of the same file returns the same
+//! image with one `__tvm_module_ctx`, so a second load reuses the live library module instead of
+//! re-pointing the context at a module that may die first.
+
+use super::blob::load_import_tree;
+use super::error::{Error, Result};
+use super::library::{init_library_context, LibraryModule, SymbolSource};
+use super::module::Module;
+use super::object::{ObjPtr, ObjectHeader};
+use libloading::os::unix::{Library, RTLD_LAZY, RTLD_LOCAL};
+use once_cell::sync::Lazy;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+/// A dlopen'd library; closed when the last module or function using it is released.
+pub struct DsoLibrary {
+    lib: Library,
+    path: String,
+    /// The dlopen handle, identifying the mapped image.
+    image: usize,
+}
+
+impl SymbolSource for DsoLibrary {
+    fn symbol(&self, name: &str) -> Option<*mut c_void> {
+        // SAFETY: we only read the symbol's address; interpreting it is the caller's business.
+        unsafe { self.lib.get::<*mut c_void>(name.as_bytes()) }
+            .ok()
+            .map(|s| s.into_raw())
+            .filter(|p| !p.is_null())
+    }
+    fn describe(&self) -> String {
+        format!("library `{}`", self.path)
+    }
+}
+
+impl Drop for DsoLibrary {
+    fn drop(&mut self) {
+        let mut live = LIVE_IMAGES.lock().unwrap_or_else(|e| e.into_inner());
+        if live.get(&self.image).is_some_and(|e| e.source == self as *const DsoLibrary as usize) {
+            live.remove(&self.image);
+        }
+    }
+}
+
+/// The library module currently bound to each mapped image (not owning: see `try_retain`).
+struct LiveImage {
+    module: usize,
+    source: usize,
+}
+
+static LIVE_IMAGES: Lazy<Mutex<HashMap<usize, LiveImage>>> = Lazy::new(Default::default);
+
+/// A new reference to `header` if its count is still above zero (the object is not dying).
+fn try_retain(header: *mut ObjectHeader) -> Option<Module> {
+    // SAFETY: entries of LIVE_IMAGES are removed (under the same lock held by our caller) before
+    // the module's memory is freed, so the header is readable here.
+    let count = unsafe { &(*header).ref_count };
+    let mut cur = count.load(Ordering::Acquire);
+    while cur > 0 {
+        match count.compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Acquire) {
+            // SAFETY: we now own the reference we just added.
+            Ok(_) => return Some(unsafe { ObjPtr::from_raw(header) }),
+            Err(now) => cur = now,
+        }
+    }
+    None
+}
+
+/// Size of the data symbol at `addr` from the ELF symbol table, when the platform tells.
+fn symbol_size(addr: *mut c_void) -> Option<usize> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const RTLD_DL_SYMENT: libc::c_int = 1;
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        let mut sym: *mut c_void = std::ptr::null_mut();
+        // SAFETY: valid out-pointers; `addr` is a symbol address inside a loaded image.
+        let ok = unsafe { libc::dladdr1(addr, &mut info, &mut sym, RTLD_DL_SYMENT) };
+        if ok != 0 && !sym.is_null() {
+            // SAFETY: with RTLD_DL_SYMENT, `sym` points to the image's ElfW(Sym) entry.
+            let size = unsafe { (*(sym as *const libc::Elf64_Sym)).st_size } as usize;
+            if size > 0 {
+                return Some(size);
+            }
+        }
+        None
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        let _ = addr;
+        None
+    }
+}
+
+/// Largest blob accepted when the symbol size is unknown.
+const MAX_BLOB_BYTES: u64 = 1 << 36;
+
+/// The bytes of `__tvm_dev_mblob` (length prefix included), bounded by the symbol's size.
+fn blob_bytes<'a>(addr: *mut c_void) -> Result<&'a [u8]> {
+    // SAFETY: the blob starts with an 8-byte length; read unaligned (the array is 1-aligned).
+    let n = unsafe { std::ptr::read_unaligned(addr as *const u64) };
+    let total = n.checked_add(8).ok_or_else(|| Error::value("module blob: length prefix overflows"))?;
+    match symbol_size(addr) {
+        Some(size) if total > size as u64 => {
+            return Err(Error::value(format!(
+                "module blob: length prefix says {n} bytes but the __tvm_dev_mblob symbol holds only {} after the prefix",
+                size.saturating_sub(8)
+            )))
+        }
+        None if total > MAX_BLOB_BYTES => {
+            return Err(Error::value(format!("module blob: implausible length {n}")));
+        }
+        _ => {}
+    }
+    // SAFETY: the symbol holds at least `total` bytes (checked against its size where known).
+    Ok(unsafe { std::slice::from_raw_parts(addr as *const u8, total as usize) })
+}
+
+/// `runtime.module.loadfile_so`: load a compiled library and the modules packed in it.
+pub fn load_so(path: &str) -> Result<Module> {
+    // SAFETY: loading a library runs its initializers; that is what the caller asked for.
+    let lib = unsafe { Library::open(Some(path), RTLD_LAZY | RTLD_LOCAL) }
+        .map_err(|e| Error::io(format!("cannot load library `{path}`: {e}")))?;
+    let (lib, image) = lib_handle(lib);
+    let lib_module = {
+        let mut live = LIVE_IMAGES.lock().unwrap_or_else(|e| e.into_inner());
+        match live.get(&image).and_then(|e| try_retain(e.module as *mut ObjectHeader)) {
+            // Already loaded: `lib` (one more dlopen reference) is closed on drop here.
+            Some(m) => m,
+            None => {
+                let source = Arc::new(DsoLibrary { lib, path: path.to_string(), image });
+                let module = Module::from_node(LibraryModule::new(source.clone()));
+                init_library_context(&*source, &module);
+                live.insert(
+                    image,
+                    LiveImage {
+                        module: module.as_header() as usize,
+                        source: Arc::as_ptr(&source) as usize,
+                    },
+                );
+                module
+            }
+        }
+    };
+    let symbols = lib_module
+        .node()
+        .as_any()
+        .downcast_ref::<LibraryModule>()
+        .expect("library module")
+        .symbols()
+        .clone();
+    match symbols.symbol("__tvm_dev_mblob") {
+        Some(addr) => load_import_tree(blob_bytes(addr)?, lib_module)
+            .map_err(|e| e.context(format!("loading `{path}`"))),
+        None => Ok(lib_module),
+    }
+}
+
+/// The dlopen handle: stable while the image stays mapped; we only compare it.
+fn lib_handle(lib: Library) -> (Library, usize) {
+    let raw = lib.into_raw();
+    // SAFETY: `raw` came from `into_raw` just above; ownership returns to the new value.
+    (unsafe { Library::from_raw(raw) }, raw as usize)
+}

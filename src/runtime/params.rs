@@ -1,0 +1,187 @@
+//! TVM's binary formats for tensors and parameter dictionaries (byte for byte).
+//!
+//! NDArray record: magic `0xDD5E40F096B4A13F`, reserved u64, device (i32 type = CPU, i32 id),
+//! i32 ndim, dtype (u8 code, u8 bits, u16 lanes), i64 shape[ndim], i64 data_byte_size, data.
+//! Params blob: magic `0xF7E58D4F05049CB7`, reserved u64, vec<str> names, u64 n, n records.
+
+use super::device::device_api;
+use super::dtype::num_elements;
+use super::error::{Error, Result};
+use super::ndarray::{byte_size, NDArray};
+use super::stream::{Reader, Writer};
+use crate::abi::{device_type, DLDataType, DLDevice, DLTensor};
+
+pub const NDARRAY_MAGIC: u64 = 0xDD5E_40F0_96B4_A13F;
+pub const NDARRAY_LIST_MAGIC: u64 = 0xF7E5_8D4F_0504_9CB7;
+
+/// Largest ndim accepted in a record (TVM has no limit; this keeps hostile input cheap).
+const MAX_NDIM: i32 = 64;
+
+/// Read one NDArray record into a new CPU array.
+pub fn read_ndarray(r: &mut Reader<'_>) -> Result<NDArray> {
+    let magic = r.u64("NDArray magic")?;
+    if magic != NDARRAY_MAGIC {
+        return Err(r.error(format!("bad NDArray magic {magic:#018x} (expected {NDARRAY_MAGIC:#018x})")));
+    }
+    r.u64("NDArray reserved field")?;
+    let dev_type = r.i32("device type")?;
+    let _dev_id = r.i32("device id")?;
+    if dev_type != device_type::CPU {
+        return Err(r.error(format!("NDArray record is on device type {dev_type}; only CPU (1) records are valid")));
+    }
+    let ndim = r.i32("ndim")?;
+    if !(0..=MAX_NDIM).contains(&ndim) {
+        return Err(r.error(format!("ndim {ndim} is out of range 0..={MAX_NDIM}")));
+    }
+    let dtype = DLDataType::new(r.u8("dtype code")?, r.u8("dtype bits")?, r.u16("dtype lanes")?);
+    dtype.validate_for_alloc().map_err(|e| r.error(e.message().to_string()))?;
+    if dtype.lanes != 1 {
+        return Err(r.error(format!("dtype {dtype} has {} lanes; records of vector dtypes are not supported", dtype.lanes)));
+    }
+    let mut shape = Vec::with_capacity(ndim as usize);
+    for i in 0..ndim {
+        let d = r.i64("shape")?;
+        if d < 0 {
+            return Err(r.error(format!("shape[{i}] is negative ({d})")));
+        }
+        shape.push(d);
+    }
+    let elems = num_elements(&shape).map_err(|e| r.error(e.message().to_string()))?;
+    let expected = (elems as u128) * ((dtype.bits as u128 + 7) / 8);
+    let size = r.i64("data byte size")?;
+    if size < 0 || size as u128 != expected {
+        return Err(r.error(format!(
+            "data byte size {size} does not match shape {shape:?} and dtype {dtype} ({expected} bytes)"
+        )));
+    }
+    let data = r.bytes(size as usize, "tensor data")?;
+    NDArray::from_bytes(&shape, dtype, data)
+}
+
+/// Append one NDArray record (the tensor must be compact; it is copied to the host if needed).
+pub fn write_ndarray(w: &mut Writer, t: &DLTensor) -> Result<()> {
+    if t.dtype.lanes != 1 {
+        return Err(Error::value(format!("cannot save dtype {} with {} lanes", t.dtype, t.dtype.lanes)));
+    }
+    // SAFETY: a DLTensor reaching the runtime carries `ndim` shape values.
+    let shape = unsafe { super::ndarray::shape_of(t)? }.to_vec();
+    let nbytes = byte_size(t)?;
+    w.u64(NDARRAY_MAGIC);
+    w.u64(0);
+    w.i32(device_type::CPU);
+    w.i32(0);
+    w.i32(t.ndim);
+    w.u8(t.dtype.code);
+    w.u8(t.dtype.bits);
+    w.u16(t.dtype.lanes);
+    for &d in &shape {
+        w.i64(d);
+    }
+    w.i64(nbytes as i64);
+    let start = w.buf.len();
+    w.buf.resize(start + nbytes, 0);
+    let host = DLTensor {
+        data: w.buf[start..].as_mut_ptr() as *mut std::ffi::c_void,
+        device: DLDevice::cpu(0),
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
+        ..*t
+    };
+    device_api(t.device.device_type)?.copy_data_from_to(t, &host, std::ptr::null_mut())?;
+    device_api(t.device.device_type)?.stream_sync(t.device, std::ptr::null_mut())
+}
+
+/// Parse a params blob into (name, array) pairs in file order.
+pub fn load_params(data: &[u8]) -> Result<Vec<(String, NDArray)>> {
+    let mut r = Reader::new(data, "params");
+    let magic = r.u64("params magic")?;
+    if magic != NDARRAY_LIST_MAGIC {
+        return Err(r.error(format!("bad params magic {magic:#018x} (expected {NDARRAY_LIST_MAGIC:#018x})")));
+    }
+    r.u64("params reserved field")?;
+    let names = r.strings("param names")?;
+    // Each record is at least 48 bytes, which bounds the count by the remaining input.
+    let n = r.count("param count", 48)?;
+    if n != names.len() {
+        return Err(r.error(format!("param count {n} differs from the {} names", names.len())));
+    }
+    let mut out = Vec::with_capacity(n);
+    for name in names {
+        let arr = read_ndarray(&mut r).map_err(|e| e.context(format!("param `{name}`")))?;
+        out.push((name, arr));
+    }
+    Ok(out)
+}
+
+/// Serialize (name, tensor) pairs as a params blob.
+pub fn save_params<'a>(params: impl IntoIterator<Item = (&'a str, &'a DLTensor)>) -> Result<Vec<u8>> {
+    let params: Vec<_> = params.into_iter().collect();
+    let mut w = Writer::new();
+    w.u64(NDARRAY_LIST_MAGIC);
+    w.u64(0);
+    let names: Vec<&str> = params.iter().map(|(n, _)| *n).collect();
+    w.strings(&names);
+    w.u64(params.len() as u64);
+    for (name, t) in &params {
+        write_ndarray(&mut w, t).map_err(|e| e.context(format!("param `{name}`")))?;
+    }
+    Ok(w.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<u8> {
+        let a = NDArray::from_bytes(&[2], DLDataType::FLOAT32, &[0, 0, 128, 63, 0, 0, 0, 64]).unwrap();
+        let b = NDArray::from_bytes(&[], DLDataType::new(0, 8, 1), &[7]).unwrap();
+        save_params([("a", &a.dl_tensor), ("b", &b.dl_tensor)]).unwrap()
+    }
+
+    #[test]
+    fn round_trip() {
+        let bytes = sample();
+        let p = load_params(&bytes).unwrap();
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].0, "a");
+        assert_eq!(p[0].1.shape(), &[2]);
+        assert_eq!(p[0].1.to_vec_u8().unwrap(), vec![0, 0, 128, 63, 0, 0, 0, 64]);
+        assert_eq!(p[1].1.to_vec_u8().unwrap(), vec![7]);
+        let again = save_params(p.iter().map(|(n, a)| (n.as_str(), &a.dl_tensor))).unwrap();
+        assert_eq!(again, bytes);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error() {
+        let bytes = sample();
+        for cut in 0..bytes.len() {
+            let e = load_params(&bytes[..cut]).unwrap_err();
+            assert!(e.message().starts_with("ValueError:"), "{e}");
+        }
+    }
+
+    #[test]
+    fn corrupt_fields_are_named() {
+        let good = sample();
+        let mut bad = good.clone();
+        bad[0] ^= 1;
+        assert!(load_params(&bad).unwrap_err().message().contains("bad params magic"));
+        // names: offset 16 count, then "a" (8+1), "b" (8+1); then u64 n at 16+8+9+9 = 42.
+        let mut bad = good.clone();
+        bad[42] = 3;
+        assert!(load_params(&bad).unwrap_err().message().contains("param count"));
+        let rec = 50; // first record
+        let mut bad = good.clone();
+        bad[rec + 16] = 2; // device type
+        assert!(load_params(&bad).unwrap_err().message().contains("device type 2"));
+        let mut bad = good.clone();
+        bad[rec + 24] = 100; // ndim
+        assert!(load_params(&bad).unwrap_err().message().contains("ndim 100"));
+        let mut bad = good.clone();
+        bad[rec + 29] = 12; // bits
+        assert!(load_params(&bad).unwrap_err().message().contains("float12"));
+        let mut bad = good;
+        bad[rec + 40] = 9; // data byte size
+        assert!(load_params(&bad).unwrap_err().message().contains("data byte size 9"));
+    }
+}
