@@ -11,7 +11,7 @@ use crate::runtime::error::{Error, Result};
 use crate::runtime::module::{Module, ModuleNode};
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::packed::{Args, PackedFunc, Value};
-use crate::runtime::params::{read_ndarray, write_ndarray};
+use crate::runtime::params::{read_ndarray, write_ndarray, MIN_RECORD_BYTES};
 use crate::runtime::stream::{Reader, Writer};
 use std::any::Any;
 use std::sync::{Arc, Mutex};
@@ -66,7 +66,7 @@ impl GraphExecutorFactory {
 /// Blob loader for `GraphExecutorFactory` (and the legacy `GraphRuntimeFactory`).
 pub(crate) fn load_binary(r: &mut Reader<'_>) -> Result<Module> {
     let graph_json = r.string("graph JSON")?;
-    let n = r.count("param count", 48)?;
+    let n = r.count("param count", MIN_RECORD_BYTES)?;
     let names = r.strings("param names")?;
     if names.len() != n {
         return Err(r.error(format!("param count {n} differs from the {} names", names.len())));

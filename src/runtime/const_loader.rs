@@ -10,7 +10,7 @@ use super::module::{Module, ModuleNode};
 use super::ndarray::NDArray;
 use super::object::ObjPtr;
 use super::packed::{PackedFunc, Value};
-use super::params::read_ndarray;
+use super::params::{read_ndarray, MIN_RECORD_BYTES};
 use super::stream::Reader;
 use std::any::Any;
 use std::collections::HashSet;
@@ -25,7 +25,7 @@ pub struct ConstLoaderModule {
 
 pub(crate) fn load_binary(r: &mut Reader<'_>) -> Result<Module> {
     let names = r.strings("const_loader variables")?;
-    let n = r.count("const_loader constant count", 48)?;
+    let n = r.count("const_loader constant count", MIN_RECORD_BYTES)?;
     if n != names.len() {
         return Err(r.error(format!("constant count {n} differs from the {} variable names", names.len())));
     }

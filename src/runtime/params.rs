@@ -14,6 +14,9 @@ use crate::abi::{device_type, DLDataType, DLDevice, DLTensor};
 pub const NDARRAY_MAGIC: u64 = 0xDD5E_40F0_96B4_A13F;
 pub const NDARRAY_LIST_MAGIC: u64 = 0xF7E5_8D4F_0504_9CB7;
 
+/// Smallest possible NDArray record (ndim 0, no data): bounds counts read from a stream.
+pub const MIN_RECORD_BYTES: usize = 40;
+
 /// Largest ndim accepted in a record (TVM has no limit; this keeps hostile input cheap).
 const MAX_NDIM: i32 = 64;
 
@@ -100,8 +103,7 @@ pub fn load_params(data: &[u8]) -> Result<Vec<(String, NDArray)>> {
     }
     r.u64("params reserved field")?;
     let names = r.strings("param names")?;
-    // Each record is at least 48 bytes, which bounds the count by the remaining input.
-    let n = r.count("param count", 48)?;
+        let n = r.count("param count", MIN_RECORD_BYTES)?;
     if n != names.len() {
         return Err(r.error(format!("param count {n} differs from the {} names", names.len())));
     }

@@ -1,0 +1,213 @@
+//! Helpers for integration tests: build kernel libraries with the system C compiler and drive
+//! the runtime through its C API (the exported `TVM*` functions, called as C would).
+#![allow(dead_code)]
+
+use std::ffi::{c_void, CStr, CString};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use tvm_runtime::abi::{type_code as tc, DLDevice, DLTensor, TVMByteArray, TVMValue};
+use tvm_runtime::ffi::error::TVMGetLastError;
+use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
+use tvm_runtime::ffi::module::{TVMModFree, TVMModGetFunction, TVMModLoadFromFile};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn tvm_data(model: &str, file: &str) -> Vec<u8> {
+    let p = repo().join("tests/data/tvm-0.18").join(model).join(file);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+pub fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+pub fn bytes_of(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A scratch directory for this test binary.
+pub fn scratch(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().join("test-scratch").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// C source defining `__tvm_dev_mblob` with exactly `blob` (as export_library embeds it).
+pub fn blob_c_source(blob: &[u8]) -> String {
+    let mut s = String::from("__attribute__((visibility(\"default\"))) const unsigned char __tvm_dev_mblob[");
+    s += &format!("{}] = {{", blob.len());
+    for (i, b) in blob.iter().enumerate() {
+        if i % 24 == 0 {
+            s += "\n";
+        }
+        s += &format!("{b},");
+    }
+    s += "\n};\n";
+    s
+}
+
+/// Compile `sources` (paths) plus an optional embedded blob into a shared library.
+pub fn build_so(out: &Path, sources: &[PathBuf], blob: Option<&[u8]>) -> PathBuf {
+    let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+    cmd.args(["-shared", "-fPIC", "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"])
+        .arg("-I")
+        .arg(repo().join("include"))
+        .args(sources);
+    if let Some(blob) = blob {
+        let c = out.with_extension("blob.c");
+        std::fs::write(&c, blob_c_source(blob)).unwrap();
+        cmd.arg(&c);
+    }
+    cmd.arg("-o").arg(out);
+    let status = cmd.status().expect("a C compiler (cc) must be installed");
+    assert!(status.success(), "compiling {} failed", out.display());
+    out.to_path_buf()
+}
+
+pub fn kernels_c() -> PathBuf {
+    repo().join("tests/fixtures/kernels.c")
+}
+
+pub fn last_error() -> String {
+    // SAFETY: the runtime returns NULL or a valid C string.
+    let p = TVMGetLastError();
+    if p.is_null() {
+        String::new()
+    } else {
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+}
+
+/// Panics with the runtime's message on a non-zero status.
+pub fn ok(rc: i32) {
+    assert_eq!(rc, 0, "call failed: {}", last_error());
+}
+
+/// Owned handles freed on drop.
+pub struct Mod(pub *mut c_void);
+impl Drop for Mod {
+    fn drop(&mut self) {
+        unsafe { ok(TVMModFree(self.0)) };
+    }
+}
+pub struct Func(pub *mut c_void);
+impl Drop for Func {
+    fn drop(&mut self) {
+        unsafe { ok(TVMFuncFree(self.0)) };
+    }
+}
+
+pub fn load_module(path: &Path) -> Result<Mod, String> {
+    let p = CString::new(path.to_str().unwrap()).unwrap();
+    let mut m = std::ptr::null_mut();
+    let rc = unsafe { TVMModLoadFromFile(p.as_ptr(), c"".as_ptr(), &mut m) };
+    if rc == 0 { Ok(Mod(m)) } else { Err(last_error()) }
+}
+
+pub fn get_function(m: &Mod, name: &str) -> Option<Func> {
+    let n = CString::new(name).unwrap();
+    let mut f = std::ptr::null_mut();
+    unsafe { ok(TVMModGetFunction(m.0, n.as_ptr(), 1, &mut f)) };
+    (!f.is_null()).then_some(Func(f))
+}
+
+pub fn global(name: &str) -> Func {
+    let n = CString::new(name).unwrap();
+    let mut f = std::ptr::null_mut();
+    unsafe { ok(TVMFuncGetGlobal(n.as_ptr(), &mut f)) };
+    assert!(!f.is_null(), "global {name} missing");
+    Func(f)
+}
+
+/// An argument for [`call`].
+pub enum Arg<'a> {
+    Int(i64),
+    Str(&'a str),
+    Bytes(&'a [u8]),
+    Device(DLDevice),
+    Tensor(*mut DLTensor),
+    Module(&'a Mod),
+}
+
+/// Call through `TVMFuncCall`; returns (value, type code) or the error message.
+pub fn call(f: &Func, args: &[Arg<'_>]) -> Result<(TVMValue, i32), String> {
+    let mut strings = Vec::new();
+    let mut arrays = Vec::new();
+    let mut vals = Vec::new();
+    let mut codes = Vec::new();
+    for a in args {
+        let (v, c) = match a {
+            Arg::Int(i) => (TVMValue { v_int64: *i }, tc::INT),
+            Arg::Str(s) => {
+                strings.push(CString::new(*s).unwrap());
+                (TVMValue { v_str: strings.last().unwrap().as_ptr() }, tc::STR)
+            }
+            Arg::Bytes(b) => {
+                arrays.push(Box::new(TVMByteArray { data: b.as_ptr() as *const _, size: b.len() }));
+                (TVMValue { v_handle: &**arrays.last().unwrap() as *const TVMByteArray as *mut c_void }, tc::BYTES)
+            }
+            Arg::Device(d) => (TVMValue { v_device: *d }, tc::DEVICE),
+            Arg::Tensor(t) => (TVMValue { v_handle: *t as *mut c_void }, tc::DLTENSOR_HANDLE),
+            Arg::Module(m) => (TVMValue { v_handle: m.0 }, tc::MODULE_HANDLE),
+        };
+        vals.push(v);
+        codes.push(c);
+    }
+    let mut ret = TVMValue::null();
+    let mut code = 0;
+    let rc = unsafe { TVMFuncCall(f.0, vals.as_mut_ptr(), codes.as_mut_ptr(), vals.len() as i32, &mut ret, &mut code) };
+    if rc == 0 { Ok((ret, code)) } else { Err(last_error()) }
+}
+
+/// A host tensor over a Vec (kept 64-byte aligned by over-allocating).
+pub struct HostTensor {
+    buf: Vec<u8>,
+    offset: usize,
+    pub shape: Vec<i64>,
+    pub t: DLTensor,
+}
+
+impl HostTensor {
+    pub fn new(shape: &[i64], data: &[f32]) -> Box<HostTensor> {
+        let n: i64 = shape.iter().product();
+        assert_eq!(n as usize, data.len());
+        let mut h = Box::new(HostTensor {
+            buf: vec![0u8; data.len() * 4 + 64],
+            offset: 0,
+            shape: shape.to_vec(),
+            t: DLTensor {
+                data: std::ptr::null_mut(),
+                device: DLDevice::cpu(0),
+                ndim: shape.len() as i32,
+                dtype: tvm_runtime::abi::DLDataType::FLOAT32,
+                shape: std::ptr::null_mut(),
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
+        });
+        let base = h.buf.as_ptr() as usize;
+        h.offset = (64 - base % 64) % 64;
+        let off = h.offset;
+        h.buf[off..off + data.len() * 4].copy_from_slice(&bytes_of(data));
+        h.t.data = unsafe { h.buf.as_mut_ptr().add(off) } as *mut c_void;
+        h.t.shape = h.shape.as_mut_ptr();
+        h
+    }
+    pub fn values(&self) -> Vec<f32> {
+        let n: i64 = self.shape.iter().product();
+        f32s(&self.buf[self.offset..self.offset + n as usize * 4])
+    }
+    pub fn ptr(&mut self) -> *mut DLTensor {
+        &mut self.t
+    }
+}
+
+pub fn assert_close(got: &[f32], want: &[f32], tol: f32) {
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "element {i}: got {g}, want {w}");
+    }
+}
