@@ -1,46 +1,23 @@
 //! The backend API that compiled kernels call: parallel launch, barriers, workspaces.
 //!
-//! Parallel launch currently runs on the calling thread with `num_task = 1` (TVM's own
-//! single-thread path, which kernels partition for correctly), but unlike TVM a failing task
-//! makes the launch fail. Workspaces come straight from the device API (64-byte aligned).
+//! Parallel launches run on the calling thread's current [`threading::ThreadPool`]; unlike
+//! TVM, a failing task makes the launch fail. CPU workspaces come from a per-thread pool;
+//! other devices use their device API.
 
 use super::device::device_api;
-use super::error::{error_from_callee, last_error_generation, Error, Result};
+use super::error::{Error, Result};
+use super::threading;
 use crate::abi::{DLDataType, DLDevice, FTVMParallelLambda, TVMParallelGroupEnv};
 use std::ffi::{c_int, c_void};
 
-/// Run a parallel lambda; returns an error carrying the failing task's message.
+/// Run a parallel lambda on this thread's current pool; a failing task fails the launch.
 pub fn parallel_launch(f: FTVMParallelLambda, cdata: *mut c_void, num_task: i32) -> Result<()> {
-    let f = f.ok_or_else(|| Error::value("TVMBackendParallelLaunch: `flambda` is NULL"))?;
-    if num_task < 0 {
-        return Err(Error::value(format!("TVMBackendParallelLaunch: negative num_task {num_task}")));
-    }
-    let mut env = TVMParallelGroupEnv { sync_handle: std::ptr::null_mut(), num_task: 1 };
-    let generation = last_error_generation();
-    // SAFETY: `f` follows the FTVMParallelLambda contract; `env` outlives the call.
-    let rc = unsafe { f(0, &mut env, cdata) };
-    if rc != 0 {
-        let e = error_from_callee(generation, || Error::runtime("task returned an error without a message"));
-        return Err(Error::raw(format!("Task 0 error: {e}")));
-    }
-    Ok(())
+    threading::current_pool().launch(f, cdata, num_task)
 }
 
 /// Barrier across the tasks of one launch.
 pub fn parallel_barrier(task_id: c_int, penv: *mut TVMParallelGroupEnv) -> Result<()> {
-    if penv.is_null() {
-        return Err(Error::value("TVMBackendParallelBarrier: `penv` is NULL"));
-    }
-    // SAFETY: non-NULL `penv` is the environment of a running launch (kernel contract).
-    let n = unsafe { (*penv).num_task };
-    if task_id < 0 || task_id >= n {
-        return Err(Error::index(format!("TVMBackendParallelBarrier: task {task_id} of {n}")));
-    }
-    // A single-task group has nobody to wait for.
-    if n == 1 {
-        return Ok(());
-    }
-    Err(Error::internal(format!("TVMBackendParallelBarrier: group of {n} tasks not launched by this runtime")))
+    threading::barrier(task_id, penv)
 }
 
 fn device(device_type: c_int, device_id: c_int) -> DLDevice {
@@ -56,6 +33,9 @@ pub fn alloc_workspace(
     dtype_bits_hint: c_int,
 ) -> Result<*mut c_void> {
     let n = usize::try_from(nbytes).map_err(|_| Error::value(format!("workspace of {nbytes} bytes is too large")))?;
+    if device_type == crate::abi::device_type::CPU {
+        return threading::alloc_workspace(n);
+    }
     let dev = device(device_type, device_id);
     let hint = DLDataType::new(dtype_code_hint as u8, dtype_bits_hint as u8, 1);
     device_api(device_type)?.alloc_workspace(dev, n, hint)
@@ -63,6 +43,9 @@ pub fn alloc_workspace(
 
 /// Free memory from [`alloc_workspace`].
 pub fn free_workspace(device_type: c_int, device_id: c_int, ptr: *mut c_void) -> Result<()> {
+    if device_type == crate::abi::device_type::CPU {
+        return threading::free_workspace(ptr);
+    }
     device_api(device_type)?.free_workspace(device(device_type, device_id), ptr)
 }
 

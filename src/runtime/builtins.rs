@@ -65,6 +65,33 @@ fn params_globals() -> Vec<(&'static str, PackedFunc)> {
 
 fn module_globals() -> Vec<(&'static str, PackedFunc)> {
     vec![
+        (
+            "runtime.config_threadpool",
+            PackedFunc::from_typed(|args| {
+                // (mode, nthreads, [cpu ids as strings...]): a new pool for the calling thread.
+                let _mode = if args.is_empty() { 1 } else { args.int(0)? };
+                let nthreads = if args.len() > 1 { args.int(1)? } else { 0 };
+                let mut cpus = Vec::new();
+                for i in 2..args.len() {
+                    let s = args.string(i)?;
+                    cpus.push(s.trim().parse::<usize>().map_err(|_| Error::value(format!("cpu id `{s}` is not a number")))?);
+                }
+                let n = if nthreads > 0 {
+                    nthreads as usize
+                } else if !cpus.is_empty() {
+                    cpus.len()
+                } else {
+                    super::threading::default_num_threads()
+                };
+                let pool = super::threading::ThreadPool::new(n, (!cpus.is_empty()).then_some(cpus));
+                super::threading::set_current_pool(Some(std::sync::Arc::new(pool)));
+                Ok(Value::Null)
+            }),
+        ),
+        (
+            "runtime.NumThreads",
+            PackedFunc::from_typed(|_| Ok(Value::Int(super::threading::current_pool().num_threads() as i64))),
+        ),
         ("runtime.module.loadfile_so", PackedFunc::from_typed(|args| Ok(Value::Module(super::dso::load_so(&args.string(0)?)?)))),
         (
             "runtime.SystemLib",

@@ -19,6 +19,7 @@ pub mod packed;
 pub mod params;
 pub mod registry;
 pub mod stream;
+pub mod threading;
 
 pub use error::{Error, Result};
 pub use module::{Module, ModuleNode};

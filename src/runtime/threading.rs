@@ -1,0 +1,462 @@
+//! Thread pools for `TVMBackendParallelLaunch`, and per-thread workspace pools.
+//!
+//! A [`ThreadPool`] is a value with its own workers (optionally pinned to a CPU set), so several
+//! pools can serve disjoint core groups. A launching thread uses its *current* pool (set with
+//! [`set_current_pool`], e.g. by an executor bound to a core group), else the process default.
+//! Task 0 runs on the launching thread; workers spin briefly on a generation counter, then park.
+//! A launch from inside a task (or while the pool is busy with another launch) runs inline with
+//! `num_task = 1`, which kernels partition for correctly, instead of deadlocking.
+
+use super::error::{error_from_callee, last_error_generation, Error, Result};
+use crate::abi::{FTVMParallelLambda, TVMParallelGroupEnv};
+use once_cell::sync::Lazy;
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+/// Spin iterations before an idle worker sleeps.
+const SPIN_COUNT: usize = 1 << 17;
+
+#[repr(align(64))]
+#[derive(Default)]
+struct Padded(AtomicUsize);
+
+/// The job of the current launch, published to workers through `generation`.
+struct Job {
+    f: unsafe extern "C" fn(c_int, *mut TVMParallelGroupEnv, *mut c_void) -> c_int,
+    cdata: *mut c_void,
+    env: *mut TVMParallelGroupEnv,
+}
+
+struct Shared {
+    /// Bumped (release) once a job is published; workers wait for a new value.
+    generation: AtomicUsize,
+    /// Tasks of the current launch not finished yet.
+    pending: AtomicUsize,
+    /// The published job with its generation and task count.
+    job: Mutex<Option<(usize, JobCell, usize)>>,
+    /// Barrier counters, one per task, each on its own cache line.
+    barrier: Box<[Padded]>,
+    /// First failing task's message.
+    failure: Mutex<Option<(usize, String)>>,
+    sleepers: Mutex<usize>,
+    wake: Condvar,
+    shutdown: AtomicBool,
+}
+
+#[derive(Clone, Copy)]
+struct JobCell(*const Job);
+// SAFETY: the job lives on the launcher's stack until every task has finished (`pending` is 0).
+unsafe impl Send for JobCell {}
+
+/// A set of worker threads serving parallel launches.
+pub struct ThreadPool {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+    /// Serializes launches: one launch owns the workers at a time.
+    launch: Mutex<()>,
+    num_threads: usize,
+    cpus: Option<Vec<usize>>,
+}
+
+thread_local! {
+    /// Set while this thread runs a task: nested launches then run inline.
+    static IN_TASK: Cell<bool> = const { Cell::new(false) };
+    static CURRENT: RefCell<Option<Arc<ThreadPool>>> = const { RefCell::new(None) };
+}
+
+fn env_threads(name: &str) -> Option<usize> {
+    std::env::var(name).ok()?.trim().parse::<usize>().ok().filter(|&n| n > 0)
+}
+
+/// Threads of the default pool: `TVM_NUM_THREADS`, else `OMP_NUM_THREADS`, else the machine.
+pub fn default_num_threads() -> usize {
+    env_threads("TVM_NUM_THREADS")
+        .or_else(|| env_threads("OMP_NUM_THREADS"))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+static DEFAULT_POOL: Lazy<Arc<ThreadPool>> = Lazy::new(|| Arc::new(ThreadPool::new(default_num_threads(), None)));
+
+/// The pool launches from this thread use.
+pub fn current_pool() -> Arc<ThreadPool> {
+    CURRENT.with(|c| c.borrow().clone()).unwrap_or_else(|| DEFAULT_POOL.clone())
+}
+
+/// Make `pool` this thread's pool (None: back to the default); returns the previous one.
+pub fn set_current_pool(pool: Option<Arc<ThreadPool>>) -> Option<Arc<ThreadPool>> {
+    CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), pool))
+}
+
+fn pin_to(cpus: &[usize]) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays within its bounds for ids < 1024.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &c in cpus.iter().filter(|&&c| c < 1024) {
+                libc::CPU_SET(c, &mut set);
+            }
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cpus;
+}
+
+fn run_task(job: &Job, task: usize, shared: &Shared) {
+    let generation = last_error_generation();
+    IN_TASK.with(|t| t.set(true));
+    // SAFETY: the job's function and data are valid until all tasks finish (launch contract).
+    let rc = unsafe { (job.f)(task as c_int, job.env, job.cdata) };
+    IN_TASK.with(|t| t.set(false));
+    if rc != 0 {
+        let msg = error_from_callee(generation, || Error::runtime("task returned an error without a message"));
+        let mut f = shared.failure.lock().unwrap_or_else(|e| e.into_inner());
+        if f.as_ref().is_none_or(|(t, _)| task < *t) {
+            *f = Some((task, msg.message().to_string()));
+        }
+    }
+}
+
+fn worker_loop(shared: Arc<Shared>, index: usize, cpus: Option<Vec<usize>>) {
+    if let Some(c) = &cpus {
+        pin_to(&[c[index % c.len()]]);
+    }
+    let task = index + 1;
+    let mut seen = 0usize;
+    loop {
+        // Wait for a new generation: spin, then sleep.
+        let mut spins = 0;
+        let gen = loop {
+            let g = shared.generation.load(Ordering::Acquire);
+            if g != seen || shared.shutdown.load(Ordering::Acquire) {
+                break g;
+            }
+            if spins < SPIN_COUNT {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                let mut sleepers = shared.sleepers.lock().unwrap_or_else(|e| e.into_inner());
+                *sleepers += 1;
+                while shared.generation.load(Ordering::Acquire) == seen && !shared.shutdown.load(Ordering::Acquire) {
+                    sleepers = shared.wake.wait(sleepers).unwrap_or_else(|e| e.into_inner());
+                }
+                *sleepers -= 1;
+                spins = 0;
+            }
+        };
+        if shared.shutdown.load(Ordering::Acquire) {
+            return;
+        }
+        seen = gen;
+        // Only the job of the generation observed: a stale wake-up must not run a newer job.
+        let job = *shared.job.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((job_gen, cell, n)) = job {
+            if job_gen == gen && task < n {
+                // SAFETY: see `JobCell`.
+                run_task(unsafe { &*cell.0 }, task, &shared);
+                shared.pending.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+}
+
+impl ThreadPool {
+    /// A pool running launches on `num_threads` threads (the caller plus `num_threads - 1`
+    /// workers), pinned round-robin to `cpus` when given.
+    pub fn new(num_threads: usize, cpus: Option<Vec<usize>>) -> ThreadPool {
+        let num_threads = num_threads.max(1);
+        let cpus = cpus.filter(|c| !c.is_empty());
+        let shared = Arc::new(Shared {
+            generation: AtomicUsize::new(0),
+            pending: AtomicUsize::new(0),
+            job: Mutex::new(None),
+            barrier: (0..num_threads).map(|_| Padded::default()).collect(),
+            failure: Mutex::new(None),
+            sleepers: Mutex::new(0),
+            wake: Condvar::new(),
+            shutdown: AtomicBool::new(false),
+        });
+        let workers = (0..num_threads - 1)
+            .map(|i| {
+                let s = shared.clone();
+                let c = cpus.clone();
+                std::thread::Builder::new()
+                    .name(format!("tvm-worker-{}", i + 1))
+                    .spawn(move || worker_loop(s, i, c))
+                    .expect("spawning a thread-pool worker")
+            })
+            .collect();
+        ThreadPool { shared, workers, launch: Mutex::new(()), num_threads, cpus }
+    }
+
+    pub fn num_threads(&self) -> usize {
+        self.num_threads
+    }
+
+    pub fn cpus(&self) -> Option<&[usize]> {
+        self.cpus.as_deref()
+    }
+
+    /// Run `f(task, env, cdata)` for `num_task` tasks (0 = all threads, more than the pool is
+    /// clamped) and wait for all. Any failing task fails the launch with its message.
+    pub fn launch(&self, f: FTVMParallelLambda, cdata: *mut c_void, num_task: i32) -> Result<()> {
+        let f = f.ok_or_else(|| Error::value("TVMBackendParallelLaunch: `flambda` is NULL"))?;
+        if num_task < 0 {
+            return Err(Error::value(format!("TVMBackendParallelLaunch: negative num_task {num_task}")));
+        }
+        let busy_or_nested = IN_TASK.with(|t| t.get());
+        let guard = if busy_or_nested { None } else { self.launch.try_lock().ok() };
+        let n = if num_task == 0 { self.num_threads } else { (num_task as usize).min(self.num_threads) };
+        if guard.is_none() || n == 1 {
+            return run_inline(f, cdata);
+        }
+        let shared = &*self.shared;
+        for c in shared.barrier.iter().take(n) {
+            c.0.store(0, Ordering::Relaxed);
+        }
+        let mut env = TVMParallelGroupEnv { sync_handle: &*self.shared as *const Shared as *mut c_void, num_task: n as i32 };
+        let job = Job { f, cdata, env: &mut env };
+        *shared.failure.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        shared.pending.store(n - 1, Ordering::Release);
+        let gen = shared.generation.load(Ordering::Acquire).wrapping_add(1);
+        *shared.job.lock().unwrap_or_else(|e| e.into_inner()) = Some((gen, JobCell(&job), n));
+        shared.generation.store(gen, Ordering::Release);
+        if *shared.sleepers.lock().unwrap_or_else(|e| e.into_inner()) > 0 {
+            shared.wake.notify_all();
+        }
+        run_task(&job, 0, shared);
+        let mut spins = 0u32;
+        while shared.pending.load(Ordering::Acquire) != 0 {
+            if spins < 1 << 10 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        *shared.job.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        drop(guard);
+        match shared.failure.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some((task, msg)) => Err(Error::raw(format!("Task {task} error: {msg}"))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ThreadPool {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::Release);
+        let _sleepers = self.shared.sleepers.lock().unwrap_or_else(|e| e.into_inner());
+        self.shared.wake.notify_all();
+        drop(_sleepers);
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+fn run_inline(
+    f: unsafe extern "C" fn(c_int, *mut TVMParallelGroupEnv, *mut c_void) -> c_int,
+    cdata: *mut c_void,
+) -> Result<()> {
+    let mut env = TVMParallelGroupEnv { sync_handle: std::ptr::null_mut(), num_task: 1 };
+    let generation = last_error_generation();
+    let was = IN_TASK.with(|t| t.replace(true));
+    // SAFETY: `f` follows the FTVMParallelLambda contract; `env` outlives the call.
+    let rc = unsafe { f(0, &mut env, cdata) };
+    IN_TASK.with(|t| t.set(was));
+    if rc != 0 {
+        let e = error_from_callee(generation, || Error::runtime("task returned an error without a message"));
+        return Err(Error::raw(format!("Task 0 error: {e}")));
+    }
+    Ok(())
+}
+
+/// `TVMBackendParallelBarrier`: wait until every task of the launch reaches this point.
+pub fn barrier(task_id: c_int, penv: *mut TVMParallelGroupEnv) -> Result<()> {
+    if penv.is_null() {
+        return Err(Error::value("TVMBackendParallelBarrier: `penv` is NULL"));
+    }
+    // SAFETY: non-NULL `penv` is the environment of a running launch (kernel contract).
+    let (n, sync) = unsafe { ((*penv).num_task, (*penv).sync_handle) };
+    if task_id < 0 || task_id >= n {
+        return Err(Error::index(format!("TVMBackendParallelBarrier: task {task_id} of {n}")));
+    }
+    if n == 1 {
+        return Ok(());
+    }
+    if sync.is_null() {
+        return Err(Error::value("TVMBackendParallelBarrier: the environment has no barrier state"));
+    }
+    // SAFETY: `sync_handle` of a multi-task launch points to the pool's shared state.
+    let shared = unsafe { &*(sync as *const Shared) };
+    let counters = &shared.barrier[..n as usize];
+    let mine = counters[task_id as usize].0.fetch_add(1, Ordering::AcqRel) + 1;
+    for c in counters {
+        let mut spins = 0u32;
+        while c.0.load(Ordering::Acquire) < mine {
+            if spins < 1 << 10 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Per-thread cache of CPU workspaces: blocks are reused (no allocation on the hot path) and
+/// freed when the thread exits. Frees are LIFO-fast but may come in any order.
+struct WorkspacePool {
+    free: Vec<(usize, *mut c_void)>,
+    used: Vec<(*mut c_void, usize)>,
+}
+
+impl Drop for WorkspacePool {
+    fn drop(&mut self) {
+        for (_, p) in self.free.drain(..) {
+            // SAFETY: blocks came from posix_memalign.
+            unsafe { libc::free(p) };
+        }
+        for (p, _) in self.used.drain(..) {
+            // SAFETY: as above (never freed by the kernel that took it).
+            unsafe { libc::free(p) };
+        }
+    }
+}
+
+thread_local! {
+    static WORKSPACES: RefCell<WorkspacePool> = const { RefCell::new(WorkspacePool { free: Vec::new(), used: Vec::new() }) };
+}
+
+const PAGE: usize = 4096;
+
+/// A 64-byte aligned block of at least `nbytes` from this thread's pool.
+pub fn alloc_workspace(nbytes: usize) -> Result<*mut c_void> {
+    let size = nbytes.max(1).div_ceil(PAGE) * PAGE;
+    WORKSPACES.with(|w| {
+        let mut w = w.borrow_mut();
+        // Smallest cached block that fits (the most recent one first: LIFO reuse).
+        let pick = match w.free.last() {
+            Some(&(s, _)) if s >= size => Some(w.free.len() - 1),
+            _ => w.free.iter().enumerate().filter(|(_, (s, _))| *s >= size).min_by_key(|(_, (s, _))| *s).map(|(i, _)| i),
+        };
+        let (s, p) = match pick {
+            Some(i) => w.free.swap_remove(i),
+            None => {
+                let mut p: *mut c_void = std::ptr::null_mut();
+                // SAFETY: valid out-pointer, power-of-two alignment ≥ sizeof(void*).
+                if unsafe { libc::posix_memalign(&mut p, 64, size) } != 0 || p.is_null() {
+                    return Err(Error::internal(format!("out of memory: workspace of {nbytes} bytes")));
+                }
+                (size, p)
+            }
+        };
+        w.used.push((p, s));
+        Ok(p)
+    })
+}
+
+/// Return a block to this thread's pool; a pointer this thread did not allocate is an error.
+pub fn free_workspace(ptr: *mut c_void) -> Result<()> {
+    WORKSPACES.with(|w| {
+        let mut w = w.borrow_mut();
+        let i = w.used.iter().rposition(|&(p, _)| p == ptr).ok_or_else(|| {
+            Error::value(format!("TVMBackendFreeWorkspace: {ptr:p} was not allocated as a workspace by this thread"))
+        })?;
+        let (p, s) = w.used.remove(i);
+        w.free.push((s, p));
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicI64;
+
+    struct Sum {
+        parts: Vec<AtomicI64>,
+        after_barrier: Vec<AtomicI64>,
+    }
+
+    unsafe extern "C" fn task(id: c_int, env: *mut TVMParallelGroupEnv, cdata: *mut c_void) -> c_int {
+        let s = &*(cdata as *const Sum);
+        let n = (*env).num_task;
+        s.parts[id as usize].store(id as i64 + 1, Ordering::SeqCst);
+        if barrier(id, env).is_err() {
+            return -1;
+        }
+        // After the barrier every task sees every part.
+        let total: i64 = s.parts.iter().take(n as usize).map(|p| p.load(Ordering::SeqCst)).sum();
+        s.after_barrier[id as usize].store(total, Ordering::SeqCst);
+        0
+    }
+
+    #[test]
+    fn launch_with_barrier_on_all_threads() {
+        let pool = ThreadPool::new(4, None);
+        for _ in 0..200 {
+            let s = Sum { parts: (0..4).map(|_| AtomicI64::new(0)).collect(), after_barrier: (0..4).map(|_| AtomicI64::new(0)).collect() };
+            pool.launch(Some(task), &s as *const Sum as *mut c_void, 0).unwrap();
+            for a in &s.after_barrier {
+                assert_eq!(a.load(Ordering::SeqCst), 1 + 2 + 3 + 4);
+            }
+        }
+    }
+
+    unsafe extern "C" fn failing(id: c_int, _env: *mut TVMParallelGroupEnv, _c: *mut c_void) -> c_int {
+        if id == 2 {
+            super::super::error::set_last_error_text("boom in task 2");
+            return -1;
+        }
+        0
+    }
+
+    #[test]
+    fn a_failing_task_fails_the_launch() {
+        let pool = ThreadPool::new(3, None);
+        let e = pool.launch(Some(failing), std::ptr::null_mut(), 0).unwrap_err();
+        assert_eq!(e.message(), "TVMError: Task 2 error: TVMError: boom in task 2");
+        pool.launch(Some(task_noop), std::ptr::null_mut(), 0).unwrap();
+    }
+
+    unsafe extern "C" fn task_noop(_: c_int, _: *mut TVMParallelGroupEnv, _: *mut c_void) -> c_int {
+        0
+    }
+
+    unsafe extern "C" fn nested(_: c_int, _env: *mut TVMParallelGroupEnv, c: *mut c_void) -> c_int {
+        let pool = &*(c as *const ThreadPool);
+        match pool.launch(Some(task_noop), std::ptr::null_mut(), 0) {
+            Ok(()) => 0,
+            Err(_) => -1,
+        }
+    }
+
+    #[test]
+    fn nested_launch_runs_inline() {
+        let pool = ThreadPool::new(2, None);
+        pool.launch(Some(nested), &pool as *const ThreadPool as *mut c_void, 0).unwrap();
+    }
+
+    #[test]
+    fn workspaces_reuse_and_check_owner() {
+        let a = alloc_workspace(1 << 20).unwrap();
+        assert_eq!(a as usize % 64, 0);
+        free_workspace(a).unwrap();
+        let b = alloc_workspace(1000).unwrap();
+        assert_eq!(a, b, "a cached block is reused");
+        let c = alloc_workspace(10).unwrap();
+        free_workspace(b).unwrap(); // out of order
+        free_workspace(c).unwrap();
+        assert!(free_workspace(c).unwrap_err().message().contains("was not allocated"));
+        let addr = a as usize;
+        let other = std::thread::spawn(move || free_workspace(addr as *mut c_void).is_err());
+        assert!(other.join().unwrap());
+    }
+}
