@@ -39,11 +39,13 @@ pub unsafe extern "C" fn TVMArrayAlloc(
     })
 }
 
-/// Release an array handle; memory is freed with the last reference.
+/// Release an array handle (NULL is a no-op); memory is freed with the last reference.
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayFree(handle: *mut DLTensor) -> c_int {
     ffi_boundary!("TVMArrayFree", {
-        check_not_null!(handle);
+        if handle.is_null() {
+            return Ok(0);
+        }
         // SAFETY: an array handle points into a live container whose reference the caller owns.
         unsafe { release(NDArray::header_of_handle(handle)?) };
         Ok(0)

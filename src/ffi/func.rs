@@ -32,6 +32,18 @@ pub(crate) fn is_return_byte_array(arr: *const TVMByteArray) -> bool {
     RETURN_BUFFERS.with(|b| std::ptr::eq(&*b.borrow().byte_array, arr))
 }
 
+/// Error unless the live object behind `handle` has `T`'s type.
+///
+/// # Safety
+/// `handle` must point to a live object.
+pub(crate) unsafe fn check_type<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<()> {
+    let ti = (*(handle as *mut ObjectHeader)).type_index;
+    if ti != T::TYPE_INDEX {
+        return Err(Error::type_error(format!("handle {handle:p} is not a {what} (type index {ti})")));
+    }
+    Ok(())
+}
+
 /// A typed object from a C handle, checked against the expected type.
 ///
 /// # Safety
@@ -40,12 +52,8 @@ pub(crate) unsafe fn borrow_handle<T: ObjectType>(handle: *mut c_void, what: &st
     if handle.is_null() {
         return Err(Error::value(format!("{what} handle is NULL")));
     }
-    let header = handle as *mut ObjectHeader;
-    let ti = (*header).type_index;
-    if ti != T::TYPE_INDEX {
-        return Err(Error::type_error(format!("handle {handle:p} is not a {what} (type index {ti})")));
-    }
-    Ok(ObjPtr::from_borrowed(header))
+    check_type::<T>(handle, what)?;
+    Ok(ObjPtr::from_borrowed(handle as *mut ObjectHeader))
 }
 
 /// Move a result into the C representation: objects leave with one owned reference,
@@ -241,16 +249,19 @@ pub unsafe extern "C" fn TVMCbArgToReturn(value: *mut TVMValue, code: *mut c_int
     })
 }
 
-/// Release a function handle.
+/// Release a function handle (NULL is a no-op, as in TVM).
 #[no_mangle]
 pub unsafe extern "C" fn TVMFuncFree(func: *mut c_void) -> c_int {
     ffi_boundary!("TVMFuncFree", {
-        check_not_null!(func);
-        // SAFETY: live handle (caller contract); its type is checked before the release.
-        let f = unsafe { borrow_handle::<FuncObj>(func, "PackedFunc")? };
-        drop(f);
-        // SAFETY: the caller owned one reference, which it gives up here.
-        unsafe { crate::runtime::object::release(func as *mut ObjectHeader) };
+        if func.is_null() {
+            return Ok(0);
+        }
+        // SAFETY: live handle (caller contract); its type is checked before the caller's
+        // reference is released.
+        unsafe {
+            check_type::<FuncObj>(func, "PackedFunc")?;
+            crate::runtime::object::release(func as *mut ObjectHeader);
+        }
         Ok(0)
     })
 }

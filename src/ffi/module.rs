@@ -1,6 +1,6 @@
 //! Modules: loading, imports, function lookup.
 
-use super::func::borrow_handle;
+use super::func::{borrow_handle, check_type};
 use crate::runtime::error::Result;
 use crate::runtime::module::{Module, ModuleObj};
 use crate::runtime::object::{release, ObjectHeader};
@@ -62,13 +62,16 @@ pub unsafe extern "C" fn TVMModGetFunction(
     })
 }
 
-/// Release a module handle. Functions taken from it stay valid.
+/// Release a module handle (NULL is a no-op, as in TVM). Functions taken from it stay valid.
 #[no_mangle]
 pub unsafe extern "C" fn TVMModFree(mod_: *mut c_void) -> c_int {
     ffi_boundary!("TVMModFree", {
+        if mod_.is_null() {
+            return Ok(0);
+        }
         // SAFETY: live handle; type checked before the release of the caller's reference.
         unsafe {
-            drop(module_arg(mod_, "mod")?);
+            check_type::<ModuleObj>(mod_, "Module")?;
             release(mod_ as *mut ObjectHeader);
         }
         Ok(0)

@@ -87,12 +87,14 @@ pub fn ok(rc: i32) {
 }
 
 /// Owned handles freed on drop.
+#[derive(Debug)]
 pub struct Mod(pub *mut c_void);
 impl Drop for Mod {
     fn drop(&mut self) {
         unsafe { ok(TVMModFree(self.0)) };
     }
 }
+#[derive(Debug)]
 pub struct Func(pub *mut c_void);
 impl Drop for Func {
     fn drop(&mut self) {
@@ -111,7 +113,7 @@ pub fn get_function(m: &Mod, name: &str) -> Option<Func> {
     let n = CString::new(name).unwrap();
     let mut f = std::ptr::null_mut();
     unsafe { ok(TVMModGetFunction(m.0, n.as_ptr(), 1, &mut f)) };
-    (!f.is_null()).then_some(Func(f))
+    (!f.is_null()).then(|| Func(f))
 }
 
 pub fn global(name: &str) -> Func {

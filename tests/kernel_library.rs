@@ -1,0 +1,145 @@
+//! Kernel libraries built from C with TVM's kernel ABI, loaded and called through the C API:
+//! context pointers, `__tvm_main__`, calls back into the runtime, failing kernels and tasks,
+//! and malformed import blobs.
+
+mod common;
+use common::*;
+use std::ffi::c_void;
+use tvm_runtime::abi::{type_code as tc, DLDevice, TVMValue};
+use tvm_runtime::ffi::func::{TVMCFuncSetReturn, TVMFuncCreateFromCFunc, TVMFuncRegisterGlobal};
+use tvm_runtime::runtime::blob::{write_import_tree, BlobEntry};
+use tvm_runtime::runtime::stream::Writer;
+
+fn kernels_only_so() -> std::path::PathBuf {
+    static ONCE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| build_so(&scratch("kernel_library").join("kernels.so"), &[kernels_c()], None)).clone()
+}
+
+unsafe extern "C" fn env_value(
+    _args: *mut TVMValue,
+    _codes: *mut i32,
+    _n: i32,
+    ret: *mut c_void,
+    _res: *mut c_void,
+) -> i32 {
+    let mut v = TVMValue { v_int64: 4242 };
+    let mut code = tc::INT;
+    TVMCFuncSetReturn(ret, &mut v, &mut code, 1)
+}
+
+#[test]
+fn plain_library_kernels_and_entry_function() {
+    let lib = load_module(&kernels_only_so()).unwrap();
+    let (tk, _) = call(&global("runtime.ModuleGetTypeKey"), &[Arg::Module(&lib)]).unwrap();
+    assert_eq!(unsafe { std::ffi::CStr::from_ptr(tk.v_str) }.to_str().unwrap(), "library");
+    let main = get_function(&lib, "__tvm_main__").expect("__tvm_main__ names an entry");
+    let mut a = HostTensor::new(&[3], &[1.0, 2.0, 3.0]);
+    let mut b = HostTensor::new(&[3], &[10.0, 20.0, 30.0]);
+    let mut out = HostTensor::new(&[3], &[0.0; 3]);
+    call(&main, &[Arg::Tensor(a.ptr()), Arg::Tensor(b.ptr()), Arg::Tensor(out.ptr())]).unwrap();
+    assert_eq!(out.values(), vec![11.0, 22.0, 33.0]);
+    assert!(get_function(&lib, "no_such_kernel").is_none());
+}
+
+#[test]
+fn kernel_errors_surface_with_their_message() {
+    let lib = load_module(&kernels_only_so()).unwrap();
+    let add = get_function(&lib, "tvmgen_default_fused_add").unwrap();
+    let mut a = HostTensor::new(&[3], &[1.0, 2.0, 3.0]);
+    let mut out = HostTensor::new(&[3], &[0.0; 3]);
+    let e = call(&add, &[Arg::Tensor(a.ptr()), Arg::Int(1), Arg::Tensor(out.ptr())]).unwrap_err();
+    assert!(e.contains("argument 1 must be a tensor, got type code 0"), "{e}");
+    let e = call(&add, &[Arg::Tensor(a.ptr())]).unwrap_err();
+    assert!(e.contains("expects 3 arguments"), "{e}");
+    // A task failing inside a parallel launch fails the kernel, with the task's message.
+    let bad = get_function(&lib, "test_failing_parallel").unwrap();
+    let e = call(&bad, &[]).unwrap_err();
+    assert!(e.contains("Task 0 error") && e.contains("task failed on purpose"), "{e}");
+    // And the library keeps working.
+    let mut b = HostTensor::new(&[3], &[1.0, 1.0, 1.0]);
+    call(&add, &[Arg::Tensor(a.ptr()), Arg::Tensor(b.ptr()), Arg::Tensor(out.ptr())]).unwrap();
+    assert_eq!(out.values(), vec![2.0, 3.0, 4.0]);
+}
+
+#[test]
+fn kernels_call_globals_through_the_module_context() {
+    let mut f = std::ptr::null_mut();
+    ok(unsafe { TVMFuncCreateFromCFunc(Some(env_value), std::ptr::null_mut(), None, &mut f) });
+    ok(unsafe { TVMFuncRegisterGlobal(c"test.env_value".as_ptr(), f, 1) });
+    let _f = Func(f);
+    let lib = load_module(&kernels_only_so()).unwrap();
+    let k = get_function(&lib, "test_env_call").unwrap();
+    let (v, code) = call(&k, &[]).unwrap();
+    assert_eq!(code, tc::INT);
+    assert_eq!(unsafe { v.v_int64 }, 4242);
+    // Loading the same library again reuses the live library module: the context stays valid.
+    let again = load_module(&kernels_only_so()).unwrap();
+    drop(again);
+    let (v, _) = call(&k, &[]).unwrap();
+    assert_eq!(unsafe { v.v_int64 }, 4242);
+}
+
+#[test]
+fn functions_keep_their_library_loaded() {
+    let lib = load_module(&kernels_only_so()).unwrap();
+    let add = get_function(&lib, "tvmgen_default_fused_multiply").unwrap();
+    drop(lib);
+    let mut a = HostTensor::new(&[2], &[3.0, 4.0]);
+    let mut b = HostTensor::new(&[1], &[2.0]);
+    let mut out = HostTensor::new(&[2], &[0.0; 2]);
+    call(&add, &[Arg::Tensor(a.ptr()), Arg::Tensor(b.ptr()), Arg::Tensor(out.ptr())]).unwrap();
+    assert_eq!(out.values(), vec![6.0, 8.0]);
+}
+
+fn so_with_blob(name: &str, blob: &[u8]) -> std::path::PathBuf {
+    build_so(&scratch("kernel_library").join(format!("{name}.so")), &[kernels_c()], Some(blob))
+}
+
+#[test]
+fn malformed_blobs_are_errors_naming_the_problem() {
+    let good = tvm_data("seed000", "mblob.bin");
+    let mut cases: Vec<(&str, Vec<u8>, &str)> = Vec::new();
+    cases.push(("truncated", good[..good.len() / 2].to_vec(), "length prefix says"));
+    let mut w = Writer::new();
+    w.u64(1);
+    w.string("cuda");
+    let unknown = {
+        let mut o = Writer::new();
+        o.u64(w.buf.len() as u64);
+        o.bytes(&w.buf);
+        o.into_bytes()
+    };
+    cases.push(("unknown_type", unknown, "module of type `cuda`"));
+    let mut huge_count = good.clone();
+    huge_count[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+    cases.push(("huge_count", huge_count, "module count is 18446744073709551615"));
+    cases.push((
+        "bad_tree",
+        write_import_tree(&[BlobEntry::Lib], &[0, 5], &[0]),
+        "not a valid CSR index",
+    ));
+    cases.push(("cycle", write_import_tree(&[BlobEntry::Lib], &[0, 1], &[0]), "cycle"));
+    let mut inner_len = good.clone();
+    inner_len[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes()); // type key length
+    cases.push(("bad_key_len", inner_len, "type key of entry 0 is 1099511627776"));
+    for (name, blob, want) in cases {
+        let e = match load_module(&so_with_blob(name, &blob)) {
+            Ok(_) => panic!("{name}: loaded a malformed blob"),
+            Err(e) => e,
+        };
+        assert!(e.contains(want), "{name}: expected `{want}` in `{e}`");
+    }
+    // The process keeps working: a good blob still loads and runs.
+    let lib = load_module(&so_with_blob("good", &good)).unwrap();
+    let default = get_function(&lib, "default").unwrap();
+    let (v, _) = call(&default, &[Arg::Device(DLDevice::cpu(0))]).unwrap();
+    let _g = Mod(unsafe { v.v_handle });
+}
+
+#[test]
+fn missing_file_and_unknown_format() {
+    let e = load_module(std::path::Path::new("/nonexistent/model.so")).unwrap_err();
+    assert!(e.contains("cannot load library `/nonexistent/model.so`"), "{e}");
+    let e = load_module(std::path::Path::new("/tmp/model.onnx")).unwrap_err();
+    assert!(e.contains("unknown format `onnx`"), "{e}");
+}
