@@ -18,6 +18,32 @@
 #include <tvm/runtime/c_runtime_api.h>
 #include <tvm/runtime/c_backend_api.h>
 
+/*
+ An executor handle (opaque to C).
+ */
+typedef struct TVMGraphExecutor TVMGraphExecutor;
+
+/*
+ Description of an input or output tensor. Pointers live as long as the executor.
+ */
+typedef struct {
+  /*
+   Input node name, or output name (`node` or `node:k` for output k > 0 of a node).
+   */
+  const char *name;
+  int32_t ndim;
+  const int64_t *shape;
+  DLDataType dtype;
+  /*
+   Bytes of the tensor's data.
+   */
+  size_t nbytes;
+  /*
+   Non-zero for inputs that are weights (params) rather than data.
+   */
+  int32_t is_param;
+} TVMTensorInfo;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -29,7 +55,7 @@ extern "C" {
 int TVMArrayAlloc(const int64_t *shape, int ndim, int dtype_code, int dtype_bits, int dtype_lanes, int device_type, int device_id, DLTensor **out);
 
 /*
- Release an array handle; memory is freed with the last reference.
+ Release an array handle (NULL is a no-op); memory is freed with the last reference.
  */
 int TVMArrayFree(DLTensor *handle);
 
@@ -238,7 +264,7 @@ int TVMCFuncSetReturn(void *ret, TVMValue *value, int *type_code, int num_ret);
 int TVMCbArgToReturn(TVMValue *value, int *code);
 
 /*
- Release a function handle.
+ Release a function handle (NULL is a no-op, as in TVM).
  */
 int TVMFuncFree(void *func);
 
@@ -271,6 +297,140 @@ int TVMFuncRemoveGlobal(const char *name);
 int TVMByteArrayFree(TVMByteArray *arr);
 
 /*
+ Create an executor from graph JSON and the module holding its kernels. Weights are loaded
+ afterwards with `TVMGraphExecutorLoadParams`.
+ */
+int TVMGraphExecutorCreate(const char *graph_json, void *module, const DLDevice *devices, uint32_t num_devices, TVMGraphExecutor **out);
+
+/*
+ Create an executor from a `GraphExecutorFactory` module (what `TVMModLoadFromFile` returns
+ for a library packed by `export_library`), with its weights. All executors created from one
+ factory for the same devices share kernels and one copy of the weights.
+ */
+int TVMGraphExecutorCreateFromFactory(void *factory, const DLDevice *devices, uint32_t num_devices, TVMGraphExecutor **out);
+
+/*
+ Copy weights from a params blob (TVM's format) into the matching inputs.
+ */
+int TVMGraphExecutorLoadParams(TVMGraphExecutor *g, const void *data, size_t size);
+
+/*
+ Copy `data` into the input named `name` (dtype and shape must match).
+ */
+int TVMGraphExecutorSetInput(TVMGraphExecutor *g, const char *name, const DLTensor *data);
+
+/*
+ Copy `data` into input `index` (dtype and shape must match).
+ */
+int TVMGraphExecutorSetInputByIndex(TVMGraphExecutor *g, int32_t index, const DLTensor *data);
+
+/*
+ Use the caller's memory for input `index` (64-byte aligned; kept alive by the caller).
+ */
+int TVMGraphExecutorSetInputZeroCopy(TVMGraphExecutor *g, int32_t index, const DLTensor *data);
+
+/*
+ Write output `index` straight into the caller's memory on every run.
+ */
+int TVMGraphExecutorSetOutputZeroCopy(TVMGraphExecutor *g, int32_t index, const DLTensor *data);
+
+/*
+ Run the whole graph once on the calling thread.
+ */
+int TVMGraphExecutorRun(TVMGraphExecutor *g);
+
+/*
+ Copy output `index` into `out` (dtype and shape must match).
+ */
+int TVMGraphExecutorGetOutput(TVMGraphExecutor *g, int32_t index, DLTensor *out);
+
+/*
+ Number of graph inputs, weights included (indices for the by-index calls).
+ */
+int TVMGraphExecutorGetNumInputs(const TVMGraphExecutor *g, int32_t *out);
+
+/*
+ Number of graph outputs.
+ */
+int TVMGraphExecutorGetNumOutputs(const TVMGraphExecutor *g, int32_t *out);
+
+/*
+ Index of the input named `name`; an unknown name is an error listing the inputs.
+ */
+int TVMGraphExecutorGetInputIndex(const TVMGraphExecutor *g, const char *name, int32_t *out);
+
+/*
+ Index of the output named `name` (`node` or `node:k`); unknown names are an error.
+ */
+int TVMGraphExecutorGetOutputIndex(const TVMGraphExecutor *g, const char *name, int32_t *out);
+
+/*
+ Name, shape, dtype and size of input `index`, and whether it is a weight.
+ */
+int TVMGraphExecutorGetInputInfo(const TVMGraphExecutor *g, int32_t index, TVMTensorInfo *out);
+
+/*
+ Name, shape, dtype and size of output `index`.
+ */
+int TVMGraphExecutorGetOutputInfo(const TVMGraphExecutor *g, int32_t index, TVMTensorInfo *out);
+
+/*
+ Run once timing every op. `format` 0 gives a text table, 1 a Chrome trace (JSON for
+ chrome://tracing or Perfetto). `*out` is owned by the executor until its next profile call.
+ */
+int TVMGraphExecutorProfile(TVMGraphExecutor *g, int format, const char **out);
+
+/*
+ Destroy an executor (NULL is a no-op). A second free of the same handle is an error.
+ */
+int TVMGraphExecutorFree(TVMGraphExecutor *g);
+
+/*
+ CRT name of `TVMGraphExecutorCreate` (uses `devices[0]`).
+ */
+int TVMGraphExecutor_Create(const char *sym_json, void *module_handle, const DLDevice *devices, TVMGraphExecutor **executor);
+
+/*
+ CRT name: index of an input, or -1 (with the error set) when unknown.
+ */
+int TVMGraphExecutor_GetInputIndex(TVMGraphExecutor *executor, const char *name);
+
+/*
+ CRT name: number of inputs, or -1 on error.
+ */
+int TVMGraphExecutor_GetNumInputs(TVMGraphExecutor *executor);
+
+/*
+ CRT name: number of outputs, or -1 on error.
+ */
+int TVMGraphExecutor_GetNumOutputs(TVMGraphExecutor *executor);
+
+/*
+ CRT name of `TVMGraphExecutorSetInput` (copies, with checks; errors go to the last error).
+ */
+void TVMGraphExecutor_SetInput(TVMGraphExecutor *executor, const char *name, DLTensor *data_in);
+
+/*
+ CRT name of `TVMGraphExecutorGetOutput`.
+ */
+int TVMGraphExecutor_GetOutput(TVMGraphExecutor *executor, int32_t index, DLTensor *out);
+
+/*
+ CRT name of `TVMGraphExecutorLoadParams`.
+ */
+int TVMGraphExecutor_LoadParams(TVMGraphExecutor *executor, const char *param_blob, uint32_t param_size);
+
+/*
+ CRT name of `TVMGraphExecutorRun` (errors go to the last error).
+ */
+void TVMGraphExecutor_Run(TVMGraphExecutor *executor);
+
+/*
+ CRT name: frees `*executor` and sets it to NULL.
+ */
+int TVMGraphExecutor_Release(TVMGraphExecutor **executor);
+
+/*
  Load a module from a file through `runtime.module.loadfile_<format>`; `format` NULL or ""
  means the file extension. `*out` is an owned handle.
  */
@@ -288,7 +448,7 @@ int TVMModImport(void *mod_, void *dep);
 int TVMModGetFunction(void *mod_, const char *func_name, int query_imports, void **out);
 
 /*
- Release a module handle. Functions taken from it stay valid.
+ Release a module handle (NULL is a no-op, as in TVM). Functions taken from it stay valid.
  */
 int TVMModFree(void *mod_);
 

@@ -9,6 +9,7 @@ pub mod backend;
 pub mod device;
 pub mod error;
 pub mod func;
+pub mod graph_executor;
 pub mod module;
 pub mod object;
 

@@ -1,0 +1,448 @@
+//! Our graph-executor C API (`TVMGraphExecutor*`) and aliases with the names of TVM's microTVM
+//! CRT graph executor, so code written for either links against this library.
+//!
+//! Ownership and threading: an executor is created by `TVMGraphExecutorCreate*` and owned by
+//! the caller until `TVMGraphExecutorFree`; it keeps its module and weights alive. One executor
+//! serves one thread at a time: a call while another thread is inside a call on the same
+//! executor fails (it does not block). Create one executor per thread; executors created from
+//! one factory share kernels and weights. Tensors passed in are borrowed for the call only,
+//! except with the zero-copy calls, where the caller keeps the memory alive while the executor
+//! uses it. Names and shapes returned by the info calls live as long as the executor.
+
+use crate::abi::{DLDataType, DLDevice, DLTensor};
+use crate::graph::factory::GraphExecutorFactory;
+use crate::graph::module::{chrome_trace, profile_table};
+use crate::graph::{Executor, Graph, Plan};
+use crate::runtime::error::{set_last_error, Error, Result};
+use crate::runtime::module::Module;
+use once_cell::sync::Lazy;
+use std::collections::HashSet;
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+/// An executor handle (opaque to C).
+pub struct TVMGraphExecutor {
+    exec: Mutex<Executor>,
+    /// Owned text returned by the profiling calls.
+    text: Mutex<CString>,
+}
+
+/// Description of an input or output tensor. Pointers live as long as the executor.
+#[repr(C)]
+pub struct TVMTensorInfo {
+    /// Input node name, or output name (`node` or `node:k` for output k > 0 of a node).
+    pub name: *const c_char,
+    pub ndim: i32,
+    pub shape: *const i64,
+    pub dtype: DLDataType,
+    /// Bytes of the tensor's data.
+    pub nbytes: usize,
+    /// Non-zero for inputs that are weights (params) rather than data.
+    pub is_param: i32,
+}
+
+/// Live handles, so that a freed or foreign handle is an error instead of a crash.
+static LIVE: Lazy<RwLock<HashSet<usize>>> = Lazy::new(Default::default);
+
+/// # Safety
+/// `g` must be NULL or a pointer previously returned by a create call.
+unsafe fn handle<'a>(g: *const TVMGraphExecutor) -> Result<&'a TVMGraphExecutor> {
+    if g.is_null() {
+        return Err(Error::value("argument `g` (graph executor) is NULL"));
+    }
+    if !LIVE.read().unwrap_or_else(|e| e.into_inner()).contains(&(g as usize)) {
+        return Err(Error::value(format!("graph executor {g:p} is not live (freed already, or not created by this runtime)")));
+    }
+    Ok(&*g)
+}
+
+impl TVMGraphExecutor {
+    fn lock(&self) -> Result<MutexGuard<'_, Executor>> {
+        match self.exec.try_lock() {
+            Ok(g) => Ok(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => Err(Error::runtime(
+                "graph executor is in use by another thread (use one executor per thread)",
+            )),
+        }
+    }
+}
+
+fn publish(exec: Executor) -> *mut TVMGraphExecutor {
+    let g = Box::into_raw(Box::new(TVMGraphExecutor { exec: Mutex::new(exec), text: Mutex::new(CString::default()) }));
+    LIVE.write().unwrap_or_else(|e| e.into_inner()).insert(g as usize);
+    g
+}
+
+/// # Safety
+/// `devices` must hold `n` devices when `n > 0`.
+unsafe fn device_list<'a>(devices: *const DLDevice, n: u32) -> Result<&'a [DLDevice]> {
+    if n == 0 {
+        return Err(Error::value("`num_devices` is 0: at least one device is required"));
+    }
+    if devices.is_null() {
+        return Err(Error::value("argument `devices` is NULL"));
+    }
+    Ok(std::slice::from_raw_parts(devices, n as usize))
+}
+
+/// Create an executor from graph JSON and the module holding its kernels. Weights are loaded
+/// afterwards with `TVMGraphExecutorLoadParams`.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorCreate(
+    graph_json: *const c_char,
+    module: *mut c_void,
+    devices: *const DLDevice,
+    num_devices: u32,
+    out: *mut *mut TVMGraphExecutor,
+) -> c_int {
+    ffi_boundary!("TVMGraphExecutorCreate", {
+        check_not_null!(out);
+        // SAFETY: C arguments per the contract above.
+        let json = unsafe { c_str!(graph_json)? };
+        let module = unsafe { super::module::module_arg(module, "module")? };
+        let devices = unsafe { device_list(devices, num_devices)? };
+        let plan = Plan::new(Graph::parse(json)?, module, devices)?;
+        let exec = Executor::new(Arc::new(plan))?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = publish(exec) };
+        Ok(0)
+    })
+}
+
+/// Create an executor from a `GraphExecutorFactory` module (what `TVMModLoadFromFile` returns
+/// for a library packed by `export_library`), with its weights. All executors created from one
+/// factory for the same devices share kernels and one copy of the weights.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorCreateFromFactory(
+    factory: *mut c_void,
+    devices: *const DLDevice,
+    num_devices: u32,
+    out: *mut *mut TVMGraphExecutor,
+) -> c_int {
+    ffi_boundary!("TVMGraphExecutorCreateFromFactory", {
+        check_not_null!(out);
+        // SAFETY: C arguments per the contract above.
+        let m: Module = unsafe { super::module::module_arg(factory, "factory")? };
+        let devices = unsafe { device_list(devices, num_devices)? };
+        let f = m
+            .node()
+            .as_any()
+            .downcast_ref::<GraphExecutorFactory>()
+            .ok_or_else(|| Error::type_error(format!("module of type `{}` is not a GraphExecutorFactory", m.type_key())))?;
+        let exec = Executor::new(f.plan(&m, devices)?)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = publish(exec) };
+        Ok(0)
+    })
+}
+
+/// Copy weights from a params blob (TVM's format) into the matching inputs.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorLoadParams(g: *mut TVMGraphExecutor, data: *const c_void, size: usize) -> c_int {
+    ffi_boundary!("TVMGraphExecutorLoadParams", {
+        // SAFETY: live handle; `data` holds `size` bytes.
+        let g = unsafe { handle(g)? };
+        if size > 0 {
+            check_not_null!(data);
+        }
+        let blob: &[u8] = if size == 0 { &[] } else { unsafe { std::slice::from_raw_parts(data as *const u8, size) } };
+        g.lock()?.load_params(blob)?;
+        Ok(0)
+    })
+}
+
+/// Copy `data` into the input named `name` (dtype and shape must match).
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorSetInput(g: *mut TVMGraphExecutor, name: *const c_char, data: *const DLTensor) -> c_int {
+    ffi_boundary!("TVMGraphExecutorSetInput", {
+        check_not_null!(data);
+        // SAFETY: live handle, C string and tensor (caller contract).
+        let g = unsafe { handle(g)? };
+        let name = unsafe { c_str!(name)? };
+        let mut e = g.lock()?;
+        let i = e.input_index(name)?;
+        e.set_input(i, unsafe { &*data })?;
+        Ok(0)
+    })
+}
+
+/// Copy `data` into input `index` (dtype and shape must match).
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(g: *mut TVMGraphExecutor, index: i32, data: *const DLTensor) -> c_int {
+    ffi_boundary!("TVMGraphExecutorSetInputByIndex", {
+        check_not_null!(data);
+        // SAFETY: live handle and tensor.
+        let g = unsafe { handle(g)? };
+        let i = usize::try_from(index).map_err(|_| Error::index(format!("input index {index} is negative")))?;
+        g.lock()?.set_input(i, unsafe { &*data })?;
+        Ok(0)
+    })
+}
+
+/// Use the caller's memory for input `index` (64-byte aligned; kept alive by the caller).
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorSetInputZeroCopy(g: *mut TVMGraphExecutor, index: i32, data: *const DLTensor) -> c_int {
+    ffi_boundary!("TVMGraphExecutorSetInputZeroCopy", {
+        check_not_null!(data);
+        // SAFETY: live handle and tensor.
+        let g = unsafe { handle(g)? };
+        let i = usize::try_from(index).map_err(|_| Error::index(format!("input index {index} is negative")))?;
+        g.lock()?.set_input_zero_copy(i, unsafe { &*data })?;
+        Ok(0)
+    })
+}
+
+/// Write output `index` straight into the caller's memory on every run.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(g: *mut TVMGraphExecutor, index: i32, data: *const DLTensor) -> c_int {
+    ffi_boundary!("TVMGraphExecutorSetOutputZeroCopy", {
+        check_not_null!(data);
+        // SAFETY: live handle and tensor.
+        let g = unsafe { handle(g)? };
+        let i = usize::try_from(index).map_err(|_| Error::index(format!("output index {index} is negative")))?;
+        g.lock()?.set_output_zero_copy(i, unsafe { &*data })?;
+        Ok(0)
+    })
+}
+
+/// Run the whole graph once on the calling thread.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorRun(g: *mut TVMGraphExecutor) -> c_int {
+    ffi_boundary!("TVMGraphExecutorRun", {
+        // SAFETY: live handle.
+        unsafe { handle(g)? }.lock()?.run()?;
+        Ok(0)
+    })
+}
+
+/// Copy output `index` into `out` (dtype and shape must match).
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorGetOutput(g: *mut TVMGraphExecutor, index: i32, out: *mut DLTensor) -> c_int {
+    ffi_boundary!("TVMGraphExecutorGetOutput", {
+        check_not_null!(out);
+        // SAFETY: live handle and tensor.
+        let g = unsafe { handle(g)? };
+        let i = usize::try_from(index).map_err(|_| Error::index(format!("output index {index} is negative")))?;
+        g.lock()?.get_output_into(i, unsafe { &*out })?;
+        Ok(0)
+    })
+}
+
+/// Number of graph inputs, weights included (indices for the by-index calls).
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorGetNumInputs(g: *const TVMGraphExecutor, out: *mut i32) -> c_int {
+    ffi_boundary!("TVMGraphExecutorGetNumInputs", {
+        check_not_null!(out);
+        // SAFETY: live handle; checked out-pointer.
+        let n = unsafe { handle(g)? }.lock()?.plan().num_inputs();
+        unsafe { *out = n as i32 };
+        Ok(0)
+    })
+}
+
+/// Number of graph outputs.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorGetNumOutputs(g: *const TVMGraphExecutor, out: *mut i32) -> c_int {
+    ffi_boundary!("TVMGraphExecutorGetNumOutputs", {
+        check_not_null!(out);
+        // SAFETY: live handle; checked out-pointer.
+        let n = unsafe { handle(g)? }.lock()?.plan().num_outputs();
+        unsafe { *out = n as i32 };
+        Ok(0)
+    })
+}
+
+/// Index of the input named `name`; an unknown name is an error listing the inputs.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorGetInputIndex(g: *const TVMGraphExecutor, name: *const c_char, out: *mut i32) -> c_int {
+    ffi_boundary!("TVMGraphExecutorGetInputIndex", {
+        check_not_null!(out);
+        // SAFETY: live handle, C string, checked out-pointer.
+        let g = unsafe { handle(g)? };
+        let name = unsafe { c_str!(name)? };
+        let i = g.lock()?.input_index(name)?;
+        unsafe { *out = i as i32 };
+        Ok(0)
+    })
+}
+
+/// Index of the output named `name` (`node` or `node:k`); unknown names are an error.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorGetOutputIndex(g: *const TVMGraphExecutor, name: *const c_char, out: *mut i32) -> c_int {
+    ffi_boundary!("TVMGraphExecutorGetOutputIndex", {
+        check_not_null!(out);
+        // SAFETY: live handle, C string, checked out-pointer.
+        let g = unsafe { handle(g)? };
+        let name = unsafe { c_str!(name)? };
+        let e = g.lock()?;
+        let i = e.plan().output_index(name).ok_or_else(|| Error::attribute(format!("graph has no output named `{name}`")))?;
+        unsafe { *out = i as i32 };
+        Ok(0)
+    })
+}
+
+fn fill_info(e: &Executor, eid: usize, name: &CString, is_param: bool, out: *mut TVMTensorInfo) {
+    let plan = e.plan();
+    let shape = plan.entry_shape(eid);
+    // SAFETY: `out` checked non-NULL by the callers; the pointers stay valid while the plan
+    // (owned by the executor) lives.
+    unsafe {
+        *out = TVMTensorInfo {
+            name: name.as_ptr(),
+            ndim: shape.len() as i32,
+            shape: shape.as_ptr(),
+            dtype: plan.entry_dtype(eid),
+            nbytes: plan.entry_bytes(eid),
+            is_param: is_param as i32,
+        };
+    }
+}
+
+/// Name, shape, dtype and size of input `index`, and whether it is a weight.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorGetInputInfo(g: *const TVMGraphExecutor, index: i32, out: *mut TVMTensorInfo) -> c_int {
+    ffi_boundary!("TVMGraphExecutorGetInputInfo", {
+        check_not_null!(out);
+        // SAFETY: live handle.
+        let e = unsafe { handle(g)? }.lock()?;
+        let n = e.plan().num_inputs();
+        let i = usize::try_from(index).ok().filter(|&i| i < n).ok_or_else(|| Error::index(format!("input index {index} out of range (the graph has {n} inputs)")))?;
+        let is_param = !e.data_inputs().contains(&i);
+        fill_info(&e, e.plan().input_entry(i), &e.plan().input_cnames[i], is_param, out);
+        Ok(0)
+    })
+}
+
+/// Name, shape, dtype and size of output `index`.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorGetOutputInfo(g: *const TVMGraphExecutor, index: i32, out: *mut TVMTensorInfo) -> c_int {
+    ffi_boundary!("TVMGraphExecutorGetOutputInfo", {
+        check_not_null!(out);
+        // SAFETY: live handle.
+        let e = unsafe { handle(g)? }.lock()?;
+        let n = e.plan().num_outputs();
+        let i = usize::try_from(index).ok().filter(|&i| i < n).ok_or_else(|| Error::index(format!("output index {index} out of range (the graph has {n} outputs)")))?;
+        fill_info(&e, e.plan().output_entry(i), &e.plan().output_cnames[i], false, out);
+        Ok(0)
+    })
+}
+
+/// Run once timing every op. `format` 0 gives a text table, 1 a Chrome trace (JSON for
+/// chrome://tracing or Perfetto). `*out` is owned by the executor until its next profile call.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorProfile(g: *mut TVMGraphExecutor, format: c_int, out: *mut *const c_char) -> c_int {
+    ffi_boundary!("TVMGraphExecutorProfile", {
+        check_not_null!(out);
+        // SAFETY: live handle.
+        let g = unsafe { handle(g)? };
+        let timings = g.lock()?.run_profiled()?;
+        let text = match format {
+            0 => profile_table(&timings),
+            1 => chrome_trace(&timings),
+            f => return Err(Error::value(format!("profile format {f} is unknown (0: table, 1: Chrome trace)"))),
+        };
+        let mut slot = g.text.lock().unwrap_or_else(|e| e.into_inner());
+        *slot = CString::new(text).map_err(|_| Error::internal("profile text contains NUL"))?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = slot.as_ptr() };
+        Ok(0)
+    })
+}
+
+/// Destroy an executor (NULL is a no-op). A second free of the same handle is an error.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorFree(g: *mut TVMGraphExecutor) -> c_int {
+    ffi_boundary!("TVMGraphExecutorFree", {
+        if g.is_null() {
+            return Ok(0);
+        }
+        if !LIVE.write().unwrap_or_else(|e| e.into_inner()).remove(&(g as usize)) {
+            return Err(Error::value(format!("graph executor {g:p} is not live (freed twice?)")));
+        }
+        // SAFETY: the handle was live, so it came from `publish` and is freed exactly once.
+        drop(unsafe { Box::from_raw(g) });
+        Ok(0)
+    })
+}
+
+// ---- microTVM CRT names ----
+
+/// CRT name of `TVMGraphExecutorCreate` (uses `devices[0]`).
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutor_Create(
+    sym_json: *const c_char,
+    module_handle: *mut c_void,
+    devices: *const DLDevice,
+    executor: *mut *mut TVMGraphExecutor,
+) -> c_int {
+    TVMGraphExecutorCreate(sym_json, module_handle, devices, 1, executor)
+}
+
+/// CRT name: index of an input, or -1 (with the error set) when unknown.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutor_GetInputIndex(executor: *mut TVMGraphExecutor, name: *const c_char) -> c_int {
+    let mut i = -1;
+    if TVMGraphExecutorGetInputIndex(executor, name, &mut i) != 0 {
+        return -1;
+    }
+    i
+}
+
+/// CRT name: number of inputs, or -1 on error.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutor_GetNumInputs(executor: *mut TVMGraphExecutor) -> c_int {
+    let mut n = -1;
+    if TVMGraphExecutorGetNumInputs(executor, &mut n) != 0 {
+        return -1;
+    }
+    n
+}
+
+/// CRT name: number of outputs, or -1 on error.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutor_GetNumOutputs(executor: *mut TVMGraphExecutor) -> c_int {
+    let mut n = -1;
+    if TVMGraphExecutorGetNumOutputs(executor, &mut n) != 0 {
+        return -1;
+    }
+    n
+}
+
+/// CRT name of `TVMGraphExecutorSetInput` (copies, with checks; errors go to the last error).
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutor_SetInput(executor: *mut TVMGraphExecutor, name: *const c_char, data_in: *mut DLTensor) {
+    TVMGraphExecutorSetInput(executor, name, data_in);
+}
+
+/// CRT name of `TVMGraphExecutorGetOutput`.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutor_GetOutput(executor: *mut TVMGraphExecutor, index: i32, out: *mut DLTensor) -> c_int {
+    TVMGraphExecutorGetOutput(executor, index, out)
+}
+
+/// CRT name of `TVMGraphExecutorLoadParams`.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutor_LoadParams(executor: *mut TVMGraphExecutor, param_blob: *const c_char, param_size: u32) -> c_int {
+    TVMGraphExecutorLoadParams(executor, param_blob as *const c_void, param_size as usize)
+}
+
+/// CRT name of `TVMGraphExecutorRun` (errors go to the last error).
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutor_Run(executor: *mut TVMGraphExecutor) {
+    TVMGraphExecutorRun(executor);
+}
+
+/// CRT name: frees `*executor` and sets it to NULL.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutor_Release(executor: *mut *mut TVMGraphExecutor) -> c_int {
+    if executor.is_null() {
+        set_last_error(&Error::value("argument `executor` is NULL"));
+        return -1;
+    }
+    let rc = TVMGraphExecutorFree(*executor);
+    if rc == 0 {
+        *executor = std::ptr::null_mut();
+    }
+    rc
+}
