@@ -229,7 +229,8 @@ void TVMAPISetLastPythonError(void *py_object);
 void *TVMGetLastPythonError(void);
 
 /*
- Forget (and release) the frontend error object stored on this thread.
+ Forget (and release) the frontend error object stored on this thread; the last error
+ becomes an empty message, as in TVM.
  */
 void TVMDropLastPythonError(void);
 

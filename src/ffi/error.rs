@@ -1,7 +1,7 @@
 //! Error state: `TVMGetLastError` and friends.
 
 use crate::runtime::backend::env_capi;
-use crate::runtime::error::{last_error_ptr, python, set_last_error_text};
+use crate::runtime::error::{last_error_ptr, python, set_last_error_bytes, set_last_error_text};
 use std::ffi::{c_char, c_void, CStr};
 
 /// Store `msg` as the calling thread's last error (used by callbacks and kernels before
@@ -9,13 +9,13 @@ use std::ffi::{c_char, c_void, CStr};
 #[no_mangle]
 pub unsafe extern "C" fn TVMAPISetLastError(msg: *const c_char) {
     ffi_boundary!("TVMAPISetLastError", {
-        let text = if msg.is_null() {
-            String::new()
+        let bytes: &[u8] = if msg.is_null() {
+            &[]
         } else {
             // SAFETY: non-NULL `msg` is a NUL-terminated string (caller contract).
-            unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned()
+            unsafe { CStr::from_ptr(msg) }.to_bytes()
         };
-        set_last_error_text(&text);
+        set_last_error_bytes(bytes);
         Ok(())
     })
 }
@@ -38,10 +38,10 @@ pub extern "C" fn TVMGetLastBacktrace() -> *const c_char {
 #[no_mangle]
 pub unsafe extern "C" fn TVMAPISetLastPythonError(py_object: *mut c_void) {
     ffi_boundary!("TVMAPISetLastPythonError", {
-        env_capi::call_ref_hook(&env_capi::PY_INC_REF, py_object);
-        let old = python::replace(py_object);
-        env_capi::call_ref_hook(&env_capi::PY_DEC_REF, old);
         set_last_error_text("PythonError: a Python exception was raised in a callback");
+        // After the text (which clears the slot): the object is the current error.
+        env_capi::call_ref_hook(&env_capi::PY_INC_REF, py_object);
+        python::replace(py_object);
         Ok(())
     })
 }
@@ -52,12 +52,14 @@ pub extern "C" fn TVMGetLastPythonError() -> *mut c_void {
     python::get()
 }
 
-/// Forget (and release) the frontend error object stored on this thread.
+/// Forget (and release) the frontend error object stored on this thread; the last error
+/// becomes an empty message, as in TVM.
 #[no_mangle]
 pub extern "C" fn TVMDropLastPythonError() {
     ffi_boundary!("TVMDropLastPythonError", {
-        let old = python::replace(std::ptr::null_mut());
-        env_capi::call_ref_hook(&env_capi::PY_DEC_REF, old);
+        if !python::get().is_null() {
+            set_last_error_bytes(b"");
+        }
         Ok(())
     })
 }

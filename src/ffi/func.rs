@@ -68,8 +68,12 @@ pub(crate) fn value_to_c(v: Value) -> Result<(TVMValue, c_int)> {
         Value::Device(d) => (TVMValue { v_device: d }, tc::DEVICE),
         Value::DLTensor(t) => (TVMValue { v_handle: t as *mut c_void }, tc::DLTENSOR_HANDLE),
         Value::DataType(t) => return value_to_c(Value::Str(t.to_string())),
-        Value::Str(s) => {
-            let c = CString::new(s).map_err(|_| Error::value("returned string contains a NUL byte"))?;
+        Value::Str(_) | Value::RawStr(_) => {
+            let c = match v {
+                Value::Str(s) => CString::new(s).map_err(|_| Error::value("returned string contains a NUL byte"))?,
+                Value::RawStr(c) => c,
+                _ => unreachable!(),
+            };
             let p = RETURN_BUFFERS.with(|b| {
                 let mut b = b.borrow_mut();
                 b.string = c;
@@ -110,7 +114,7 @@ pub unsafe extern "C" fn TVMFuncCall(
     ret_type_code: *mut c_int,
 ) -> c_int {
     ffi_boundary!("TVMFuncCall", {
-        check_not_null!(ret_val, ret_type_code);
+        check_not_null!(func, ret_val, ret_type_code);
         // SAFETY: `func` is a live handle (caller contract); its type is checked.
         let f = unsafe { borrow_handle::<FuncObj>(func, "PackedFunc")? };
         let n = usize::try_from(num_args).map_err(|_| Error::value(format!("negative num_args {num_args}")))?;
@@ -271,6 +275,7 @@ pub unsafe extern "C" fn TVMFuncFree(func: *mut c_void) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn TVMFuncRegisterGlobal(name: *const c_char, f: *mut c_void, override_: c_int) -> c_int {
     ffi_boundary!("TVMFuncRegisterGlobal", {
+        check_not_null!(f);
         // SAFETY: C string argument (caller contract).
         let name = unsafe { c_str!(name)? };
         // SAFETY: live handle (caller contract); type checked.

@@ -8,13 +8,17 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     text: String,
+    /// The exact bytes a callee stored, when they are not valid UTF-8 (kept byte for byte).
+    raw: Option<Vec<u8>>,
+    /// The error is a frontend (Python) error object's, stored on this thread.
+    python: bool,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     fn with_kind(kind: &str, msg: impl fmt::Display) -> Self {
-        Error { text: format!("{kind}: {msg}") }
+        Error::from_text(format!("{kind}: {msg}"))
     }
     /// A value was out of its allowed set (bad shape, unknown name, ...).
     pub fn value(msg: impl fmt::Display) -> Self {
@@ -48,12 +52,15 @@ impl Error {
     pub fn runtime(msg: impl fmt::Display) -> Self {
         Self::with_kind("TVMError", msg)
     }
+    fn from_text(text: String) -> Self {
+        Error { text, raw: None, python: false }
+    }
     /// An error whose text is taken as it is (already formatted, e.g. set by a C callback).
     /// Text without a `Kind:` prefix gets `TVMError: ` so frontends can still classify it.
     pub fn raw(text: impl Into<String>) -> Self {
         let text = text.into();
         if has_kind_prefix(&text) {
-            Error { text }
+            Error::from_text(text)
         } else {
             Error::runtime(text)
         }
@@ -61,10 +68,8 @@ impl Error {
     /// Prefix the message with context, keeping the kind: `Kind: context: message`.
     pub fn context(self, ctx: impl fmt::Display) -> Self {
         match self.text.split_once(": ") {
-            Some((kind, msg)) if has_kind_prefix(&self.text) => {
-                Error { text: format!("{kind}: {ctx}: {msg}") }
-            }
-            _ => Error { text: format!("{ctx}: {}", self.text) },
+            Some((kind, msg)) if has_kind_prefix(&self.text) => Error::from_text(format!("{kind}: {ctx}: {msg}")),
+            _ => Error::from_text(format!("{ctx}: {}", self.text)),
         }
     }
     pub fn message(&self) -> &str {
@@ -112,12 +117,12 @@ thread_local! {
     static LAST_PYTHON_ERROR: Cell<*mut std::ffi::c_void> = const { Cell::new(std::ptr::null_mut()) };
 }
 
-/// Store `text` as this thread's last error.
-pub fn set_last_error_text(text: &str) {
-    // Interior NULs cannot cross the C boundary; show them escaped instead of truncating.
-    let c = CString::new(text).unwrap_or_else(|_| {
-        CString::new(text.replace('\0', "\\0")).expect("NULs were replaced")
-    });
+fn store(c: CString, keep_python: bool) {
+    if !keep_python {
+        // A new error replaces a stored frontend error object (one slot, as in TVM).
+        let old = python::replace(std::ptr::null_mut());
+        crate::runtime::backend::env_capi::call_ref_hook(&crate::runtime::backend::env_capi::PY_DEC_REF, old);
+    }
     LAST_ERROR.with(|e| {
         let mut e = e.borrow_mut();
         e.message = Some(c);
@@ -125,9 +130,32 @@ pub fn set_last_error_text(text: &str) {
     });
 }
 
+/// Store `bytes` (any encoding, as given) as this thread's last error.
+pub fn set_last_error_bytes(bytes: &[u8]) {
+    // Interior NULs cannot cross the C boundary: cut there, as a C string would.
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    store(CString::new(&bytes[..end]).expect("no interior NUL"), false);
+}
+
+/// Store `text` as this thread's last error.
+pub fn set_last_error_text(text: &str) {
+    // Interior NULs cannot cross the C boundary; show them escaped instead of truncating.
+    let c = CString::new(text).unwrap_or_else(|_| {
+        CString::new(text.replace('\0', "\\0")).expect("NULs were replaced")
+    });
+    store(c, false);
+}
+
 /// Store `err` as this thread's last error.
 pub fn set_last_error(err: &Error) {
-    set_last_error_text(err.message());
+    match &err.raw {
+        Some(bytes) => store(CString::new(bytes.clone()).unwrap_or_default(), err.python),
+        None => {
+            let c = CString::new(err.text.as_str())
+                .unwrap_or_else(|_| CString::new(err.text.replace('\0', "\\0")).expect("NULs were replaced"));
+            store(c, err.python);
+        }
+    }
 }
 
 /// Pointer to this thread's last error message, or NULL if none was ever set.
@@ -152,8 +180,18 @@ pub fn last_error_generation() -> u64 {
 /// if it set none since `generation_before`.
 pub fn error_from_callee(generation_before: u64, fallback: impl FnOnce() -> Error) -> Error {
     if last_error_generation() != generation_before {
-        if let Some(msg) = last_error_message() {
-            return Error::raw(msg);
+        let stored = LAST_ERROR.with(|e| e.borrow().message.as_ref().map(|m| m.as_bytes().to_vec()));
+        if let Some(bytes) = stored {
+            let mut e = match String::from_utf8(bytes) {
+                Ok(text) => Error::raw(text),
+                Err(bad) => {
+                    let mut e = Error::raw(String::from_utf8_lossy(bad.as_bytes()).into_owned());
+                    e.raw = Some(bad.into_bytes());
+                    e
+                }
+            };
+            e.python = !python::get().is_null();
+            return e;
         }
     }
     fallback()

@@ -263,7 +263,13 @@ impl<'a> Args<'a> {
                 tc::DATA_TYPE => Value::DataType(v.v_type),
                 tc::DEVICE => Value::Device(v.v_device),
                 tc::DLTENSOR_HANDLE => Value::DLTensor(v.v_handle as *mut DLTensor),
-                tc::STR => Value::Str(self.string(i)?),
+                tc::STR => {
+                    let b = self.bytes(i)?;
+                    match std::str::from_utf8(b) {
+                        Ok(s) => Value::Str(s.to_string()),
+                        Err(_) => Value::RawStr(CString::new(b).expect("a C string has no interior NUL")),
+                    }
+                }
                 tc::BYTES => Value::Bytes(self.bytes(i)?.to_vec()),
                 tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE | tc::NDARRAY_HANDLE
                 | tc::OBJECT_RVALUE_REF_ARG => Value::from_object(self.object(i)?),
@@ -287,6 +293,8 @@ pub enum Value {
     /// A borrowed `DLTensor*` (not owned by the value).
     DLTensor(*mut DLTensor),
     Str(String),
+    /// A string that is not valid UTF-8, kept byte for byte.
+    RawStr(CString),
     Bytes(Vec<u8>),
     NDArray(NDArray),
     Module(Module),
@@ -318,7 +326,7 @@ impl Value {
             Value::DataType(_) => "DLDataType",
             Value::Device(_) => "DLDevice",
             Value::DLTensor(_) => "DLTensor*",
-            Value::Str(_) => "str",
+            Value::Str(_) | Value::RawStr(_) => "str",
             Value::Bytes(_) => "bytes",
             Value::NDArray(_) => "NDArray",
             Value::Module(_) => "Module",
@@ -355,6 +363,7 @@ impl Value {
     pub fn into_string(self) -> Result<String> {
         match self {
             Value::Str(s) => Ok(s),
+            Value::RawStr(c) => Ok(c.to_string_lossy().into_owned()),
             Value::Object(o) if o.downcast::<StringObj>().is_some() => {
                 Ok(o.downcast::<StringObj>().expect("checked").0.clone())
             }
@@ -457,6 +466,12 @@ impl ArgBuffer {
             Value::Str(s) => {
                 let c = CString::new(s.as_str())
                     .map_err(|_| Error::value("string argument contains a NUL byte"))?;
+                let p = c.as_ptr();
+                self._strings.push(c);
+                (TVMValue { v_str: p }, tc::STR)
+            }
+            Value::RawStr(c) => {
+                let c = c.clone();
                 let p = c.as_ptr();
                 self._strings.push(c);
                 (TVMValue { v_str: p }, tc::STR)

@@ -132,6 +132,7 @@ pub enum Arg<'a> {
     Device(DLDevice),
     Tensor(*mut DLTensor),
     Module(&'a Mod),
+    Object(*mut c_void),
 }
 
 /// Call through `TVMFuncCall`; returns (value, type code) or the error message.
@@ -154,6 +155,7 @@ pub fn call(f: &Func, args: &[Arg<'_>]) -> Result<(TVMValue, i32), String> {
             Arg::Device(d) => (TVMValue { v_device: *d }, tc::DEVICE),
             Arg::Tensor(t) => (TVMValue { v_handle: *t as *mut c_void }, tc::DLTENSOR_HANDLE),
             Arg::Module(m) => (TVMValue { v_handle: m.0 }, tc::MODULE_HANDLE),
+            Arg::Object(o) => (TVMValue { v_handle: *o }, tc::OBJECT_HANDLE),
         };
         vals.push(v);
         codes.push(c);

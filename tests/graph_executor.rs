@@ -1,0 +1,316 @@
+//! The graph executor through both C APIs (TVM's module functions and `TVMGraphExecutor*`),
+//! on TVM 0.18's mlp model with our kernels: numbers, errors, sharing, zero-copy, profiling.
+
+mod common;
+use common::*;
+use std::ffi::{c_char, CStr, CString};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tvm_runtime::abi::{type_code as tc, DLDataType, DLDevice};
+use tvm_runtime::ffi::graph_executor::*;
+
+/// Counts heap allocations made by Rust code in this test process.
+struct Counting;
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        std::alloc::System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        std::alloc::System.dealloc(p, l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        std::alloc::System.realloc(p, l, n)
+    }
+}
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn mlp_so() -> std::path::PathBuf {
+    static ONCE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| {
+        build_so(&scratch("graph_executor").join("mlp.so"), &[kernels_c()], Some(&tvm_data("mlp", "mblob.bin")))
+    })
+    .clone()
+}
+
+fn kernels_so() -> std::path::PathBuf {
+    static ONCE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| build_so(&scratch("graph_executor").join("kernels.so"), &[kernels_c()], None)).clone()
+}
+
+struct G(*mut TVMGraphExecutor);
+impl Drop for G {
+    fn drop(&mut self) {
+        ok(unsafe { TVMGraphExecutorFree(self.0) });
+    }
+}
+
+fn from_factory(factory: &Mod) -> G {
+    let dev = DLDevice::cpu(0);
+    let mut g = std::ptr::null_mut();
+    ok(unsafe { TVMGraphExecutorCreateFromFactory(factory.0, &dev, 1, &mut g) });
+    G(g)
+}
+
+fn x_input() -> Box<HostTensor> {
+    HostTensor::new(&[2, 8], &f32s(&tvm_data("mlp", "input_x.bin")))
+}
+
+fn want() -> Vec<f32> {
+    f32s(&tvm_data("mlp", "output_0.bin"))
+}
+
+fn run_and_check(g: &G) {
+    let mut x = x_input();
+    ok(unsafe { TVMGraphExecutorSetInput(g.0, c"x".as_ptr(), x.ptr()) });
+    ok(unsafe { TVMGraphExecutorRun(g.0) });
+    let mut out = HostTensor::new(&[2, 4], &[0.0; 8]);
+    ok(unsafe { TVMGraphExecutorGetOutput(g.0, 0, out.ptr()) });
+    assert_close(&out.values(), &want(), 1e-5);
+}
+
+fn err_of(rc: i32) -> String {
+    assert_eq!(rc, -1, "expected a failure");
+    last_error()
+}
+
+#[test]
+fn factory_executor_runs_and_describes_itself() {
+    let factory = load_module(&mlp_so()).unwrap();
+    let g = from_factory(&factory);
+    run_and_check(&g);
+    let (mut n_in, mut n_out) = (0, 0);
+    ok(unsafe { TVMGraphExecutorGetNumInputs(g.0, &mut n_in) });
+    ok(unsafe { TVMGraphExecutorGetNumOutputs(g.0, &mut n_out) });
+    assert_eq!((n_in, n_out), (4, 1));
+    let mut idx = -1;
+    ok(unsafe { TVMGraphExecutorGetInputIndex(g.0, c"p1".as_ptr(), &mut idx) });
+    assert_eq!(idx, 2);
+    let mut info: TVMTensorInfo = unsafe { std::mem::zeroed() };
+    ok(unsafe { TVMGraphExecutorGetInputInfo(g.0, 0, &mut info) });
+    assert_eq!(unsafe { CStr::from_ptr(info.name) }.to_str().unwrap(), "x");
+    assert_eq!(unsafe { std::slice::from_raw_parts(info.shape, info.ndim as usize) }, &[2, 8]);
+    assert_eq!((info.dtype, info.nbytes, info.is_param), (DLDataType::FLOAT32, 64, 0));
+    ok(unsafe { TVMGraphExecutorGetInputInfo(g.0, 1, &mut info) });
+    assert_eq!((info.nbytes, info.is_param), (2 * 8 * 8 * 4, 1));
+    ok(unsafe { TVMGraphExecutorGetOutputInfo(g.0, 0, &mut info) });
+    assert_eq!(unsafe { std::slice::from_raw_parts(info.shape, info.ndim as usize) }, &[2, 4]);
+    let name = unsafe { CStr::from_ptr(info.name) }.to_owned();
+    ok(unsafe { TVMGraphExecutorGetOutputIndex(g.0, name.as_ptr(), &mut idx) });
+    assert_eq!(idx, 0);
+}
+
+#[test]
+fn errors_say_expected_versus_got_and_the_executor_survives() {
+    let factory = load_module(&mlp_so()).unwrap();
+    let g = from_factory(&factory);
+    let mut wrong_shape = HostTensor::new(&[8, 2], &[0.0; 16]);
+    let e = err_of(unsafe { TVMGraphExecutorSetInput(g.0, c"x".as_ptr(), wrong_shape.ptr()) });
+    assert!(e.contains("expected shape [2, 8], got [8, 2]"), "{e}");
+    let mut wrong_dtype = HostTensor::new(&[2, 8], &[0.0; 16]);
+    wrong_dtype.t.dtype = DLDataType::new(0, 32, 1);
+    let e = err_of(unsafe { TVMGraphExecutorSetInput(g.0, c"x".as_ptr(), wrong_dtype.ptr()) });
+    assert!(e.contains("expected dtype float32, got int32"), "{e}");
+    let mut x = x_input();
+    let e = err_of(unsafe { TVMGraphExecutorSetInput(g.0, c"y".as_ptr(), x.ptr()) });
+    assert!(e.contains("no input named `y` (inputs: x, p0, p1, p2)"), "{e}");
+    let e = err_of(unsafe { TVMGraphExecutorSetInputByIndex(g.0, 9, x.ptr()) });
+    assert!(e.contains("input index 9 out of range"), "{e}");
+    let mut wrong_dev = x_input();
+    wrong_dev.t.device = DLDevice { device_type: 2, device_id: 0 };
+    let e = err_of(unsafe { TVMGraphExecutorSetInputZeroCopy(g.0, 0, wrong_dev.ptr()) });
+    assert!(e.contains("expected device cpu(0), got cuda(0)"), "{e}");
+    let mut out = HostTensor::new(&[2, 5], &[0.0; 10]);
+    let e = err_of(unsafe { TVMGraphExecutorGetOutput(g.0, 0, out.ptr()) });
+    assert!(e.contains("expected shape [2, 4], got [2, 5]"), "{e}");
+    let e = err_of(unsafe { TVMGraphExecutorRun(std::ptr::null_mut()) });
+    assert!(e.contains("argument `g` (graph executor) is NULL"), "{e}");
+    run_and_check(&g);
+}
+
+#[test]
+fn freed_handles_are_detected() {
+    let factory = load_module(&mlp_so()).unwrap();
+    let g = from_factory(&factory);
+    let raw = g.0;
+    drop(g);
+    let e = err_of(unsafe { TVMGraphExecutorRun(raw) });
+    assert!(e.contains("is not live"), "{e}");
+    let e = err_of(unsafe { TVMGraphExecutorFree(raw) });
+    assert!(e.contains("freed twice"), "{e}");
+}
+
+#[test]
+fn json_lib_params_trio_and_crt_names() {
+    let lib = load_module(&kernels_so()).unwrap();
+    let json = CString::new(tvm_data("mlp", "graph.json")).unwrap();
+    let params = tvm_data("mlp", "params.bin");
+    let dev = DLDevice::cpu(0);
+    let mut g = std::ptr::null_mut();
+    ok(unsafe { TVMGraphExecutorCreate(json.as_ptr(), lib.0, &dev, 1, &mut g) });
+    let g = G(g);
+    ok(unsafe { TVMGraphExecutorLoadParams(g.0, params.as_ptr() as *const _, params.len()) });
+    run_and_check(&g);
+    let e = err_of(unsafe { TVMGraphExecutorLoadParams(g.0, params.as_ptr() as *const _, params.len() - 3) });
+    assert!(e.contains("truncated"), "{e}");
+    run_and_check(&g);
+
+    // The same through the CRT names.
+    let mut c = std::ptr::null_mut();
+    ok(unsafe { TVMGraphExecutor_Create(json.as_ptr(), lib.0, &dev, &mut c) });
+    assert_eq!(unsafe { TVMGraphExecutor_GetNumInputs(c) }, 4);
+    assert_eq!(unsafe { TVMGraphExecutor_GetNumOutputs(c) }, 1);
+    assert_eq!(unsafe { TVMGraphExecutor_GetInputIndex(c, c"p2".as_ptr()) }, 3);
+    ok(unsafe { TVMGraphExecutor_LoadParams(c, params.as_ptr() as *const c_char, params.len() as u32) });
+    let mut x = x_input();
+    unsafe { TVMGraphExecutor_SetInput(c, c"x".as_ptr(), x.ptr()) };
+    unsafe { TVMGraphExecutor_Run(c) };
+    let mut out = HostTensor::new(&[2, 4], &[0.0; 8]);
+    ok(unsafe { TVMGraphExecutor_GetOutput(c, 0, out.ptr()) });
+    assert_close(&out.values(), &want(), 1e-5);
+    ok(unsafe { TVMGraphExecutor_Release(&mut c) });
+    assert!(c.is_null());
+}
+
+#[test]
+fn executors_of_one_factory_share_weights_until_written() {
+    let factory = load_module(&mlp_so()).unwrap();
+    let default = get_function(&factory, "default").unwrap();
+    let make = || {
+        let (v, code) = call(&default, &[Arg::Device(DLDevice::cpu(0))]).unwrap();
+        assert_eq!(code, tc::MODULE_HANDLE);
+        Mod(unsafe { v.v_handle })
+    };
+    let (a, b) = (make(), make());
+    let p0_data = |m: &Mod| {
+        let (v, code) = call(&get_function(m, "get_input").unwrap(), &[Arg::Str("p0")]).unwrap();
+        assert_eq!(code, tc::NDARRAY_HANDLE);
+        let t = unsafe { &*(v.v_handle as *const tvm_runtime::abi::DLTensor) };
+        let data = t.data as usize;
+        ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(v.v_handle as *mut _) });
+        data
+    };
+    assert_eq!(p0_data(&a), p0_data(&b), "one copy of the weights");
+    // Writing a weight in one executor gives it a private copy; the other is unaffected.
+    let mut zeros = HostTensor::new(&[2, 8, 8], &[0.0; 128]);
+    call(&get_function(&a, "set_input").unwrap(), &[Arg::Str("p0"), Arg::Tensor(zeros.ptr())]).unwrap();
+    assert_ne!(p0_data(&a), p0_data(&b));
+    let mut x = x_input();
+    let mut out = HostTensor::new(&[2, 4], &[0.0; 8]);
+    for (m, expect_original) in [(&a, false), (&b, true)] {
+        call(&get_function(m, "set_input").unwrap(), &[Arg::Str("x"), Arg::Tensor(x.ptr())]).unwrap();
+        call(&get_function(m, "run").unwrap(), &[]).unwrap();
+        call(&get_function(m, "get_output").unwrap(), &[Arg::Int(0), Arg::Tensor(out.ptr())]).unwrap();
+        if expect_original {
+            assert_close(&out.values(), &want(), 1e-5);
+        } else {
+            assert_ne!(out.values(), want());
+        }
+    }
+}
+
+#[test]
+fn zero_copy_input_and_output() {
+    let factory = load_module(&mlp_so()).unwrap();
+    let g = from_factory(&factory);
+    let mut x = x_input();
+    let mut out = HostTensor::new(&[2, 4], &[0.0; 8]);
+    ok(unsafe { TVMGraphExecutorSetInputZeroCopy(g.0, 0, x.ptr()) });
+    ok(unsafe { TVMGraphExecutorSetOutputZeroCopy(g.0, 0, out.ptr()) });
+    ok(unsafe { TVMGraphExecutorRun(g.0) });
+    assert_close(&out.values(), &want(), 1e-5);
+    let mut misaligned = x_input();
+    misaligned.t.byte_offset = 4;
+    misaligned.t.shape = [2i64, 8].as_mut_ptr();
+    let e = err_of(unsafe { TVMGraphExecutorSetInputZeroCopy(g.0, 0, misaligned.ptr()) });
+    assert!(e.contains("64-byte aligned"), "{e}");
+}
+
+#[test]
+fn module_functions_of_the_executor() {
+    let factory = load_module(&mlp_so()).unwrap();
+    let (v, _) = call(&get_function(&factory, "default").unwrap(), &[Arg::Device(DLDevice::cpu(0))]).unwrap();
+    let m = Mod(unsafe { v.v_handle });
+    let f = |name: &str| get_function(&m, name).unwrap_or_else(|| panic!("{name}"));
+    let (n, _) = call(&f("get_num_inputs"), &[]).unwrap();
+    assert_eq!(unsafe { n.v_int64 }, 4);
+    let (i, _) = call(&f("get_input_index"), &[Arg::Str("nope")]).unwrap();
+    assert_eq!(unsafe { i.v_int64 }, -1);
+    let mut x = x_input();
+    // run_from_inputs returns the outputs as an array.
+    let (arr, code) = call(&f("run_from_inputs"), &[Arg::Int(1), Arg::Int(0), Arg::Str("x"), Arg::Tensor(x.ptr())]).unwrap();
+    assert_eq!(code, tc::OBJECT_HANDLE);
+    let arr = unsafe { arr.v_handle };
+    let (size, _) = call(&global("runtime.ArraySize"), &[Arg::Object(arr)]).unwrap();
+    assert_eq!(unsafe { size.v_int64 }, 1);
+    let (o, code) = call(&global("runtime.ArrayGetItem"), &[Arg::Object(arr), Arg::Int(0)]).unwrap();
+    assert_eq!(code, tc::NDARRAY_HANDLE);
+    let t = unsafe { &*(o.v_handle as *const tvm_runtime::abi::DLTensor) };
+    let got = unsafe { std::slice::from_raw_parts(t.data as *const f32, 8) };
+    assert_close(got, &want(), 1e-5);
+    ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(o.v_handle as *mut _) });
+    ok(unsafe { tvm_runtime::ffi::object::TVMObjectFree(arr) });
+    // get_output(i) shares the executor's memory.
+    let (o, code) = call(&f("get_output"), &[Arg::Int(0)]).unwrap();
+    assert_eq!(code, tc::NDARRAY_HANDLE);
+    let t = unsafe { &*(o.v_handle as *const tvm_runtime::abi::DLTensor) };
+    assert_close(unsafe { std::slice::from_raw_parts(t.data as *const f32, 8) }, &want(), 1e-5);
+    ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(o.v_handle as *mut _) });
+    // get_input_info lists only the data input.
+    let (info, _) = call(&f("get_input_info"), &[]).unwrap();
+    let (shapes, _) = call(&global("runtime.MapGetItem"), &[Arg::Object(unsafe { info.v_handle }), Arg::Str("shape")]).unwrap();
+    let (n, _) = call(&global("runtime.MapSize"), &[Arg::Object(unsafe { shapes.v_handle })]).unwrap();
+    assert_eq!(unsafe { n.v_int64 }, 1);
+    ok(unsafe { tvm_runtime::ffi::object::TVMObjectFree(shapes.v_handle) });
+    ok(unsafe { tvm_runtime::ffi::object::TVMObjectFree(info.v_handle) });
+    // Debug functions: per-node timings and intermediate outputs.
+    let (bytes, code) = call(&f("run_individual"), &[Arg::Int(2), Arg::Int(3), Arg::Int(0)]).unwrap();
+    assert_eq!(code, tc::BYTES);
+    let b = unsafe { &*(bytes.v_handle as *const tvm_runtime::abi::TVMByteArray) };
+    assert_eq!(b.size, 8 + 6 * 3 * 8);
+    let (dbg, code) = call(&f("debug_get_output"), &[Arg::Int(3)]).unwrap();
+    assert_eq!(code, tc::NDARRAY_HANDLE);
+    let t = unsafe { &*(dbg.v_handle as *const tvm_runtime::abi::DLTensor) };
+    assert_eq!(unsafe { std::slice::from_raw_parts(t.shape, 2) }, &[2, 16]);
+    let hidden = unsafe { std::slice::from_raw_parts(t.data as *const f32, 32) };
+    assert!(hidden.iter().all(|v| *v >= 0.0), "relu output is non-negative");
+    ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(dbg.v_handle as *mut _) });
+}
+
+#[test]
+fn profile_as_table_and_chrome_trace() {
+    let factory = load_module(&mlp_so()).unwrap();
+    let g = from_factory(&factory);
+    let mut text: *const c_char = std::ptr::null();
+    ok(unsafe { TVMGraphExecutorProfile(g.0, 0, &mut text) });
+    let table = unsafe { CStr::from_ptr(text) }.to_str().unwrap().to_string();
+    assert!(table.contains("tvmgen_default_fused_nn_contrib_dense_pack_add_nn_relu") && table.contains("over 2 ops"), "{table}");
+    ok(unsafe { TVMGraphExecutorProfile(g.0, 1, &mut text) });
+    let trace: serde_json::Value = serde_json::from_str(unsafe { CStr::from_ptr(text) }.to_str().unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0]["ph"], "X");
+    assert!(events[1]["ts"].as_f64().unwrap() >= events[0]["ts"].as_f64().unwrap());
+}
+
+#[test]
+fn run_allocates_nothing() {
+    use tvm_runtime::graph::{Executor, Graph, Plan};
+    let lib = load_module(&kernels_so()).unwrap();
+    let module = unsafe {
+        tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::module::ModuleObj>::from_borrowed(lib.0 as *mut _)
+    };
+    let graph = Graph::parse(std::str::from_utf8(&tvm_data("chain500", "graph.json")).unwrap()).unwrap();
+    let plan = Plan::new(graph, module, &[DLDevice::cpu(0)]).unwrap();
+    let mut e = Executor::new(std::sync::Arc::new(plan)).unwrap();
+    e.load_params(&tvm_data("chain500", "params.bin")).unwrap();
+    e.run().unwrap(); // warm up (thread pool, workspaces)
+    let before = ALLOCS.load(Ordering::SeqCst);
+    for _ in 0..10 {
+        e.run().unwrap();
+    }
+    let after = ALLOCS.load(Ordering::SeqCst);
+    assert_eq!(after - before, 0, "run() allocated {} times", after - before);
+}
