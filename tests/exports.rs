@@ -1,7 +1,8 @@
 //! The shared library exports exactly TVM's C ABI: every one of TVM 0.18's `TVM*` exports and
 //! no Rust-mangled symbol.
 
-use std::path::PathBuf;
+mod common;
+use common::library_dir;
 use std::process::Command;
 
 /// The 56 `TVM*` functions exported by TVM 0.18's libtvm_runtime.so.
@@ -24,14 +25,8 @@ const TVM_EXPORTS: &[&str] = &[
     "TVMStreamStreamSynchronize", "TVMSynchronize", "TVMThrowLastError",
 ];
 
-/// The directory holding the libraries of the profile this test was built with.
-pub fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps/<test>").to_path_buf()
-}
-
 fn dynamic_symbols() -> Vec<String> {
-    let so = lib_dir().join("libtvm_runtime.so");
+    let so = library_dir().join("libtvm_runtime.so");
     assert!(so.exists(), "{} was not built", so.display());
     let out = Command::new("nm")
         .args(["-D", "--defined-only"])

@@ -10,6 +10,31 @@ use tvm_runtime::ffi::error::TVMGetLastError;
 use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
 use tvm_runtime::ffi::module::{TVMModFree, TVMModGetFunction, TVMModLoadFromFile};
 
+const LIBS: [&str; 2] = ["libtvm_runtime.so", "libtvm_runtime.a"];
+
+/// The directory holding libtvm_runtime.so/.a of this build: the test binary's own directory
+/// (`target/<profile>/deps/`), else `target/<profile>/` (what `cargo build` uplifted).
+pub fn library_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("path of the test binary");
+    let deps = exe.parent().expect("test binary has a parent directory");
+    let candidates = [
+        deps.to_path_buf(),
+        deps.parent().unwrap_or(deps).to_path_buf(),
+    ];
+    candidates
+        .iter()
+        .find(|dir| LIBS.iter().all(|lib| dir.join(lib).is_file()))
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "libtvm_runtime.so/.a not found in {} or {}: cargo should have built them with \
+                 the library target (crate-type cdylib + staticlib)",
+                candidates[0].display(),
+                candidates[1].display()
+            )
+        })
+}
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
