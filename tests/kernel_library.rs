@@ -143,3 +143,41 @@ fn missing_file_and_unknown_format() {
     let e = load_module(std::path::Path::new("/tmp/model.onnx")).unwrap_err();
     assert!(e.contains("unknown format `onnx`"), "{e}");
 }
+
+#[test]
+fn system_library_with_a_packed_blob_runs_the_model() {
+    use tvm_runtime::ffi::backend::TVMBackendRegisterSystemLibSymbol;
+    // Stand in for an app that links kernels statically: its static constructors register
+    // every kernel, the context pointers and the blob under a prefix.
+    let so = build_so(&scratch("kernel_library").join("static_kernels.so"), &[kernels_c()], None);
+    let lib = unsafe { libloading::Library::new(&so) }.unwrap();
+    let blob: &'static [u8] = Box::leak(tvm_data("mlp", "mblob.bin").into_boxed_slice());
+    let names = [
+        "tvmgen_default_fused_nn_contrib_dense_pack_add_nn_relu",
+        "tvmgen_default_fused_nn_contrib_dense_pack",
+        "__TVMAPISetLastError",
+        "__TVMBackendParallelLaunch",
+        "__TVMBackendParallelBarrier",
+        "__TVMBackendAllocWorkspace",
+        "__TVMBackendFreeWorkspace",
+        "__tvm_module_ctx",
+    ];
+    for n in names {
+        let sym = unsafe { lib.get::<*mut c_void>(n.as_bytes()).unwrap().try_as_raw_ptr().unwrap() };
+        let name = std::ffi::CString::new(format!("mlpsys_{n}")).unwrap();
+        ok(unsafe { TVMBackendRegisterSystemLibSymbol(name.as_ptr(), sym) });
+    }
+    ok(unsafe { TVMBackendRegisterSystemLibSymbol(c"mlpsys___tvm_dev_mblob".as_ptr(), blob.as_ptr() as *mut c_void) });
+    let (v, code) = call(&global("runtime.SystemLib"), &[Arg::Str("mlpsys_")]).unwrap();
+    assert_eq!(code, tc::MODULE_HANDLE);
+    let factory = Mod(unsafe { v.v_handle });
+    let (v, _) = call(&get_function(&factory, "default").unwrap(), &[Arg::Device(DLDevice::cpu(0))]).unwrap();
+    let g = Mod(unsafe { v.v_handle });
+    let mut x = HostTensor::new(&[2, 8], &f32s(&tvm_data("mlp", "input_x.bin")));
+    call(&get_function(&g, "set_input").unwrap(), &[Arg::Str("x"), Arg::Tensor(x.ptr())]).unwrap();
+    call(&get_function(&g, "run").unwrap(), &[]).unwrap();
+    let mut out = HostTensor::new(&[2, 4], &[0.0; 8]);
+    call(&get_function(&g, "get_output").unwrap(), &[Arg::Int(0), Arg::Tensor(out.ptr())]).unwrap();
+    assert_close(&out.values(), &f32s(&tvm_data("mlp", "output_0.bin")), 1e-5);
+    std::mem::forget(lib); // registered symbols stay valid for the process
+}

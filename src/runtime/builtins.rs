@@ -97,7 +97,7 @@ fn module_globals() -> Vec<(&'static str, PackedFunc)> {
             "runtime.SystemLib",
             PackedFunc::from_typed(|args| {
                 let prefix = if args.is_empty() { String::new() } else { args.string(0)? };
-                Ok(Value::Module(system_lib(&prefix)))
+                Ok(Value::Module(system_lib(&prefix)?))
             }),
         ),
         (

@@ -101,7 +101,7 @@ fn symbol_size(addr: *mut c_void) -> Option<usize> {
 const MAX_BLOB_BYTES: u64 = 1 << 36;
 
 /// The bytes of `__tvm_dev_mblob` (length prefix included), bounded by the symbol's size.
-fn blob_bytes<'a>(addr: *mut c_void) -> Result<&'a [u8]> {
+pub(crate) fn blob_bytes<'a>(addr: *mut c_void) -> Result<&'a [u8]> {
     // SAFETY: the blob starts with an 8-byte length; read unaligned (the array is 1-aligned).
     let n = unsafe { std::ptr::read_unaligned(addr as *const u64) };
     let total = n.checked_add(8).ok_or_else(|| Error::value("module blob: length prefix overflows"))?;

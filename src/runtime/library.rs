@@ -152,15 +152,22 @@ impl SymbolSource for SystemLibSymbols {
 
 static SYSTEM_LIBS: Lazy<Mutex<HashMap<String, Module>>> = Lazy::new(Default::default);
 
-/// `runtime.SystemLib(prefix)`: one module per prefix, kept for the life of the process.
-pub fn system_lib(prefix: &str) -> Module {
+/// `runtime.SystemLib(prefix)`: one module per prefix, kept for the life of the process. When
+/// the statically linked code registered a `<prefix>__tvm_dev_mblob`, the modules packed in it
+/// are restored and the root (e.g. a GraphExecutorFactory) is returned, as for a `.so`.
+pub fn system_lib(prefix: &str) -> Result<Module> {
     let mut libs = SYSTEM_LIBS.lock().unwrap_or_else(|e| e.into_inner());
-    libs.entry(prefix.to_string())
-        .or_insert_with(|| {
-            let symbols: Arc<dyn SymbolSource> = Arc::new(SystemLibSymbols { prefix: prefix.to_string() });
-            let module = Module::from_node(LibraryModule::new(symbols.clone()));
-            init_library_context(&*symbols, &module);
-            module
-        })
-        .clone()
+    if let Some(m) = libs.get(prefix) {
+        return Ok(m.clone());
+    }
+    let symbols: Arc<dyn SymbolSource> = Arc::new(SystemLibSymbols { prefix: prefix.to_string() });
+    let module = Module::from_node(LibraryModule::new(symbols.clone()));
+    init_library_context(&*symbols, &module);
+    let root = match symbols.symbol("__tvm_dev_mblob") {
+        Some(addr) => super::blob::load_import_tree(super::dso::blob_bytes(addr)?, module)
+            .map_err(|e| e.context(format!("system library `{prefix}`")))?,
+        None => module,
+    };
+    libs.insert(prefix.to_string(), root.clone());
+    Ok(root)
 }
