@@ -94,3 +94,40 @@ macro_rules! c_str {
         $crate::ffi::c_str_arg($arg, stringify!($arg))
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::error::last_error_message;
+
+    #[test]
+    fn panics_and_errors_become_error_values() {
+        let r: c_int = guard("TestFn", || panic!("kaboom"));
+        assert_eq!(r, -1);
+        assert_eq!(last_error_message().unwrap(), "InternalError: panic in TestFn: kaboom");
+        let p: *mut u8 = guard("TestFn", || Err(Error::value("no")));
+        assert!(p.is_null());
+        assert_eq!(last_error_message().unwrap(), "ValueError: no");
+        let ok: c_int = guard("TestFn", || Ok(0));
+        assert_eq!(ok, 0);
+        assert_eq!(last_error_message().unwrap(), "ValueError: no", "success leaves the last error alone");
+    }
+
+    #[test]
+    fn a_panicking_packed_function_fails_the_call() {
+        use crate::abi::TVMValue;
+        use crate::runtime::packed::PackedFunc;
+        let f = PackedFunc::from_typed(|_| panic!("inside a packed function"));
+        let h = f.into_raw() as *mut std::ffi::c_void;
+        let mut ret = TVMValue::null();
+        let mut code = 0;
+        // SAFETY: a live function handle and valid out-pointers.
+        let rc = unsafe {
+            crate::ffi::func::TVMFuncCall(h, std::ptr::null_mut(), std::ptr::null_mut(), 0, &mut ret, &mut code)
+        };
+        assert_eq!(rc, -1);
+        assert!(last_error_message().unwrap().contains("panic in TVMFuncCall: inside a packed function"));
+        // SAFETY: we own the handle.
+        assert_eq!(unsafe { crate::ffi::func::TVMFuncFree(h) }, 0);
+    }
+}
