@@ -56,3 +56,43 @@ fn exports_no_rust_symbols() {
         .collect();
     assert!(mangled.is_empty(), "Rust symbols leak from the C library: {mangled:?}");
 }
+
+type ArrayAlloc = unsafe extern "C" fn(*const i64, i32, i32, i32, i32, i32, i32, *mut *mut std::ffi::c_void) -> i32;
+type ArrayFree = unsafe extern "C" fn(*mut std::ffi::c_void) -> i32;
+type GetGlobal = unsafe extern "C" fn(*const std::ffi::c_char, *mut *mut std::ffi::c_void) -> i32;
+
+/// Exercise one loaded copy of the library through its own symbols.
+fn use_library(lib: &libloading::Library) {
+    unsafe {
+        let alloc: libloading::Symbol<ArrayAlloc> = lib.get(b"TVMArrayAlloc").unwrap();
+        let free: libloading::Symbol<ArrayFree> = lib.get(b"TVMArrayFree").unwrap();
+        let get: libloading::Symbol<GetGlobal> = lib.get(b"TVMFuncGetGlobal").unwrap();
+        let shape = [4i64, 4];
+        let mut h = std::ptr::null_mut();
+        assert_eq!(alloc(shape.as_ptr(), 2, 2, 32, 1, 1, 0, &mut h), 0);
+        assert_eq!(free(h), 0);
+        let mut f = std::ptr::null_mut();
+        assert_eq!(get(c"runtime.SystemLib".as_ptr(), &mut f), 0);
+        assert!(!f.is_null());
+    }
+}
+
+#[test]
+fn library_can_be_opened_twice_and_beside_another_copy() {
+    let so = library_dir().join("libtvm_runtime.so");
+    let a = unsafe { libloading::Library::new(&so) }.unwrap();
+    let b = unsafe { libloading::Library::new(&so) }.unwrap();
+    use_library(&a);
+    use_library(&b);
+    // A second, distinct copy (another image, e.g. another runtime build) beside the first.
+    let dir = std::env::temp_dir().join(format!("tvm-runtime-copy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("libtvm_runtime_copy.so");
+    std::fs::copy(&so, &copy).unwrap();
+    let c = unsafe { libloading::os::unix::Library::open(Some(&copy), libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL) }
+        .unwrap();
+    use_library(&libloading::Library::from(c));
+    drop(b);
+    use_library(&a);
+    let _ = std::fs::remove_dir_all(&dir);
+}
