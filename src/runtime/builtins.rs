@@ -13,6 +13,7 @@ pub(crate) fn all() -> Vec<(&'static str, PackedFunc)> {
     all.extend(super::container::shape_globals());
     all.extend(crate::graph::module::globals());
     all.extend(params_globals());
+    all.extend(array_globals());
     all.extend(module_globals());
     all
 }
@@ -58,6 +59,46 @@ fn params_globals() -> Vec<(&'static str, PackedFunc)> {
                 let path = args.string(0)?;
                 let bytes = std::fs::read(&path).map_err(|e| Error::io(format!("cannot read `{path}`: {e}")))?;
                 params_to_map(&bytes)
+            }),
+        ),
+    ]
+}
+
+fn array_globals() -> Vec<(&'static str, PackedFunc)> {
+    vec![
+        (
+            // (shape: ShapeTuple, dtype, device, scope: str or None) as tvm.nd.empty calls it.
+            "runtime.TVMArrayAllocWithScope",
+            PackedFunc::from_typed(|args| {
+                let shape_obj = args.object(0)?;
+                let shape = shape_obj
+                    .downcast::<super::container::ShapeTupleObj>()
+                    .ok_or_else(|| Error::type_error("argument 0: expected ShapeTuple"))?;
+                let dtype = match args.to_value(1)? {
+                    Value::DataType(t) => t,
+                    Value::Str(s) => crate::abi::DLDataType::parse(&s)?,
+                    v => return Err(Error::type_error(format!("argument 1: expected a dtype, got {}", v.type_name()))),
+                };
+                let dev = args.device(2)?;
+                if args.len() > 3 && args.code(3)? != crate::abi::type_code::NULLPTR {
+                    let scope = args.string(3)?;
+                    if !matches!(scope.as_str(), "" | "global") {
+                        return Err(Error::unsupported(format!("memory scope `{scope}` is not supported")));
+                    }
+                }
+                Ok(Value::NDArray(super::ndarray::NDArray::empty(&shape.0, dtype, dev)?))
+            }),
+        ),
+        (
+            // (device_type, device_id, attr_kind): kExist (0) is answered for every device type.
+            "runtime.GetDeviceAttr",
+            PackedFunc::from_typed(|args| {
+                let dev_type = args.int(0)? as i32;
+                let kind = args.int(2)?;
+                match kind {
+                    0 => Ok(Value::Int(super::device::device_api(dev_type).is_ok() as i64)),
+                    _ => Ok(Value::Null),
+                }
             }),
         ),
     ]
@@ -130,4 +171,44 @@ fn module_globals() -> Vec<(&'static str, PackedFunc)> {
             }),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::container::shape_object;
+    use super::super::registry::require;
+    use super::*;
+    use crate::abi::{DLDataType, DLDevice};
+
+    #[test]
+    fn array_alloc_with_scope_and_device_attr() {
+        let alloc = require("runtime.TVMArrayAllocWithScope").unwrap();
+        let a = alloc
+            .call(&[Value::Object(shape_object(&[2, 3])), Value::DataType(DLDataType::FLOAT32), Value::Device(DLDevice::cpu(0)), Value::Null])
+            .unwrap()
+            .into_ndarray()
+            .unwrap();
+        assert_eq!(a.shape(), &[2, 3]);
+        assert_eq!(a.data_ptr() as usize % 64, 0);
+        let e = alloc
+            .call(&[Value::Object(shape_object(&[2])), "float32".into(), Value::Device(DLDevice::cpu(0)), "texture".into()])
+            .unwrap_err();
+        assert!(e.message().contains("texture"));
+        let attr = require("runtime.GetDeviceAttr").unwrap();
+        assert_eq!(attr.call(&[Value::Int(1), Value::Int(0), Value::Int(0)]).unwrap().as_int().unwrap(), 1);
+        assert_eq!(attr.call(&[Value::Int(2), Value::Int(0), Value::Int(0)]).unwrap().as_int().unwrap(), 0);
+    }
+
+    #[test]
+    fn params_globals_round_trip_maps() {
+        let a = crate::runtime::ndarray::NDArray::from_bytes(&[2], DLDataType::FLOAT32, &[0, 0, 128, 63, 0, 0, 0, 64]).unwrap();
+        let map = require("runtime.Map").unwrap().call(&[Value::from("w"), Value::NDArray(a)]).unwrap();
+        let bytes = match require("runtime.SaveParams").unwrap().call(&[map]).unwrap() {
+            Value::Bytes(b) => b,
+            v => panic!("expected bytes, got {}", v.type_name()),
+        };
+        let back = require("runtime.LoadParams").unwrap().call(&[Value::Bytes(bytes)]).unwrap();
+        let w = require("runtime.MapGetItem").unwrap().call(&[back, "w".into()]).unwrap().into_ndarray().unwrap();
+        assert_eq!(w.to_vec_u8().unwrap(), vec![0, 0, 128, 63, 0, 0, 0, 64]);
+    }
 }
