@@ -4,23 +4,27 @@
 mod common;
 use common::*;
 use std::ffi::{c_char, CStr, CString};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use tvm_runtime::abi::{type_code as tc, DLDataType, DLDevice};
 use tvm_runtime::ffi::graph_executor::*;
 
-/// Counts heap allocations made by Rust code in this test process.
+/// Counts heap allocations made by Rust code, per thread (tests run in parallel).
 struct Counting;
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static ALLOCS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+fn count() {
+    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+}
 unsafe impl std::alloc::GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        count();
         std::alloc::System.alloc(l)
     }
     unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
         std::alloc::System.dealloc(p, l)
     }
     unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        count();
         std::alloc::System.realloc(p, l, n)
     }
 }
@@ -307,10 +311,10 @@ fn run_allocates_nothing() {
     let mut e = Executor::new(std::sync::Arc::new(plan)).unwrap();
     e.load_params(&tvm_data("chain500", "params.bin")).unwrap();
     e.run().unwrap(); // warm up (thread pool, workspaces)
-    let before = ALLOCS.load(Ordering::SeqCst);
+    let before = ALLOCS.with(|c| c.get());
     for _ in 0..10 {
         e.run().unwrap();
     }
-    let after = ALLOCS.load(Ordering::SeqCst);
+    let after = ALLOCS.with(|c| c.get());
     assert_eq!(after - before, 0, "run() allocated {} times", after - before);
 }

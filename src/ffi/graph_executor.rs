@@ -74,6 +74,10 @@ fn publish(exec: Executor) -> *mut TVMGraphExecutor {
     g
 }
 
+fn non_negative(index: i32, what: &str) -> Result<usize> {
+    usize::try_from(index).map_err(|_| Error::index(format!("{what} index {index} is negative")))
+}
+
 /// # Safety
 /// `devices` must hold `n` devices when `n > 0`.
 unsafe fn device_list<'a>(devices: *const DLDevice, n: u32) -> Result<&'a [DLDevice]> {
@@ -174,7 +178,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(g: *mut TVMGraphExecuto
         check_not_null!(data);
         // SAFETY: live handle and tensor.
         let g = unsafe { handle(g)? };
-        let i = usize::try_from(index).map_err(|_| Error::index(format!("input index {index} is negative")))?;
+        let i = non_negative(index, "input")?;
         g.lock()?.set_input(i, unsafe { &*data })?;
         Ok(0)
     })
@@ -187,7 +191,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputZeroCopy(g: *mut TVMGraphExecut
         check_not_null!(data);
         // SAFETY: live handle and tensor.
         let g = unsafe { handle(g)? };
-        let i = usize::try_from(index).map_err(|_| Error::index(format!("input index {index} is negative")))?;
+        let i = non_negative(index, "input")?;
         g.lock()?.set_input_zero_copy(i, unsafe { &*data })?;
         Ok(0)
     })
@@ -200,7 +204,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(g: *mut TVMGraphExecu
         check_not_null!(data);
         // SAFETY: live handle and tensor.
         let g = unsafe { handle(g)? };
-        let i = usize::try_from(index).map_err(|_| Error::index(format!("output index {index} is negative")))?;
+        let i = non_negative(index, "output")?;
         g.lock()?.set_output_zero_copy(i, unsafe { &*data })?;
         Ok(0)
     })
@@ -223,7 +227,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutput(g: *mut TVMGraphExecutor, ind
         check_not_null!(out);
         // SAFETY: live handle and tensor.
         let g = unsafe { handle(g)? };
-        let i = usize::try_from(index).map_err(|_| Error::index(format!("output index {index} is negative")))?;
+        let i = non_negative(index, "output")?;
         g.lock()?.get_output_into(i, unsafe { &*out })?;
         Ok(0)
     })

@@ -11,7 +11,7 @@ use crate::runtime::error::{Error, Result};
 use crate::runtime::module::{Module, ModuleNode};
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::packed::{Args, PackedFunc, Value};
-use crate::runtime::params::{read_ndarray, write_ndarray, MIN_RECORD_BYTES};
+use crate::runtime::params::{read_named_records, write_ndarray, MIN_RECORD_BYTES};
 use crate::runtime::stream::{Reader, Writer};
 use std::any::Any;
 use std::sync::{Arc, Mutex};
@@ -68,14 +68,7 @@ pub(crate) fn load_binary(r: &mut Reader<'_>) -> Result<Module> {
     let graph_json = r.string("graph JSON")?;
     let n = r.count("param count", MIN_RECORD_BYTES)?;
     let names = r.strings("param names")?;
-    if names.len() != n {
-        return Err(r.error(format!("param count {n} differs from the {} names", names.len())));
-    }
-    let mut params = Vec::with_capacity(n);
-    for name in names {
-        let a = read_ndarray(r).map_err(|e| e.context(format!("param `{name}`")))?;
-        params.push((name, a));
-    }
+    let params = read_named_records(r, names, n, "param")?;
     let module_name = r.string("module name")?;
     Ok(Module::from_node(GraphExecutorFactory::new(graph_json, params, module_name)))
 }

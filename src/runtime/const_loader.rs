@@ -10,7 +10,7 @@ use super::module::{Module, ModuleNode};
 use super::ndarray::NDArray;
 use super::object::ObjPtr;
 use super::packed::{PackedFunc, Value};
-use super::params::{read_ndarray, MIN_RECORD_BYTES};
+use super::params::{read_named_records, MIN_RECORD_BYTES};
 use super::stream::Reader;
 use std::any::Any;
 use std::collections::HashSet;
@@ -26,14 +26,7 @@ pub struct ConstLoaderModule {
 pub(crate) fn load_binary(r: &mut Reader<'_>) -> Result<Module> {
     let names = r.strings("const_loader variables")?;
     let n = r.count("const_loader constant count", MIN_RECORD_BYTES)?;
-    if n != names.len() {
-        return Err(r.error(format!("constant count {n} differs from the {} variable names", names.len())));
-    }
-    let mut constants = Vec::with_capacity(n);
-    for name in names {
-        let arr = read_ndarray(r).map_err(|e| e.context(format!("constant `{name}`")))?;
-        constants.push((name, arr));
-    }
+    let constants = read_named_records(r, names, n, "constant")?;
     let syms = r.strings("const_loader symbols")?;
     let m = r.count("const_loader symbol count", 8)?;
     if m != syms.len() {

@@ -103,13 +103,18 @@ pub fn load_params(data: &[u8]) -> Result<Vec<(String, NDArray)>> {
     }
     r.u64("params reserved field")?;
     let names = r.strings("param names")?;
-        let n = r.count("param count", MIN_RECORD_BYTES)?;
+    let n = r.count("param count", MIN_RECORD_BYTES)?;
+    read_named_records(&mut r, names, n, "param")
+}
+
+/// `n` NDArray records named by `names` (whose count must be `n`); `what` names them in errors.
+pub fn read_named_records(r: &mut Reader<'_>, names: Vec<String>, n: usize, what: &str) -> Result<Vec<(String, NDArray)>> {
     if n != names.len() {
-        return Err(r.error(format!("param count {n} differs from the {} names", names.len())));
+        return Err(r.error(format!("{what} count {n} differs from the {} names", names.len())));
     }
     let mut out = Vec::with_capacity(n);
     for name in names {
-        let arr = read_ndarray(&mut r).map_err(|e| e.context(format!("param `{name}`")))?;
+        let arr = read_ndarray(r).map_err(|e| e.context(format!("{what} `{name}`")))?;
         out.push((name, arr));
     }
     Ok(out)
