@@ -101,10 +101,21 @@ fn c_tests_pass_under_ctest() {
             .args(["-j", "2"]),
     );
     // Run from the build directory rather than `--test-dir`, which needs CMake 3.20.
+    // cargo puts target/<profile> on LD_LIBRARY_PATH, which beats the tests' RUNPATH: a stale
+    // uplifted libtvm_runtime.so there would be tested instead of this build's. Put ours first.
+    let ld_path = match std::env::var_os("LD_LIBRARY_PATH") {
+        Some(old) => {
+            let mut paths = vec![lib_dir.clone()];
+            paths.extend(std::env::split_paths(&old));
+            std::env::join_paths(paths).expect("library paths join")
+        }
+        None => lib_dir.clone().into_os_string(),
+    };
     run(
         "ctest",
         Command::new("ctest")
             .arg("--output-on-failure")
+            .env("LD_LIBRARY_PATH", ld_path)
             .current_dir(&build_dir),
     );
 }
