@@ -69,7 +69,8 @@ pub extern "C" fn TVMBackendAllocWorkspace(
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendFreeWorkspace(device_type: c_int, device_id: c_int, ptr: *mut c_void) -> c_int {
     ffi_boundary!("TVMBackendFreeWorkspace", {
-        backend::free_workspace(device_type, device_id, ptr)?;
+        // SAFETY: kernels free what they allocated (C contract; CPU pointers are checked).
+        unsafe { backend::free_workspace(device_type, device_id, ptr)? };
         Ok(0)
     })
 }
@@ -100,7 +101,8 @@ pub unsafe extern "C" fn TVMBackendParallelLaunch(flambda: FTVMParallelLambda, c
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendParallelBarrier(task_id: c_int, penv: *mut TVMParallelGroupEnv) -> c_int {
     ffi_boundary!("TVMBackendParallelBarrier", {
-        backend::parallel_barrier(task_id, penv)?;
+        // SAFETY: kernels pass the environment their launch gave them (C contract).
+        unsafe { backend::parallel_barrier(task_id, penv)? };
         Ok(0)
     })
 }

@@ -66,7 +66,8 @@ pub unsafe extern "C" fn TVMDeviceAllocDataSpaceWithScope(
 #[no_mangle]
 pub unsafe extern "C" fn TVMDeviceFreeDataSpace(dev: DLDevice, ptr: *mut c_void) -> c_int {
     ffi_boundary!("TVMDeviceFreeDataSpace", {
-        device_api(dev.device_type)?.free_data_space(dev, ptr)?;
+        // SAFETY: the caller frees memory it got from TVMDeviceAllocDataSpace* (C contract).
+        unsafe { device_api(dev.device_type)?.free_data_space(dev, ptr)? };
         Ok(0)
     })
 }

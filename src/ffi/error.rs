@@ -40,7 +40,8 @@ pub unsafe extern "C" fn TVMAPISetLastPythonError(py_object: *mut c_void) {
     ffi_boundary!("TVMAPISetLastPythonError", {
         set_last_error_text("PythonError: a Python exception was raised in a callback");
         // After the text (which clears the slot): the object is the current error.
-        env_capi::call_ref_hook(&env_capi::PY_INC_REF, py_object);
+        // SAFETY: `py_object` is the frontend's object (C contract).
+        unsafe { env_capi::call_ref_hook(&env_capi::PY_INC_REF, py_object) };
         python::replace(py_object);
         Ok(())
     })

@@ -457,7 +457,8 @@ mod tests {
     #[test]
     fn rejects_bad_graphs_with_names() {
         let good: Json = serde_json::from_str(&data("seed004")).unwrap();
-        let cases: Vec<(Box<dyn Fn(&mut Json)>, &str)> = vec![
+        type Mutation = Box<dyn Fn(&mut Json)>;
+        let cases: Vec<(Mutation, &str)> = vec![
             (Box::new(|g| g["nodes"][4]["inputs"][0][0] = 9.into()), "does not come before it"),
             (Box::new(|g| g["nodes"][4]["inputs"][0][1] = 3.into()), "which has 1 outputs"),
             (Box::new(|g| g["attrs"]["dltype"][1][0] = "floaty".into()), "unknown dtype `floaty`"),

@@ -125,6 +125,7 @@ pub fn profile_table(timings: &[OpTiming]) -> String {
 fn run_individual(e: &mut Executor, number: usize, repeat: usize, min_repeat_ms: f64) -> Result<Vec<u8>> {
     let n_nodes = e.plan().graph.nodes.len();
     let mut per_node = vec![vec![0.0f64; repeat]; n_nodes];
+    #[allow(clippy::needless_range_loop)]
     for r in 0..repeat {
         let mut number = number.max(1);
         loop {

@@ -16,7 +16,10 @@ pub fn parallel_launch(f: FTVMParallelLambda, cdata: *mut c_void, num_task: i32)
 }
 
 /// Barrier across the tasks of one launch.
-pub fn parallel_barrier(task_id: c_int, penv: *mut TVMParallelGroupEnv) -> Result<()> {
+///
+/// # Safety
+/// `penv` must be NULL or the environment of a running launch.
+pub unsafe fn parallel_barrier(task_id: c_int, penv: *mut TVMParallelGroupEnv) -> Result<()> {
     threading::barrier(task_id, penv)
 }
 
@@ -42,11 +45,15 @@ pub fn alloc_workspace(
 }
 
 /// Free memory from [`alloc_workspace`].
-pub fn free_workspace(device_type: c_int, device_id: c_int, ptr: *mut c_void) -> Result<()> {
+///
+/// # Safety
+/// `ptr` must come from [`alloc_workspace`] on this thread (CPU: checked) and not be freed yet.
+pub unsafe fn free_workspace(device_type: c_int, device_id: c_int, ptr: *mut c_void) -> Result<()> {
     if device_type == crate::abi::device_type::CPU {
         return threading::free_workspace(ptr);
     }
-    device_api(device_type)?.free_workspace(device(device_type, device_id), ptr)
+    // SAFETY: forwarded contract.
+    unsafe { device_api(device_type)?.free_workspace(device(device_type, device_id), ptr) }
 }
 
 /// Frontend hooks accepted by `TVMBackendRegisterEnvCAPI`.
@@ -74,7 +81,10 @@ pub mod env_capi {
     }
 
     /// Call a registered `void (*)(void*)` refcount hook on `obj`, if registered.
-    pub fn call_ref_hook(slot: &AtomicPtr<c_void>, obj: *mut c_void) {
+    ///
+    /// # Safety
+    /// `obj` must be NULL or an object of the frontend that registered the hook.
+    pub unsafe fn call_ref_hook(slot: &AtomicPtr<c_void>, obj: *mut c_void) {
         let p = slot.load(Ordering::Acquire);
         if !p.is_null() && !obj.is_null() {
             // SAFETY: the frontend registered a `void(void*)` function under this name.

@@ -121,7 +121,8 @@ fn store(c: CString, keep_python: bool) {
     if !keep_python {
         // A new error replaces a stored frontend error object (one slot, as in TVM).
         let old = python::replace(std::ptr::null_mut());
-        crate::runtime::backend::env_capi::call_ref_hook(&crate::runtime::backend::env_capi::PY_DEC_REF, old);
+        // SAFETY: `old` is the frontend object stored by TVMAPISetLastPythonError.
+        unsafe { crate::runtime::backend::env_capi::call_ref_hook(&crate::runtime::backend::env_capi::PY_DEC_REF, old) };
     }
     LAST_ERROR.with(|e| {
         let mut e = e.borrow_mut();

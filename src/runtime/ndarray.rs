@@ -57,7 +57,8 @@ impl Drop for NDArrayData {
         match self.owner {
             DataOwner::Device(dev) => {
                 if let Ok(api) = device_api(dev.device_type) {
-                    let _ = api.free_data_space(dev, self.dl_tensor.data);
+                    // SAFETY: the data was allocated by this API for this array and is freed once.
+                    let _ = unsafe { api.free_data_space(dev, self.dl_tensor.data) };
                 }
             }
             DataOwner::Parent(_) | DataOwner::External => {}
@@ -103,6 +104,7 @@ impl NDArrayData {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn build(
     data: *mut c_void,
     shape: Box<[i64]>,
@@ -210,7 +212,8 @@ impl NDArray {
         let data = api.alloc_data_space(device, nbytes, align, dtype)?;
         build(data, shape.into(), None, dtype, device, 0, std::ptr::null_mut(), DataOwner::Device(device))
             .inspect_err(|_| {
-                let _ = api.free_data_space(device, data);
+                // SAFETY: allocated just above and not handed out.
+                let _ = unsafe { api.free_data_space(device, data) };
             })
     }
 

@@ -440,6 +440,8 @@ pub struct ArgBuffer {
     values: Vec<TVMValue>,
     codes: Vec<i32>,
     _strings: Vec<CString>,
+    /// Boxed so their addresses stay put while the vector grows.
+    #[allow(clippy::vec_box)]
     _byte_arrays: Vec<Box<TVMByteArray>>,
     _objects: Vec<ObjectRef>,
 }

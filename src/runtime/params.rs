@@ -50,7 +50,7 @@ pub fn read_ndarray(r: &mut Reader<'_>) -> Result<NDArray> {
         shape.push(d);
     }
     let elems = num_elements(&shape).map_err(|e| r.error(e.message().to_string()))?;
-    let expected = (elems as u128) * ((dtype.bits as u128 + 7) / 8);
+    let expected = (elems as u128) * (dtype.bits as u128).div_ceil(8);
     let size = r.i64("data byte size")?;
     if size < 0 || size as u128 != expected {
         return Err(r.error(format!(

@@ -68,7 +68,7 @@ impl DeviceApi for CpuDeviceApi {
         Ok(ptr)
     }
 
-    fn free_data_space(&self, _dev: DLDevice, ptr: *mut c_void) -> Result<()> {
+    unsafe fn free_data_space(&self, _dev: DLDevice, ptr: *mut c_void) -> Result<()> {
         // SAFETY: the pointer came from posix_memalign (contract of the trait); free(NULL) is a no-op.
         unsafe { libc::free(ptr) };
         Ok(())

@@ -28,7 +28,10 @@ pub trait DeviceApi: Send + Sync {
         type_hint: DLDataType,
     ) -> Result<*mut c_void>;
     /// Free memory from [`DeviceApi::alloc_data_space`].
-    fn free_data_space(&self, dev: DLDevice, ptr: *mut c_void) -> Result<()>;
+    ///
+    /// # Safety
+    /// `ptr` must be NULL or come from `alloc_data_space` of this API and not be freed yet.
+    unsafe fn free_data_space(&self, dev: DLDevice, ptr: *mut c_void) -> Result<()>;
     /// Copy between two compact tensors of equal byte size, ordered on `stream`.
     fn copy_data_from_to(&self, from: &DLTensor, to: &DLTensor, stream: StreamHandle) -> Result<()>;
     fn create_stream(&self, dev: DLDevice) -> Result<StreamHandle>;
@@ -43,7 +46,9 @@ pub trait DeviceApi: Send + Sync {
     fn alloc_workspace(&self, dev: DLDevice, nbytes: usize, type_hint: DLDataType) -> Result<*mut c_void> {
         self.alloc_data_space(dev, nbytes.max(1), crate::runtime::ndarray::ALLOC_ALIGNMENT, type_hint)
     }
-    fn free_workspace(&self, dev: DLDevice, ptr: *mut c_void) -> Result<()> {
+    /// # Safety
+    /// `ptr` must come from `alloc_workspace` of this API and not be freed yet.
+    unsafe fn free_workspace(&self, dev: DLDevice, ptr: *mut c_void) -> Result<()> {
         self.free_data_space(dev, ptr)
     }
 }
