@@ -16,7 +16,7 @@ use crate::graph::{Executor, Graph, Plan};
 use crate::runtime::error::{set_last_error, Error, Result};
 use crate::runtime::module::Module;
 use once_cell::sync::Lazy;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
@@ -41,19 +41,18 @@ pub struct TVMTensorInfo {
     pub is_param: i32,
 }
 
-/// Live handles, so that a freed or foreign handle is an error instead of a crash.
-static LIVE: Lazy<RwLock<HashSet<usize>>> = Lazy::new(Default::default);
+/// Live executors by handle address. A call holds its own reference for its duration, so a
+/// freed or foreign handle is an error instead of a crash, even when another thread frees the
+/// executor during the call.
+static LIVE: Lazy<RwLock<HashMap<usize, Arc<TVMGraphExecutor>>>> = Lazy::new(Default::default);
 
-/// # Safety
-/// `g` must be NULL or a pointer previously returned by a create call.
-unsafe fn handle<'a>(g: *const TVMGraphExecutor) -> Result<&'a TVMGraphExecutor> {
+fn handle(g: *const TVMGraphExecutor) -> Result<Arc<TVMGraphExecutor>> {
     if g.is_null() {
         return Err(Error::value("argument `g` (graph executor) is NULL"));
     }
-    if !LIVE.read().unwrap_or_else(|e| e.into_inner()).contains(&(g as usize)) {
-        return Err(Error::value(format!("graph executor {g:p} is not live (freed already, or not created by this runtime)")));
-    }
-    Ok(&*g)
+    LIVE.read().unwrap_or_else(|e| e.into_inner()).get(&(g as usize)).cloned().ok_or_else(|| {
+        Error::value(format!("graph executor {g:p} is not live (freed already, or not created by this runtime)"))
+    })
 }
 
 impl TVMGraphExecutor {
@@ -69,9 +68,10 @@ impl TVMGraphExecutor {
 }
 
 fn publish(exec: Executor) -> *mut TVMGraphExecutor {
-    let g = Box::into_raw(Box::new(TVMGraphExecutor { exec: Mutex::new(exec), text: Mutex::new(CString::default()) }));
-    LIVE.write().unwrap_or_else(|e| e.into_inner()).insert(g as usize);
-    g
+    let g = Arc::new(TVMGraphExecutor { exec: Mutex::new(exec), text: Mutex::new(CString::default()) });
+    let ptr = Arc::as_ptr(&g) as *mut TVMGraphExecutor;
+    LIVE.write().unwrap_or_else(|e| e.into_inner()).insert(ptr as usize, g);
+    ptr
 }
 
 fn non_negative(index: i32, what: &str) -> Result<usize> {
@@ -145,8 +145,8 @@ pub unsafe extern "C" fn TVMGraphExecutorCreateFromFactory(
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorLoadParams(g: *mut TVMGraphExecutor, data: *const c_void, size: usize) -> c_int {
     ffi_boundary!("TVMGraphExecutorLoadParams", {
-        // SAFETY: live handle; `data` holds `size` bytes.
-        let g = unsafe { handle(g)? };
+        // SAFETY: `data` holds `size` bytes (caller contract).
+        let g = handle(g)?;
         if size > 0 {
             check_not_null!(data);
         }
@@ -161,8 +161,8 @@ pub unsafe extern "C" fn TVMGraphExecutorLoadParams(g: *mut TVMGraphExecutor, da
 pub unsafe extern "C" fn TVMGraphExecutorSetInput(g: *mut TVMGraphExecutor, name: *const c_char, data: *const DLTensor) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetInput", {
         check_not_null!(data);
-        // SAFETY: live handle, C string and tensor (caller contract).
-        let g = unsafe { handle(g)? };
+        // SAFETY: C string and tensor valid for the call (caller contract).
+        let g = handle(g)?;
         let name = unsafe { c_str!(name)? };
         let mut e = g.lock()?;
         let i = e.input_index(name)?;
@@ -176,8 +176,8 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInput(g: *mut TVMGraphExecutor, name
 pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(g: *mut TVMGraphExecutor, index: i32, data: *const DLTensor) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetInputByIndex", {
         check_not_null!(data);
-        // SAFETY: live handle and tensor.
-        let g = unsafe { handle(g)? };
+        // SAFETY: the tensor is valid for the call (caller contract).
+        let g = handle(g)?;
         let i = non_negative(index, "input")?;
         g.lock()?.set_input(i, unsafe { &*data })?;
         Ok(0)
@@ -189,8 +189,8 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(g: *mut TVMGraphExecuto
 pub unsafe extern "C" fn TVMGraphExecutorSetInputZeroCopy(g: *mut TVMGraphExecutor, index: i32, data: *const DLTensor) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetInputZeroCopy", {
         check_not_null!(data);
-        // SAFETY: live handle and tensor.
-        let g = unsafe { handle(g)? };
+        // SAFETY: the tensor is valid for the call (caller contract).
+        let g = handle(g)?;
         let i = non_negative(index, "input")?;
         g.lock()?.set_input_zero_copy(i, unsafe { &*data })?;
         Ok(0)
@@ -202,8 +202,8 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputZeroCopy(g: *mut TVMGraphExecut
 pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(g: *mut TVMGraphExecutor, index: i32, data: *const DLTensor) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetOutputZeroCopy", {
         check_not_null!(data);
-        // SAFETY: live handle and tensor.
-        let g = unsafe { handle(g)? };
+        // SAFETY: the tensor is valid for the call (caller contract).
+        let g = handle(g)?;
         let i = non_negative(index, "output")?;
         g.lock()?.set_output_zero_copy(i, unsafe { &*data })?;
         Ok(0)
@@ -214,8 +214,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(g: *mut TVMGraphExecu
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorRun(g: *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutorRun", {
-        // SAFETY: live handle.
-        unsafe { handle(g)? }.lock()?.run()?;
+        handle(g)?.lock()?.run()?;
         Ok(0)
     })
 }
@@ -225,8 +224,8 @@ pub unsafe extern "C" fn TVMGraphExecutorRun(g: *mut TVMGraphExecutor) -> c_int 
 pub unsafe extern "C" fn TVMGraphExecutorGetOutput(g: *mut TVMGraphExecutor, index: i32, out: *mut DLTensor) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetOutput", {
         check_not_null!(out);
-        // SAFETY: live handle and tensor.
-        let g = unsafe { handle(g)? };
+        // SAFETY: the tensor is valid for the call (caller contract).
+        let g = handle(g)?;
         let i = non_negative(index, "output")?;
         g.lock()?.get_output_into(i, unsafe { &*out })?;
         Ok(0)
@@ -238,8 +237,8 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutput(g: *mut TVMGraphExecutor, ind
 pub unsafe extern "C" fn TVMGraphExecutorGetNumInputs(g: *const TVMGraphExecutor, out: *mut i32) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetNumInputs", {
         check_not_null!(out);
-        // SAFETY: live handle; checked out-pointer.
-        let n = unsafe { handle(g)? }.lock()?.plan().num_inputs();
+        // SAFETY: checked out-pointer.
+        let n = handle(g)?.lock()?.plan().num_inputs();
         unsafe { *out = n as i32 };
         Ok(0)
     })
@@ -250,8 +249,8 @@ pub unsafe extern "C" fn TVMGraphExecutorGetNumInputs(g: *const TVMGraphExecutor
 pub unsafe extern "C" fn TVMGraphExecutorGetNumOutputs(g: *const TVMGraphExecutor, out: *mut i32) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetNumOutputs", {
         check_not_null!(out);
-        // SAFETY: live handle; checked out-pointer.
-        let n = unsafe { handle(g)? }.lock()?.plan().num_outputs();
+        // SAFETY: checked out-pointer.
+        let n = handle(g)?.lock()?.plan().num_outputs();
         unsafe { *out = n as i32 };
         Ok(0)
     })
@@ -262,8 +261,8 @@ pub unsafe extern "C" fn TVMGraphExecutorGetNumOutputs(g: *const TVMGraphExecuto
 pub unsafe extern "C" fn TVMGraphExecutorGetInputIndex(g: *const TVMGraphExecutor, name: *const c_char, out: *mut i32) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetInputIndex", {
         check_not_null!(out);
-        // SAFETY: live handle, C string, checked out-pointer.
-        let g = unsafe { handle(g)? };
+        // SAFETY: C string valid for the call; checked out-pointer.
+        let g = handle(g)?;
         let name = unsafe { c_str!(name)? };
         let i = g.lock()?.input_index(name)?;
         unsafe { *out = i as i32 };
@@ -276,8 +275,8 @@ pub unsafe extern "C" fn TVMGraphExecutorGetInputIndex(g: *const TVMGraphExecuto
 pub unsafe extern "C" fn TVMGraphExecutorGetOutputIndex(g: *const TVMGraphExecutor, name: *const c_char, out: *mut i32) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetOutputIndex", {
         check_not_null!(out);
-        // SAFETY: live handle, C string, checked out-pointer.
-        let g = unsafe { handle(g)? };
+        // SAFETY: C string valid for the call; checked out-pointer.
+        let g = handle(g)?;
         let name = unsafe { c_str!(name)? };
         let e = g.lock()?;
         let i = e.plan().output_index(name).ok_or_else(|| Error::attribute(format!("graph has no output named `{name}`")))?;
@@ -308,8 +307,8 @@ fn fill_info(e: &Executor, eid: usize, name: &CString, is_param: bool, out: *mut
 pub unsafe extern "C" fn TVMGraphExecutorGetInputInfo(g: *const TVMGraphExecutor, index: i32, out: *mut TVMTensorInfo) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetInputInfo", {
         check_not_null!(out);
-        // SAFETY: live handle.
-        let e = unsafe { handle(g)? }.lock()?;
+        let g = handle(g)?;
+        let e = g.lock()?;
         let n = e.plan().num_inputs();
         let i = usize::try_from(index).ok().filter(|&i| i < n).ok_or_else(|| Error::index(format!("input index {index} out of range (the graph has {n} inputs)")))?;
         let is_param = !e.data_inputs().contains(&i);
@@ -323,8 +322,8 @@ pub unsafe extern "C" fn TVMGraphExecutorGetInputInfo(g: *const TVMGraphExecutor
 pub unsafe extern "C" fn TVMGraphExecutorGetOutputInfo(g: *const TVMGraphExecutor, index: i32, out: *mut TVMTensorInfo) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetOutputInfo", {
         check_not_null!(out);
-        // SAFETY: live handle.
-        let e = unsafe { handle(g)? }.lock()?;
+        let g = handle(g)?;
+        let e = g.lock()?;
         let n = e.plan().num_outputs();
         let i = usize::try_from(index).ok().filter(|&i| i < n).ok_or_else(|| Error::index(format!("output index {index} out of range (the graph has {n} outputs)")))?;
         fill_info(&e, e.plan().output_entry(i), &e.plan().output_cnames[i], false, out);
@@ -338,8 +337,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutputInfo(g: *const TVMGraphExecuto
 pub unsafe extern "C" fn TVMGraphExecutorProfile(g: *mut TVMGraphExecutor, format: c_int, out: *mut *const c_char) -> c_int {
     ffi_boundary!("TVMGraphExecutorProfile", {
         check_not_null!(out);
-        // SAFETY: live handle.
-        let g = unsafe { handle(g)? };
+        let g = handle(g)?;
         let timings = g.lock()?.run_profiled()?;
         let text = match format {
             0 => profile_table(&timings),
@@ -361,11 +359,12 @@ pub unsafe extern "C" fn TVMGraphExecutorFree(g: *mut TVMGraphExecutor) -> c_int
         if g.is_null() {
             return Ok(0);
         }
-        if !LIVE.write().unwrap_or_else(|e| e.into_inner()).remove(&(g as usize)) {
-            return Err(Error::value(format!("graph executor {g:p} is not live (freed twice?)")));
+        let removed = LIVE.write().unwrap_or_else(|e| e.into_inner()).remove(&(g as usize));
+        match removed {
+            // Dropped here, or when the last in-flight call on another thread returns.
+            Some(exec) => drop(exec),
+            None => return Err(Error::value(format!("graph executor {g:p} is not live (freed twice?)"))),
         }
-        // SAFETY: the handle was live, so it came from `publish` and is freed exactly once.
-        drop(unsafe { Box::from_raw(g) });
         Ok(0)
     })
 }
