@@ -201,7 +201,20 @@ impl Executor {
             }
             Call::Packed(f) => {
                 let args = Args::new(&self.args[op.start..op.start + op.len], &self.codes[op.start..op.start + op.len]);
-                f.call_args(args).map_err(|e| self.op_error(op.node_id, e))?;
+                // A panicking Rust function is reported with its node, like a failing kernel.
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.call_args(args))) {
+                    Ok(r) => {
+                        r.map_err(|e| self.op_error(op.node_id, e))?;
+                    }
+                    Err(payload) => {
+                        let msg = payload
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| payload.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "unknown panic payload".into());
+                        return Err(self.op_error(op.node_id, Error::internal(format!("panic: {msg}"))));
+                    }
+                }
             }
             Call::Nop => {}
             Call::Copy => {

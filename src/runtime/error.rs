@@ -77,12 +77,11 @@ impl Error {
     }
 }
 
-/// Whether `text` starts with an identifier followed by `": "` (e.g. `ValueError: ...`).
+/// Whether `text` starts with an error kind followed by `": "` (e.g. `ValueError: ...`).
+/// Kinds end in `Error`, so a kernel's `fused_add: bad shape` is not mistaken for one.
 fn has_kind_prefix(text: &str) -> bool {
     match text.split_once(": ") {
-        Some((kind, _)) => {
-            !kind.is_empty() && kind.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        }
+        Some((kind, _)) => kind.ends_with("Error") && kind.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
         None => false,
     }
 }
@@ -222,6 +221,7 @@ mod tests {
         assert_eq!(Error::raw("plain text").message(), "TVMError: plain text");
         assert_eq!(Error::raw("TypeError: x").message(), "TypeError: x");
         assert_eq!(Error::raw("a b: c").message(), "TVMError: a b: c");
+        assert_eq!(Error::raw("fused_add: bad").message(), "TVMError: fused_add: bad");
     }
 
     #[test]
