@@ -415,13 +415,20 @@ impl Executor {
         self.entry_array(eid)
     }
 
-    /// `load_params`: copy each named param into its input; unknown names are ignored.
+    /// `load_params`: copy each named param into its input; unknown names are ignored. All
+    /// params are checked before any is copied, so a bad blob leaves the executor unchanged.
     pub fn load_params(&mut self, blob: &[u8]) -> Result<()> {
+        let mut known = Vec::new();
         for (name, arr) in crate::runtime::params::load_params(blob)? {
             if let Some(i) = self.plan.input_index(&name) {
-                self.set_input(i, &arr.dl_tensor).map_err(|e| e.context(format!("param `{name}`")))?;
-                self.loaded_params[i] = true;
+                let what = format!("param `{name}`: set_input `{name}`");
+                self.plan.check_tensor(self.plan.input_entry(i), &arr.dl_tensor, &what)?;
+                known.push((i, name, arr));
             }
+        }
+        for (i, name, arr) in known {
+            self.set_input(i, &arr.dl_tensor).map_err(|e| e.context(format!("param `{name}`")))?;
+            self.loaded_params[i] = true;
         }
         Ok(())
     }

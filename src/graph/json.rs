@@ -168,6 +168,9 @@ fn parse_node(v: &Json, id: usize) -> Result<Node> {
     }
     let op = op.ok_or_else(|| err(format!("node {id} lacks `op`")))?;
     let name = name.ok_or_else(|| err(format!("node {id} lacks `name`")))?;
+    if name.contains('\0') {
+        return Err(err(format!("node {id}: name {name:?} contains a NUL character")));
+    }
     let inputs_json = inputs.ok_or_else(|| err(format!("node {id} (`{name}`) lacks `inputs`")))?;
     let inputs = as_array(inputs_json, &|| format!("node `{name}` inputs"))?
         .iter()
@@ -227,7 +230,11 @@ fn parse_attrs(v: &Json) -> Result<GraphAttrs> {
         let dims = as_array(s, &|| format!("attrs.shape[{i}]"))?;
         let mut out = Vec::with_capacity(dims.len());
         for d in dims {
-            let x = d.as_i64().ok_or_else(|| err(format!("attrs.shape[{i}] has a non-integer dim {d}")))?;
+            let x = match (d.as_i64(), d.as_u64()) {
+                (Some(x), _) => x,
+                (None, Some(_)) => return Err(err(format!("attrs.shape[{i}] has a dim {d} out of range (int64)"))),
+                _ => return Err(err(format!("attrs.shape[{i}] has a non-integer dim {d}"))),
+            };
             if x < 0 {
                 return Err(err(format!("attrs.shape[{i}] has a negative dim {x}")));
             }
@@ -416,7 +423,7 @@ impl Graph {
         }
         for (eid, shape) in a.shape.iter().enumerate() {
             data_size(shape, a.dltype[eid])
-                .map_err(|e| err(format!("entry {eid}: shape {shape:?} with dtype {}: {}", a.dltype[eid], e.message())))?;
+                .map_err(|e| err(format!("entry {eid}: shape {shape:?} with dtype {}: {}", a.dltype[eid], e.detail())))?;
         }
         if let Some(dev) = &a.device_index {
             let mut sid_dev: BTreeMap<u32, (i32, usize)> = BTreeMap::new();

@@ -37,6 +37,51 @@ impl SymbolSource for DsoLibrary {
     fn describe(&self) -> String {
         format!("library `{}`", self.path)
     }
+
+    fn function(&self, name: &str) -> Option<*mut c_void> {
+        let addr = self.symbol(name)?;
+        is_own_function(self.image as *mut c_void, addr).then_some(addr)
+    }
+}
+
+/// Whether `addr` is a function (ELF type FUNC or IFUNC) defined in the image opened as
+/// `handle`: a graph naming a data symbol, or a libc function reachable through the library's
+/// dependencies, must not be called as a kernel.
+fn is_own_function(handle: *mut c_void, addr: *mut c_void) -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const RTLD_DL_SYMENT: libc::c_int = 1;
+        const RTLD_DL_LINKMAP: libc::c_int = 2;
+        const STT_FUNC: u8 = 2;
+        const STT_GNU_IFUNC: u8 = 10;
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        let mut sym: *mut c_void = std::ptr::null_mut();
+        // SAFETY: valid out-pointers; `addr` was returned by dlsym.
+        if unsafe { libc::dladdr1(addr, &mut info, &mut sym, RTLD_DL_SYMENT) } == 0 || sym.is_null() {
+            return false;
+        }
+        // SAFETY: with RTLD_DL_SYMENT, `sym` points to the ElfW(Sym) entry of the symbol.
+        let kind = unsafe { (*(sym as *const libc::Elf64_Sym)).st_info } & 0xf;
+        if kind != STT_FUNC && kind != STT_GNU_IFUNC {
+            return false;
+        }
+        let mut owner: *mut c_void = std::ptr::null_mut();
+        let mut mine: *mut c_void = std::ptr::null_mut();
+        // SAFETY: valid out-pointers; `handle` is a live dlopen handle.
+        unsafe {
+            if libc::dladdr1(addr, &mut info, &mut owner, RTLD_DL_LINKMAP) == 0
+                || libc::dlinfo(handle, libc::RTLD_DI_LINKMAP, &mut mine as *mut *mut c_void as *mut c_void) != 0
+            {
+                return false;
+            }
+        }
+        !owner.is_null() && owner == mine
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        let _ = (handle, addr);
+        true
+    }
 }
 
 impl Drop for DsoLibrary {
@@ -102,10 +147,17 @@ const MAX_BLOB_BYTES: u64 = 1 << 36;
 
 /// The bytes of `__tvm_dev_mblob` (length prefix included), bounded by the symbol's size.
 pub(crate) fn blob_bytes<'a>(addr: *mut c_void) -> Result<&'a [u8]> {
-    // SAFETY: the blob starts with an 8-byte length; read unaligned (the array is 1-aligned).
+    let size = symbol_size(addr);
+    if let Some(s) = size.filter(|&s| s < 8) {
+        return Err(Error::value(format!(
+            "module blob: the __tvm_dev_mblob symbol is {s} bytes, too short for its 8-byte length prefix"
+        )));
+    }
+    // SAFETY: the blob starts with an 8-byte length (checked against the symbol size where
+    // known); read unaligned (the array is 1-aligned).
     let n = unsafe { std::ptr::read_unaligned(addr as *const u64) };
     let total = n.checked_add(8).ok_or_else(|| Error::value("module blob: length prefix overflows"))?;
-    match symbol_size(addr) {
+    match size {
         Some(size) if total > size as u64 => {
             return Err(Error::value(format!(
                 "module blob: length prefix says {n} bytes but the __tvm_dev_mblob symbol holds only {} after the prefix",
@@ -125,7 +177,10 @@ pub(crate) fn blob_bytes<'a>(addr: *mut c_void) -> Result<&'a [u8]> {
 pub fn load_so(path: &str) -> Result<Module> {
     // SAFETY: loading a library runs its initializers; that is what the caller asked for.
     let lib = unsafe { Library::open(Some(path), RTLD_LAZY | RTLD_LOCAL) }
-        .map_err(|e| Error::io(format!("cannot load library `{path}`: {e}")))?;
+        .map_err(|e| {
+            let reason = std::error::Error::source(&e).map(|s| format!(": {s}")).unwrap_or_default();
+            Error::io(format!("cannot load library `{path}`: {e}{reason}"))
+        })?;
     let (lib, image) = lib_handle(lib);
     let lib_module = {
         let mut live = LIVE_IMAGES.lock().unwrap_or_else(|e| e.into_inner());

@@ -75,6 +75,13 @@ impl Error {
     pub fn message(&self) -> &str {
         &self.text
     }
+    /// The message without its `Kind: ` prefix, for embedding in another error.
+    pub fn detail(&self) -> &str {
+        match self.text.split_once(": ") {
+            Some((_, rest)) if has_kind_prefix(&self.text) => rest,
+            _ => &self.text,
+        }
+    }
 }
 
 /// Whether `text` starts with an error kind followed by `": "` (e.g. `ValueError: ...`).

@@ -19,6 +19,11 @@ use std::sync::{Arc, Mutex, RwLock};
 pub trait SymbolSource: Send + Sync + 'static {
     /// Address of `name`, if the library has it.
     fn symbol(&self, name: &str) -> Option<*mut c_void>;
+    /// Address of `name` if it is a function defined by this library itself (not data, not a
+    /// function of a library it depends on). Sources that cannot tell use `symbol`.
+    fn function(&self, name: &str) -> Option<*mut c_void> {
+        self.symbol(name)
+    }
     /// Short description for error messages.
     fn describe(&self) -> String;
 }
@@ -59,7 +64,7 @@ impl ModuleNode for LibraryModule {
         } else {
             name.to_string()
         };
-        self.symbols.symbol(&target).map(|p| {
+        self.symbols.function(&target).map(|p| {
             // SAFETY: symbols looked up as functions in a TVM library follow the backend
             // packed-function convention (TVM's ABI for compiled kernels).
             unsafe { std::mem::transmute::<*mut c_void, TVMBackendPackedCFunc>(p) }

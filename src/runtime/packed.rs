@@ -117,7 +117,10 @@ impl<'a> Args<'a> {
                     return Err(Error::value(format!("argument {i}: string pointer is NULL")));
                 }
                 // SAFETY: as above.
-                Ok(unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned())
+                let c = unsafe { CStr::from_ptr(s) };
+                c.to_str()
+                    .map(str::to_string)
+                    .map_err(|_| Error::value(format!("argument {i}: string is not valid UTF-8")))
             }
             tc::BYTES => String::from_utf8(self.bytes(i)?.to_vec())
                 .map_err(|_| Error::value(format!("argument {i}: bytes are not UTF-8"))),

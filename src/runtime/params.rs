@@ -22,38 +22,44 @@ const MAX_NDIM: i32 = 64;
 
 /// Read one NDArray record into a new CPU array.
 pub fn read_ndarray(r: &mut Reader<'_>) -> Result<NDArray> {
+    let at = r.position();
     let magic = r.u64("NDArray magic")?;
     if magic != NDARRAY_MAGIC {
-        return Err(r.error(format!("bad NDArray magic {magic:#018x} (expected {NDARRAY_MAGIC:#018x})")));
+        return Err(r.error_at(at, format!("bad NDArray magic {magic:#018x} (expected {NDARRAY_MAGIC:#018x})")));
     }
     r.u64("NDArray reserved field")?;
+    let dev_at = r.position();
     let dev_type = r.i32("device type")?;
     let _dev_id = r.i32("device id")?;
     if dev_type != device_type::CPU {
-        return Err(r.error(format!("NDArray record is on device type {dev_type}; only CPU (1) records are valid")));
+        return Err(r.error_at(dev_at, format!("NDArray record is on device type {dev_type}; only CPU (1) records are valid")));
     }
+    let ndim_at = r.position();
     let ndim = r.i32("ndim")?;
     if !(0..=MAX_NDIM).contains(&ndim) {
-        return Err(r.error(format!("ndim {ndim} is out of range 0..={MAX_NDIM}")));
+        return Err(r.error_at(ndim_at, format!("ndim {ndim} is out of range 0..={MAX_NDIM}")));
     }
+    let dtype_at = r.position();
     let dtype = DLDataType::new(r.u8("dtype code")?, r.u8("dtype bits")?, r.u16("dtype lanes")?);
-    dtype.validate_for_alloc().map_err(|e| r.error(e.message().to_string()))?;
+    dtype.validate_for_alloc().map_err(|e| r.error_at(dtype_at, e.detail()))?;
     if dtype.lanes != 1 {
-        return Err(r.error(format!("dtype {dtype} has {} lanes; records of vector dtypes are not supported", dtype.lanes)));
+        return Err(r.error_at(dtype_at, format!("dtype {dtype} has {} lanes; records of vector dtypes are not supported", dtype.lanes)));
     }
     let mut shape = Vec::with_capacity(ndim as usize);
     for i in 0..ndim {
+        let d_at = r.position();
         let d = r.i64("shape")?;
         if d < 0 {
-            return Err(r.error(format!("shape[{i}] is negative ({d})")));
+            return Err(r.error_at(d_at, format!("shape[{i}] is negative ({d})")));
         }
         shape.push(d);
     }
-    let elems = num_elements(&shape).map_err(|e| r.error(e.message().to_string()))?;
+    let elems = num_elements(&shape).map_err(|e| r.error(e.detail()))?;
     let expected = (elems as u128) * (dtype.bits as u128).div_ceil(8);
+    let size_at = r.position();
     let size = r.i64("data byte size")?;
     if size < 0 || size as u128 != expected {
-        return Err(r.error(format!(
+        return Err(r.error_at(size_at, format!(
             "data byte size {size} does not match shape {shape:?} and dtype {dtype} ({expected} bytes)"
         )));
     }
@@ -99,7 +105,7 @@ pub fn load_params(data: &[u8]) -> Result<Vec<(String, NDArray)>> {
     let mut r = Reader::new(data, "params");
     let magic = r.u64("params magic")?;
     if magic != NDARRAY_LIST_MAGIC {
-        return Err(r.error(format!("bad params magic {magic:#018x} (expected {NDARRAY_LIST_MAGIC:#018x})")));
+        return Err(r.error_at(0, format!("bad params magic {magic:#018x} (expected {NDARRAY_LIST_MAGIC:#018x})")));
     }
     r.u64("params reserved field")?;
     let names = r.strings("param names")?;

@@ -32,6 +32,11 @@ impl<'a> Reader<'a> {
         Error::value(format!("{} at byte {}: {msg}", self.what, self.pos))
     }
 
+    /// An error naming the format, the offset `at` (where the offending field starts) and `msg`.
+    pub fn error_at(&self, at: usize, msg: impl std::fmt::Display) -> Error {
+        Error::value(format!("{} at byte {at}: {msg}", self.what))
+    }
+
     /// The next `n` bytes; `field` names what was being read when the data ends early.
     pub fn bytes(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
         if n > self.remaining() {
