@@ -60,6 +60,12 @@ pub extern "C" fn TVMBackendAllocWorkspace(
     dtype_code_hint: c_int,
     dtype_bits_hint: c_int,
 ) -> *mut c_void {
+    // Hot path for kernels: a cached CPU block, no error possible.
+    if device_type == crate::abi::device_type::CPU {
+        if let Some(p) = usize::try_from(nbytes).ok().and_then(crate::runtime::threading::alloc_workspace_fast) {
+            return p;
+        }
+    }
     ffi_boundary!("TVMBackendAllocWorkspace", {
         backend::alloc_workspace(device_type, device_id, nbytes, dtype_code_hint, dtype_bits_hint)
     })
@@ -68,6 +74,9 @@ pub extern "C" fn TVMBackendAllocWorkspace(
 /// Free memory from `TVMBackendAllocWorkspace`.
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendFreeWorkspace(device_type: c_int, device_id: c_int, ptr: *mut c_void) -> c_int {
+    if device_type == crate::abi::device_type::CPU && crate::runtime::threading::free_workspace_fast(ptr) {
+        return 0;
+    }
     ffi_boundary!("TVMBackendFreeWorkspace", {
         // SAFETY: kernels free what they allocated (C contract; CPU pointers are checked).
         unsafe { backend::free_workspace(device_type, device_id, ptr)? };

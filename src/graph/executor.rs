@@ -162,9 +162,41 @@ impl Executor {
 
     /// Run every op once, in order, on the calling thread.
     pub fn run(&mut self) -> Result<()> {
+        // Kernels are called right here (the common case); everything else, and any failure
+        // or returned value, goes through the out-of-line paths.
+        let args = self.args.as_ptr() as *mut TVMValue;
+        let codes = self.codes.as_ptr() as *mut c_int;
         for i in 0..self.calls.len() {
-            self.run_op(i)?;
+            let op = &self.calls[i];
+            if let Call::Kernel(f) = op.call {
+                let mut rv = TVMValue::null();
+                let mut rcode: c_int = tc::NULLPTR;
+                let generation = last_error_generation();
+                // SAFETY: as in `run_op`: `len` prebuilt DLTensor pointers into `self.tensors`.
+                let status = unsafe {
+                    f(args.add(op.start), codes.add(op.start), op.len as c_int, &mut rv, &mut rcode, std::ptr::null_mut())
+                };
+                if status != 0 || rcode != tc::NULLPTR {
+                    self.after_kernel(op.node_id, status, generation, rv, rcode)?;
+                }
+            } else {
+                self.run_op(i)?;
+            }
         }
+        Ok(())
+    }
+
+    /// A kernel failed or returned a value: build the error, or take and drop the value.
+    #[cold]
+    #[inline(never)]
+    fn after_kernel(&self, node_id: u32, status: c_int, generation: u64, rv: TVMValue, rcode: c_int) -> Result<()> {
+        if status != 0 {
+            return Err(self.op_error(node_id, error_from_callee(generation, || {
+                Error::runtime(format!("kernel returned {status} without setting an error message"))
+            })));
+        }
+        // SAFETY: kernel return values carry ownership of what they name.
+        drop(unsafe { Value::adopt_c(rv, rcode) });
         Ok(())
     }
 
@@ -188,15 +220,8 @@ impl Executor {
                         std::ptr::null_mut(),
                     )
                 };
-                if status != 0 {
-                    return Err(self.op_error(op.node_id, error_from_callee(generation, || {
-                        Error::runtime(format!("kernel returned {status} without setting an error message"))
-                    })));
-                }
-                if rcode != tc::NULLPTR {
-                    // A value-returning kernel hands over ownership; take and drop it.
-                    // SAFETY: kernel return values carry ownership of what they name.
-                    drop(unsafe { Value::adopt_c(rv, rcode) });
+                if status != 0 || rcode != tc::NULLPTR {
+                    self.after_kernel(op.node_id, status, generation, rv, rcode)?;
                 }
             }
             Call::Packed(f) => {

@@ -35,15 +35,14 @@ fn params_from_map(args: &Args<'_>, i: usize) -> Result<Vec<u8>> {
     save_params(arrays.iter().map(|(k, a)| (*k, &a.dl_tensor)))
 }
 
-fn params_to_map(bytes: &[u8]) -> Result<Value> {
-    let entries = load_params(bytes)?.into_iter().map(|(k, a)| (k, a.to_object_ref())).collect();
-    Ok(Value::Object(map_object(entries)))
+fn params_to_map(params: Vec<(String, super::ndarray::NDArray)>) -> Value {
+    Value::Object(map_object(params.into_iter().map(|(k, a)| (k, a.to_object_ref())).collect()))
 }
 
 fn params_globals() -> Vec<(&'static str, PackedFunc)> {
     vec![
         ("runtime.SaveParams", PackedFunc::from_typed(|args| Ok(Value::Bytes(params_from_map(&args, 0)?)))),
-        ("runtime.LoadParams", PackedFunc::from_typed(|args| params_to_map(args.bytes(0)?))),
+        ("runtime.LoadParams", PackedFunc::from_typed(|args| Ok(params_to_map(load_params(args.bytes(0)?)?)))),
         (
             "runtime.SaveParamsToFile",
             PackedFunc::from_typed(|args| {
@@ -57,8 +56,7 @@ fn params_globals() -> Vec<(&'static str, PackedFunc)> {
             "runtime.LoadParamsFromFile",
             PackedFunc::from_typed(|args| {
                 let path = args.string(0)?;
-                let bytes = std::fs::read(&path).map_err(|e| Error::io(format!("cannot read `{path}`: {e}")))?;
-                params_to_map(&bytes)
+                Ok(params_to_map(super::params::load_params_file(std::path::Path::new(&path))?))
             }),
         ),
     ]

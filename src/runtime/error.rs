@@ -121,6 +121,9 @@ thread_local! {
         RefCell::new(LastError { message: None, generation: 0 })
     };
     static LAST_PYTHON_ERROR: Cell<*mut std::ffi::c_void> = const { Cell::new(std::ptr::null_mut()) };
+    /// Copy of `LastError::generation` in a slot with nothing to drop: reading it (done around
+    /// every kernel call) is a single thread-local load.
+    static LAST_ERROR_GENERATION: Cell<u64> = const { Cell::new(0) };
 }
 
 fn store(c: CString, keep_python: bool) {
@@ -134,6 +137,7 @@ fn store(c: CString, keep_python: bool) {
         let mut e = e.borrow_mut();
         e.message = Some(c);
         e.generation = e.generation.wrapping_add(1);
+        LAST_ERROR_GENERATION.with(|g| g.set(e.generation));
     });
 }
 
@@ -179,8 +183,9 @@ pub fn last_error_message() -> Option<String> {
 }
 
 /// Counter of stores on this thread; compare before/after a callback.
+#[inline]
 pub fn last_error_generation() -> u64 {
-    LAST_ERROR.with(|e| e.borrow().generation)
+    LAST_ERROR_GENERATION.with(|g| g.get())
 }
 
 /// The error a callee left on this thread after returning a failure code, or `fallback`

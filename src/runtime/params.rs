@@ -8,7 +8,7 @@ use super::device::device_api;
 use super::dtype::num_elements;
 use super::error::{Error, Result};
 use super::ndarray::{byte_size, NDArray};
-use super::stream::{Reader, Writer};
+use super::stream::{FileInput, Input, Reader, Writer};
 use crate::abi::{device_type, DLDataType, DLDevice, DLTensor};
 
 pub const NDARRAY_MAGIC: u64 = 0xDD5E_40F0_96B4_A13F;
@@ -21,7 +21,7 @@ pub const MIN_RECORD_BYTES: usize = 40;
 const MAX_NDIM: i32 = 64;
 
 /// Read one NDArray record into a new CPU array.
-pub fn read_ndarray(r: &mut Reader<'_>) -> Result<NDArray> {
+pub fn read_ndarray(r: &mut impl Input) -> Result<NDArray> {
     let at = r.position();
     let magic = r.u64("NDArray magic")?;
     if magic != NDARRAY_MAGIC {
@@ -63,8 +63,13 @@ pub fn read_ndarray(r: &mut Reader<'_>) -> Result<NDArray> {
             "data byte size {size} does not match shape {shape:?} and dtype {dtype} ({expected} bytes)"
         )));
     }
-    let data = r.bytes(size as usize, "tensor data")?;
-    NDArray::from_bytes(&shape, dtype, data)
+    let arr = NDArray::empty(&shape, dtype, crate::abi::DLDevice::cpu(0))?;
+    if size > 0 {
+        // SAFETY: a fresh CPU array of exactly `size` bytes that nothing else references yet.
+        let dst = unsafe { std::slice::from_raw_parts_mut(arr.data_ptr() as *mut u8, size as usize) };
+        r.fill(dst, "tensor data")?;
+    }
+    Ok(arr)
 }
 
 /// Append one NDArray record (the tensor must be compact; it is copied to the host if needed).
@@ -102,7 +107,16 @@ pub fn write_ndarray(w: &mut Writer, t: &DLTensor) -> Result<()> {
 
 /// Parse a params blob into (name, array) pairs in file order.
 pub fn load_params(data: &[u8]) -> Result<Vec<(String, NDArray)>> {
-    let mut r = Reader::new(data, "params");
+    load_params_from(&mut Reader::new(data, "params"))
+}
+
+/// Read a params file, each tensor's data straight from the file into its array.
+pub fn load_params_file(path: &std::path::Path) -> Result<Vec<(String, NDArray)>> {
+    load_params_from(&mut FileInput::open(path, "params")?)
+}
+
+/// Parse a params blob from any input.
+pub fn load_params_from(r: &mut impl Input) -> Result<Vec<(String, NDArray)>> {
     let magic = r.u64("params magic")?;
     if magic != NDARRAY_LIST_MAGIC {
         return Err(r.error_at(0, format!("bad params magic {magic:#018x} (expected {NDARRAY_LIST_MAGIC:#018x})")));
@@ -110,11 +124,11 @@ pub fn load_params(data: &[u8]) -> Result<Vec<(String, NDArray)>> {
     r.u64("params reserved field")?;
     let names = r.strings("param names")?;
     let n = r.count("param count", MIN_RECORD_BYTES)?;
-    read_named_records(&mut r, names, n, "param")
+    read_named_records(r, names, n, "param")
 }
 
 /// `n` NDArray records named by `names` (whose count must be `n`); `what` names them in errors.
-pub fn read_named_records(r: &mut Reader<'_>, names: Vec<String>, n: usize, what: &str) -> Result<Vec<(String, NDArray)>> {
+pub fn read_named_records(r: &mut impl Input, names: Vec<String>, n: usize, what: &str) -> Result<Vec<(String, NDArray)>> {
     if n != names.len() {
         return Err(r.error(format!("{what} count {n} differs from the {} names", names.len())));
     }
@@ -162,6 +176,24 @@ mod tests {
         assert_eq!(p[1].1.to_vec_u8().unwrap(), vec![7]);
         let again = save_params(p.iter().map(|(n, a)| (n.as_str(), &a.dl_tensor))).unwrap();
         assert_eq!(again, bytes);
+    }
+
+    #[test]
+    fn file_loader_matches_the_in_memory_one() {
+        let bytes = sample();
+        let path = std::env::temp_dir().join(format!("tvm-params-{}.bin", std::process::id()));
+        std::fs::write(&path, &bytes).unwrap();
+        let a = load_params(&bytes).unwrap();
+        let b = load_params_file(&path).unwrap();
+        assert_eq!(a.len(), b.len());
+        for ((na, xa), (nb, xb)) in a.iter().zip(&b) {
+            assert_eq!(na, nb);
+            assert_eq!(xa.to_vec_u8().unwrap(), xb.to_vec_u8().unwrap());
+        }
+        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        assert!(load_params_file(&path).unwrap_err().message().contains("truncated while reading tensor data"));
+        let _ = std::fs::remove_file(&path);
+        assert!(load_params_file(std::path::Path::new("/nonexistent/p.bin")).unwrap_err().message().contains("cannot open"));
     }
 
     #[test]

@@ -6,7 +6,127 @@
 
 use super::error::{Error, Result};
 
-/// A cursor over untrusted bytes. `what` names the format in error messages.
+/// A source of untrusted bytes read front to back. Every read is bounded by what remains,
+/// so lengths and counts read from the input cannot cause huge allocations.
+pub trait Input {
+    /// Names the format in error messages.
+    fn what(&self) -> &'static str;
+    /// Bytes consumed so far.
+    fn position(&self) -> usize;
+    /// Bytes left.
+    fn remaining(&self) -> usize;
+    /// Fill `buf` with the next bytes; `field` names what was being read if the input ends.
+    fn fill(&mut self, buf: &mut [u8], field: &str) -> Result<()>;
+
+    /// An error naming the format, the current offset and `msg`.
+    fn error(&self, msg: impl std::fmt::Display) -> Error
+    where
+        Self: Sized,
+    {
+        self.error_at(self.position(), msg)
+    }
+    /// An error naming the format, the offset `at` (where the offending field starts) and `msg`.
+    fn error_at(&self, at: usize, msg: impl std::fmt::Display) -> Error
+    where
+        Self: Sized,
+    {
+        Error::value(format!("{} at byte {at}: {msg}", self.what()))
+    }
+    /// The error for a read of `n` bytes when fewer remain.
+    fn truncated(&self, n: usize, field: &str) -> Error
+    where
+        Self: Sized,
+    {
+        self.error(format!("truncated while reading {field}: need {n} bytes, {} remain", self.remaining()))
+    }
+
+    fn array<const N: usize>(&mut self, field: &str) -> Result<[u8; N]>
+    where
+        Self: Sized,
+    {
+        let mut b = [0u8; N];
+        self.fill(&mut b, field)?;
+        Ok(b)
+    }
+    fn u8(&mut self, field: &str) -> Result<u8>
+    where
+        Self: Sized,
+    {
+        Ok(self.array::<1>(field)?[0])
+    }
+    fn u16(&mut self, field: &str) -> Result<u16>
+    where
+        Self: Sized,
+    {
+        Ok(u16::from_le_bytes(self.array(field)?))
+    }
+    fn i32(&mut self, field: &str) -> Result<i32>
+    where
+        Self: Sized,
+    {
+        Ok(i32::from_le_bytes(self.array(field)?))
+    }
+    fn u64(&mut self, field: &str) -> Result<u64>
+    where
+        Self: Sized,
+    {
+        Ok(u64::from_le_bytes(self.array(field)?))
+    }
+    fn i64(&mut self, field: &str) -> Result<i64>
+    where
+        Self: Sized,
+    {
+        Ok(i64::from_le_bytes(self.array(field)?))
+    }
+
+    /// A count of items each at least `min_item_bytes` long, checked against what remains.
+    fn count(&mut self, field: &str, min_item_bytes: usize) -> Result<usize>
+    where
+        Self: Sized,
+    {
+        let at = self.position();
+        let n = self.u64(field)?;
+        let max = (self.remaining() / min_item_bytes.max(1)) as u64;
+        if n > max {
+            return Err(self.error_at(
+                at,
+                format!("{field} is {n}, but only {} bytes remain (at most {max} items)", self.remaining()),
+            ));
+        }
+        Ok(n as usize)
+    }
+
+    /// A dmlc string: u64 length then bytes (UTF-8 required).
+    fn string(&mut self, field: &str) -> Result<String>
+    where
+        Self: Sized,
+    {
+        let n = self.count(field, 1)?;
+        let mut b = vec![0u8; n];
+        self.fill(&mut b, field)?;
+        String::from_utf8(b).map_err(|_| self.error(format!("{field} is not valid UTF-8")))
+    }
+
+    /// A dmlc vector of strings.
+    fn strings(&mut self, field: &str) -> Result<Vec<String>>
+    where
+        Self: Sized,
+    {
+        let n = self.count(field, 8)?;
+        (0..n).map(|i| self.string(&format!("{field}[{i}]"))).collect()
+    }
+
+    /// A dmlc vector of u64.
+    fn u64s(&mut self, field: &str) -> Result<Vec<u64>>
+    where
+        Self: Sized,
+    {
+        let n = self.count(field, 8)?;
+        (0..n).map(|_| self.u64(field)).collect()
+    }
+}
+
+/// A cursor over untrusted bytes in memory. `what` names the format in error messages.
 pub struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
@@ -17,90 +137,74 @@ impl<'a> Reader<'a> {
     pub fn new(data: &'a [u8], what: &'static str) -> Self {
         Reader { data, pos: 0, what }
     }
-    pub fn position(&self) -> usize {
-        self.pos
-    }
-    pub fn remaining(&self) -> usize {
-        self.data.len() - self.pos
-    }
     pub fn is_at_end(&self) -> bool {
         self.remaining() == 0
     }
 
-    /// An error naming the format, the offset and `msg`.
-    pub fn error(&self, msg: impl std::fmt::Display) -> Error {
-        Error::value(format!("{} at byte {}: {msg}", self.what, self.pos))
-    }
-
-    /// An error naming the format, the offset `at` (where the offending field starts) and `msg`.
-    pub fn error_at(&self, at: usize, msg: impl std::fmt::Display) -> Error {
-        Error::value(format!("{} at byte {at}: {msg}", self.what))
-    }
-
-    /// The next `n` bytes; `field` names what was being read when the data ends early.
+    /// The next `n` bytes, borrowed; `field` names what was being read if the data ends early.
     pub fn bytes(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
         if n > self.remaining() {
-            return Err(self.error(format!(
-                "truncated while reading {field}: need {n} bytes, {} remain",
-                self.remaining()
-            )));
+            return Err(self.truncated(n, field));
         }
         let s = &self.data[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
     }
+}
 
-    fn array<const N: usize>(&mut self, field: &str) -> Result<[u8; N]> {
-        Ok(self.bytes(N, field)?.try_into().expect("length checked"))
+impl Input for Reader<'_> {
+    fn what(&self) -> &'static str {
+        self.what
     }
-    pub fn u8(&mut self, field: &str) -> Result<u8> {
-        Ok(self.array::<1>(field)?[0])
+    fn position(&self) -> usize {
+        self.pos
     }
-    pub fn u16(&mut self, field: &str) -> Result<u16> {
-        Ok(u16::from_le_bytes(self.array(field)?))
+    fn remaining(&self) -> usize {
+        self.data.len() - self.pos
     }
-    pub fn i32(&mut self, field: &str) -> Result<i32> {
-        Ok(i32::from_le_bytes(self.array(field)?))
+    fn fill(&mut self, buf: &mut [u8], field: &str) -> Result<()> {
+        let b = self.bytes(buf.len(), field)?;
+        buf.copy_from_slice(b);
+        Ok(())
     }
-    pub fn u64(&mut self, field: &str) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.array(field)?))
-    }
-    pub fn i64(&mut self, field: &str) -> Result<i64> {
-        Ok(i64::from_le_bytes(self.array(field)?))
-    }
+}
 
-    /// A count of items each at least `min_item_bytes` long, checked against what remains.
-    pub fn count(&mut self, field: &str, min_item_bytes: usize) -> Result<usize> {
-        let start = self.pos;
-        let n = self.u64(field)?;
-        let max = (self.remaining() / min_item_bytes.max(1)) as u64;
-        if n > max {
-            self.pos = start;
-            return Err(self.error(format!(
-                "{field} is {n}, but only {} bytes remain (at most {max} items)",
-                self.remaining() - 8.min(self.remaining())
-            )));
+/// Untrusted bytes read from a file, without loading it whole: large fields (tensor data) are
+/// read straight into their destination.
+pub struct FileInput {
+    file: std::io::BufReader<std::fs::File>,
+    pos: usize,
+    len: usize,
+    what: &'static str,
+}
+
+impl FileInput {
+    pub fn open(path: &std::path::Path, what: &'static str) -> Result<FileInput> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(format!("cannot open `{}`: {e}", path.display())))?;
+        let len = file.metadata().map_err(|e| Error::io(format!("cannot stat `{}`: {e}", path.display())))?.len();
+        let len = usize::try_from(len).map_err(|_| Error::io(format!("`{}` is too large", path.display())))?;
+        Ok(FileInput { file: std::io::BufReader::with_capacity(1 << 16, file), pos: 0, len, what })
+    }
+}
+
+impl Input for FileInput {
+    fn what(&self) -> &'static str {
+        self.what
+    }
+    fn position(&self) -> usize {
+        self.pos
+    }
+    fn remaining(&self) -> usize {
+        self.len - self.pos
+    }
+    fn fill(&mut self, buf: &mut [u8], field: &str) -> Result<()> {
+        if buf.len() > self.remaining() {
+            return Err(self.truncated(buf.len(), field));
         }
-        Ok(n as usize)
-    }
-
-    /// A dmlc string: u64 length then bytes (UTF-8 required).
-    pub fn string(&mut self, field: &str) -> Result<String> {
-        let n = self.count(field, 1)?;
-        let b = self.bytes(n, field)?;
-        String::from_utf8(b.to_vec()).map_err(|_| self.error(format!("{field} is not valid UTF-8")))
-    }
-
-    /// A dmlc vector of strings.
-    pub fn strings(&mut self, field: &str) -> Result<Vec<String>> {
-        let n = self.count(field, 8)?;
-        (0..n).map(|i| self.string(&format!("{field}[{i}]"))).collect()
-    }
-
-    /// A dmlc vector of u64.
-    pub fn u64s(&mut self, field: &str) -> Result<Vec<u64>> {
-        let n = self.count(field, 8)?;
-        (0..n).map(|_| self.u64(field)).collect()
+        std::io::Read::read_exact(&mut self.file, buf)
+            .map_err(|e| self.error(format!("cannot read {field}: {e}")))?;
+        self.pos += buf.len();
+        Ok(())
     }
 }
 
@@ -159,6 +263,7 @@ mod tests {
 
     #[test]
     fn round_trip_and_bounds() {
+        use super::Input;
         let mut w = Writer::new();
         w.string("abc");
         w.strings(&["x", "yz"]);

@@ -10,7 +10,7 @@
 use super::error::{error_from_callee, last_error_generation, Error, Result};
 use crate::abi::{FTVMParallelLambda, TVMParallelGroupEnv};
 use once_cell::sync::Lazy;
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -22,7 +22,7 @@ use std::thread::JoinHandle;
 const SPIN_COUNT: usize = 1 << 14;
 
 /// Busy-wait iterations before a waiting thread starts yielding its core.
-const BUSY_SPINS: u32 = 64;
+const BUSY_SPINS: u32 = 1024;
 
 #[repr(align(64))]
 #[derive(Default)]
@@ -343,21 +343,56 @@ impl Drop for WorkspacePool {
 }
 
 thread_local! {
-    static WORKSPACES: RefCell<WorkspacePool> = const { RefCell::new(WorkspacePool { free: Vec::new(), used: Vec::new() }) };
+    // UnsafeCell, not RefCell: the pool is only touched inside the functions below, which call
+    // no user code, so no second borrow can exist; this keeps the hot path to a few loads.
+    static WORKSPACES: UnsafeCell<WorkspacePool> =
+        const { UnsafeCell::new(WorkspacePool { free: Vec::new(), used: Vec::new() }) };
 }
 
 const PAGE: usize = 4096;
 
+fn with_pool<R>(f: impl FnOnce(&mut WorkspacePool) -> R) -> R {
+    // SAFETY: thread-local; no reference outlives the call and `f` does not re-enter (see above).
+    WORKSPACES.with(|w| f(unsafe { &mut *w.get() }))
+}
+
+/// The common case, kept inline: the most recently freed block fits and the bookkeeping
+/// vectors have room, so nothing is allocated.
+#[inline]
+pub fn alloc_workspace_fast(nbytes: usize) -> Option<*mut c_void> {
+    let size = nbytes.max(1).div_ceil(PAGE) * PAGE;
+    with_pool(|w| match w.free.last() {
+        Some(&(s, p)) if s >= size && w.used.len() < w.used.capacity() => {
+            w.free.pop();
+            w.used.push((p, s));
+            Some(p)
+        }
+        _ => None,
+    })
+}
+
+/// The common case of a free: the block allocated last, with room to cache it.
+#[inline]
+pub fn free_workspace_fast(ptr: *mut c_void) -> bool {
+    with_pool(|w| match w.used.last() {
+        Some(&(p, s)) if p == ptr && w.free.len() < w.free.capacity() => {
+            w.used.pop();
+            w.free.push((s, p));
+            true
+        }
+        _ => false,
+    })
+}
+
 /// A 64-byte aligned block of at least `nbytes` from this thread's pool.
 pub fn alloc_workspace(nbytes: usize) -> Result<*mut c_void> {
+    if let Some(p) = alloc_workspace_fast(nbytes) {
+        return Ok(p);
+    }
     let size = nbytes.max(1).div_ceil(PAGE) * PAGE;
-    WORKSPACES.with(|w| {
-        let mut w = w.borrow_mut();
-        // Smallest cached block that fits (the most recent one first: LIFO reuse).
-        let pick = match w.free.last() {
-            Some(&(s, _)) if s >= size => Some(w.free.len() - 1),
-            _ => w.free.iter().enumerate().filter(|(_, (s, _))| *s >= size).min_by_key(|(_, (s, _))| *s).map(|(i, _)| i),
-        };
+    with_pool(|w| {
+        // Smallest cached block that fits.
+        let pick = w.free.iter().enumerate().filter(|(_, (s, _))| *s >= size).min_by_key(|(_, (s, _))| *s).map(|(i, _)| i);
         let (s, p) = match pick {
             Some(i) => w.free.swap_remove(i),
             None => {
@@ -370,19 +405,24 @@ pub fn alloc_workspace(nbytes: usize) -> Result<*mut c_void> {
             }
         };
         w.used.push((p, s));
+        // Room for the fast paths of the next free and alloc.
+        w.free.reserve(1);
         Ok(p)
     })
 }
 
 /// Return a block to this thread's pool; a pointer this thread did not allocate is an error.
 pub fn free_workspace(ptr: *mut c_void) -> Result<()> {
-    WORKSPACES.with(|w| {
-        let mut w = w.borrow_mut();
+    if free_workspace_fast(ptr) {
+        return Ok(());
+    }
+    with_pool(|w| {
         let i = w.used.iter().rposition(|&(p, _)| p == ptr).ok_or_else(|| {
             Error::value(format!("TVMBackendFreeWorkspace: {ptr:p} was not allocated as a workspace by this thread"))
         })?;
         let (p, s) = w.used.remove(i);
         w.free.push((s, p));
+        w.used.reserve(1);
         Ok(())
     })
 }
