@@ -100,9 +100,26 @@ fn time_block_bounded(f: &mut dyn FnMut(), iters: u64, samples: usize, max: Dura
         .collect()
 }
 
+/// Each task does about five microseconds of dependent arithmetic: a launch then costs that plus
+/// the pool's overhead only if the tasks really run in parallel.
+unsafe extern "C" fn busy(task: c_int, _env: *mut TVMParallelGroupEnv, _cdata: *mut c_void) -> c_int {
+    let mut x = task as u64 + 1;
+    for _ in 0..5000 {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407));
+    }
+    keep(x);
+    0
+}
+
+type Lambda = unsafe extern "C" fn(c_int, *mut TVMParallelGroupEnv, *mut c_void) -> c_int;
+
 fn launcher(launch: LaunchFn) -> impl FnMut() {
+    launcher_of(launch, empty)
+}
+
+fn launcher_of(launch: LaunchFn, f: Lambda) -> impl FnMut() {
     move || {
-        let rc = unsafe { launch(keep(Some(empty as unsafe extern "C" fn(_, _, _) -> _)), std::ptr::null_mut(), 0) };
+        let rc = unsafe { launch(keep(Some(f)), std::ptr::null_mut(), 0) };
         debug_assert_eq!(rc, 0);
         keep(rc);
     }
@@ -161,6 +178,29 @@ fn main() {
             report("parallel_launch", "ours", a, "tvm", b, "ns", Some(1.0));
             let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
             report("parallel_launch (best block)", "ours", best(&blocks_ours), "tvm", best(&blocks_tvm), "ns", Some(1.0));
+
+            // With about 5 us of work per task: both pools must really run tasks in parallel
+            // (a pool that ran them one after the other would take twice the work).
+            let mut w_ours = launcher_of(ours, busy);
+            let mut w_tvm = launcher_of(p.launch, busy);
+            let serial = {
+                let t = Instant::now();
+                for _ in 0..2000 {
+                    unsafe { busy(0, std::ptr::null_mut(), std::ptr::null_mut()) };
+                }
+                t.elapsed().as_nanos() as f64 / 2000.0
+            };
+            let (mut wo, mut wt) = (Vec::new(), Vec::new());
+            for _ in 0..rounds {
+                wait_quiet();
+                time_block_bounded(&mut w_ours, iters, 1, max);
+                wo.extend(time_block_bounded(&mut w_ours, iters, samples, max));
+                wait_quiet();
+                time_block_bounded(&mut w_tvm, iters, 1, max);
+                wt.extend(time_block_bounded(&mut w_tvm, iters, samples, max));
+            }
+            println!("parallel_launch (1 task of work alone: {} ns)", fmt(serial));
+            report("parallel_launch (with work)", "ours", median(&mut wo), "tvm", median(&mut wt), "ns", Some(1.0));
         }
         Err(why) => {
             for _ in 0..rounds {

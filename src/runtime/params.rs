@@ -63,6 +63,10 @@ pub fn read_ndarray(r: &mut impl Input) -> Result<NDArray> {
             "data byte size {size} does not match shape {shape:?} and dtype {dtype} ({expected} bytes)"
         )));
     }
+    // Bound the allocation by the input before making it.
+    if size as u64 > r.remaining() as u64 {
+        return Err(r.truncated(size as usize, "tensor data"));
+    }
     let arr = NDArray::empty(&shape, dtype, crate::abi::DLDevice::cpu(0))?;
     if size > 0 {
         // SAFETY: a fresh CPU array of exactly `size` bytes that nothing else references yet.

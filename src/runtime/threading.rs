@@ -44,6 +44,8 @@ struct Shared {
     job: Mutex<Option<(usize, JobCell, usize)>>,
     /// Barrier counters, one per task, each on its own cache line.
     barrier: Box<[Padded]>,
+    /// Per task, the last generation whose task of that index was claimed by some thread.
+    claims: Box<[Padded]>,
     /// First failing task's message.
     failure: Mutex<Option<(usize, String)>>,
     sleepers: Mutex<usize>,
@@ -111,6 +113,22 @@ fn pin_to(cpus: &[usize]) {
     let _ = cpus;
 }
 
+/// Claim task `task` of launch `gen` for the calling thread; false if some thread already did.
+fn claim(shared: &Shared, task: usize, gen: usize) -> bool {
+    let slot = &shared.claims[task].0;
+    let mut cur = slot.load(Ordering::Acquire);
+    loop {
+        // Generations only grow (wrapping after 2^64 launches is not a concern).
+        if cur >= gen {
+            return false;
+        }
+        match slot.compare_exchange_weak(cur, gen, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return true,
+            Err(now) => cur = now,
+        }
+    }
+}
+
 fn run_task(job: &Job, task: usize, shared: &Shared) {
     let generation = last_error_generation();
     IN_TASK.with(|t| t.set(true));
@@ -164,8 +182,10 @@ fn worker_loop(shared: Arc<Shared>, index: usize, cpus: Option<Vec<usize>>) {
         // Only the job of the generation observed: a stale wake-up must not run a newer job.
         let job = *shared.job.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((job_gen, cell, n)) = job {
-            if job_gen == gen && task < n {
-                // SAFETY: see `JobCell`.
+            // The launcher may already have run this task itself (see `launch`).
+            if job_gen == gen && task < n && claim(&shared, task, gen) {
+                // SAFETY: see `JobCell`; the claim succeeded for this generation, so the
+                // launcher is still waiting for this task.
                 run_task(unsafe { &*cell.0 }, task, &shared);
                 shared.pending.fetch_sub(1, Ordering::AcqRel);
             }
@@ -184,6 +204,7 @@ impl ThreadPool {
             pending: AtomicUsize::new(0),
             job: Mutex::new(None),
             barrier: (0..num_threads).map(|_| Padded::default()).collect(),
+            claims: (0..num_threads).map(|_| Padded::default()).collect(),
             failure: Mutex::new(None),
             sleepers: Mutex::new(0),
             wake: Condvar::new(),
@@ -238,6 +259,15 @@ impl ThreadPool {
             shared.wake.notify_all();
         }
         run_task(&job, 0, shared);
+        // Task 0 is done, so no task waits at a barrier for one that has not started: the
+        // caller can run tasks no worker has picked up yet (a descheduled worker on a busy
+        // machine would otherwise stall the launch for a scheduler time slice).
+        for task in 1..n {
+            if claim(shared, task, gen) {
+                run_task(&job, task, shared);
+                shared.pending.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
         let mut spins = 0u32;
         while shared.pending.load(Ordering::Acquire) != 0 {
             if spins < BUSY_SPINS {
