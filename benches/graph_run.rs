@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tvm_runtime::abi::{type_code as tc, DLDataType, DLDevice, TVMValue};
 use tvm_runtime::ffi::graph_executor::{
-    TVMGraphExecutorCreate, TVMGraphExecutorFree, TVMGraphExecutorGetOutput, TVMGraphExecutorRun, TVMGraphExecutorSetInputByIndex,
+    TVMGraphExecutorCreate, TVMGraphExecutorFree, TVMGraphExecutorGetOutput, TVMGraphExecutorRun,
+    TVMGraphExecutorSetInputByIndex,
 };
 use tvm_runtime::graph::{Executor, Graph, Plan};
 use tvm_runtime::runtime::{Module, NDArray};
@@ -44,7 +45,8 @@ fn chain_json(n: usize) -> String {
 }
 
 fn main() {
-    let so = build_so(&scratch("graph_run").join("chain_kernels.so"), &[repo().join("benches/fixtures/chain_kernels.c")]);
+    let so =
+        build_so(&scratch("graph_run").join("chain_kernels.so"), &[repo().join("benches/fixtures/chain_kernels.c")]);
     let module = Module::load_from_file(so.to_str().unwrap(), "").expect("loading the kernel library");
     let json = chain_json(N_OPS);
     let dev = DLDevice::cpu(0);
@@ -77,7 +79,9 @@ fn main() {
     // Baseline: the same kernel called from C with prebuilt arguments over three 1-float slots
     // (x, then two alternating), as the graph's storage plan lays them out.
     let lib = unsafe { libloading::Library::new(&so) }.unwrap();
-    let baseline = unsafe { *lib.get::<unsafe extern "C" fn(c_int, c_int, *mut TVMValue, *mut c_int) -> c_int>(b"chain_baseline").unwrap() };
+    let baseline = unsafe {
+        *lib.get::<unsafe extern "C" fn(c_int, c_int, *mut TVMValue, *mut c_int) -> c_int>(b"chain_baseline").unwrap()
+    };
     let slots: Vec<NDArray> = (0..3).map(|_| NDArray::empty(&[1], DLDataType::FLOAT32, dev).unwrap()).collect();
     slots[0].copy_from_bytes(&2.0f32.to_le_bytes()).unwrap();
     let slot_of = |e: usize| if e == 0 { 0 } else { 1 + (e - 1) % 2 };
@@ -106,7 +110,15 @@ fn main() {
         fmt(s[2].median)
     );
     report("graph_run", "Executor::run", per_op(s[0].median), "C loop", per_op(s[2].median), "ns/op", Some(1.3));
-    report("graph_run (C API)", "TVMGraphExecutorRun", per_op(s[1].median), "C loop", per_op(s[2].median), "ns/op", Some(1.3));
+    report(
+        "graph_run (C API)",
+        "TVMGraphExecutorRun",
+        per_op(s[1].median),
+        "C loop",
+        per_op(s[2].median),
+        "ns/op",
+        Some(1.3),
+    );
     report_best("graph_run", "Executor::run", per_op(s[0].min), "C loop", per_op(s[2].min), "ns/op");
     report_best("graph_run (C API)", "TVMGraphExecutorRun", per_op(s[1].min), "C loop", per_op(s[2].min), "ns/op");
 

@@ -32,7 +32,8 @@ fn model_json() -> String {
         nodes.push(format!(r#"{{"op": "null", "name": "w{i}", "inputs": []}}"#));
     }
     let mut storage: Vec<usize> = (0..=N_WEIGHTS).collect();
-    let mut shapes: Vec<String> = std::iter::once("[1]".to_string()).chain((0..N_WEIGHTS).map(|_| format!("[{WEIGHT_ELEMS}]"))).collect();
+    let mut shapes: Vec<String> =
+        std::iter::once("[1]".to_string()).chain((0..N_WEIGHTS).map(|_| format!("[{WEIGHT_ELEMS}]"))).collect();
     let mut prev = 0;
     for i in 0..N_WEIGHTS {
         nodes.push(format!(
@@ -90,7 +91,8 @@ fn main() {
         args.push(Value::Str(format!("w{i}")));
         args.push(Value::NDArray(w));
     }
-    let factory = registry::require("tvm.graph_executor_factory.create").unwrap().call(&args).unwrap().into_module().unwrap();
+    let factory =
+        registry::require("tvm.graph_executor_factory.create").unwrap().call(&args).unwrap().into_module().unwrap();
     drop(args);
     let rss_factory = rss_bytes();
     let default = factory.get_function("default", false).unwrap().expect("factory has `default`");

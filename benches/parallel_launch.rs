@@ -171,13 +171,25 @@ fn main() {
                 all_tvm.extend(&t);
                 blocks_tvm.push(median(&mut t));
                 if verbose {
-                    println!("parallel_launch: block medians: ours {} ns, tvm {} ns", fmt(blocks_ours[blocks_ours.len() - 1]), fmt(blocks_tvm[blocks_tvm.len() - 1]));
+                    println!(
+                        "parallel_launch: block medians: ours {} ns, tvm {} ns",
+                        fmt(blocks_ours[blocks_ours.len() - 1]),
+                        fmt(blocks_tvm[blocks_tvm.len() - 1])
+                    );
                 }
             }
             let (a, b) = (median(&mut all_ours), median(&mut all_tvm));
             report("parallel_launch", "ours", a, "tvm", b, "ns", Some(1.0));
             let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
-            report("parallel_launch (best block)", "ours", best(&blocks_ours), "tvm", best(&blocks_tvm), "ns", Some(1.0));
+            report(
+                "parallel_launch (best block)",
+                "ours",
+                best(&blocks_ours),
+                "tvm",
+                best(&blocks_tvm),
+                "ns",
+                Some(1.0),
+            );
 
             // With about 5 us of work per task: both pools must really run tasks in parallel
             // (a pool that ran them one after the other would take twice the work).

@@ -22,8 +22,9 @@ fn value_at(array: usize, i: usize) -> f32 {
 
 fn blob_path() -> PathBuf {
     let path = scratch("params_load").join("params_100mb.bin");
-    let expected = 16 + 8 + (0..N_ARRAYS).map(|i| 8 + format!("w{i}").len()).sum::<usize>() + 8 + N_ARRAYS * (48 + ELEMS * 4);
-    if std::fs::metadata(&path).map(|m| m.len() as usize) .ok() != Some(expected) {
+    let expected =
+        16 + 8 + (0..N_ARRAYS).map(|i| 8 + format!("w{i}").len()).sum::<usize>() + 8 + N_ARRAYS * (48 + ELEMS * 4);
+    if std::fs::metadata(&path).map(|m| m.len() as usize).ok() != Some(expected) {
         let arrays: Vec<(String, NDArray)> = (0..N_ARRAYS)
             .map(|a| {
                 let bytes: Vec<u8> = (0..ELEMS).flat_map(|i| value_at(a, i).to_le_bytes()).collect();
@@ -82,7 +83,9 @@ fn main() {
         let mut codes = [tc::BYTES];
         let mut ret = TVMValue::null();
         let mut code = 0;
-        let rc = unsafe { tvm_runtime::ffi::func::TVMFuncCall(func, args.as_mut_ptr(), codes.as_mut_ptr(), 1, &mut ret, &mut code) };
+        let rc = unsafe {
+            tvm_runtime::ffi::func::TVMFuncCall(func, args.as_mut_ptr(), codes.as_mut_ptr(), 1, &mut ret, &mut code)
+        };
         assert_eq!(rc, 0, "runtime.LoadParams failed");
         assert_eq!(code, tc::OBJECT_HANDLE);
         // The map (and its arrays) are released here, as a caller would when done.

@@ -75,7 +75,9 @@ fn check(name: &str, alloc: AllocFn, free: FreeFn) {
 /// TVM's pair from the peer library, when installed.
 fn peer() -> Result<(AllocFn, FreeFn), String> {
     let (l, lib) = load_peer_library()?;
-    let get = |name: &str| unsafe { l.get::<*mut c_void>(name.as_bytes()).map(|s| *s) }.map_err(|e| format!("{}: {e}", lib.display()));
+    let get = |name: &str| {
+        unsafe { l.get::<*mut c_void>(name.as_bytes()).map(|s| *s) }.map_err(|e| format!("{}: {e}", lib.display()))
+    };
     let (a, f) = (get("TVMBackendAllocWorkspace")?, get("TVMBackendFreeWorkspace")?);
     std::mem::forget(l);
     // SAFETY: TVM's exports with these C signatures.

@@ -23,10 +23,9 @@ const TOLERANCE: f32 = 1e-5;
 fn arg(name: &str, default: u64) -> Result<u64, String> {
     let args: Vec<String> = std::env::args().collect();
     match args.iter().position(|a| a == name) {
-        Some(i) => args
-            .get(i + 1)
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| format!("{name} needs a non-negative integer")),
+        Some(i) => {
+            args.get(i + 1).and_then(|v| v.parse().ok()).ok_or_else(|| format!("{name} needs a non-negative integer"))
+        }
         None => Ok(default),
     }
 }
@@ -79,18 +78,14 @@ fn run() -> Result<bool, String> {
         probs[class]
     );
     for row in probs.chunks(5).enumerate() {
-        let cells: Vec<String> =
-            row.1.iter().enumerate().map(|(j, p)| format!("{}: {p:.4}", row.0 * 5 + j)).collect();
+        let cells: Vec<String> = row.1.iter().enumerate().map(|(j, p)| format!("{}: {p:.4}", row.0 * 5 + j)).collect();
         println!("  {}", cells.join("   "));
     }
 
     let want = model::reference(&image);
     let diff = model::max_abs_diff(&probs, &want);
     let ok = diff < TOLERANCE && model::argmax(&want) == class;
-    println!(
-        "check against the Rust reference: max |diff| = {diff:.2e} -> {}",
-        if ok { "OK" } else { "MISMATCH" }
-    );
+    println!("check against the Rust reference: max |diff| = {diff:.2e} -> {}", if ok { "OK" } else { "MISMATCH" });
     if !ok {
         eprintln!("runtime: {probs:?}\nreference: {want:?}");
         return Ok(false);

@@ -20,10 +20,7 @@ use std::process::Command;
 /// `target/<profile>/` (or `target/<triple>/<profile>/`), the parent of the test binary's `deps/`.
 fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("path of the test binary");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("test binary lives in <target>/<profile>/deps")
-        .to_path_buf()
+    exe.parent().and_then(Path::parent).expect("test binary lives in <target>/<profile>/deps").to_path_buf()
 }
 
 /// Runs a command, prints what it wrote, and fails the test if it did not succeed.
@@ -44,11 +41,7 @@ fn run(step: &str, cmd: &mut Command) {
     if !stderr.is_empty() {
         println!("--- stderr ---\n{stderr}");
     }
-    assert!(
-        out.status.success(),
-        "{step} failed ({}); its output is printed above",
-        out.status
-    );
+    assert!(out.status.success(), "{step} failed ({}); its output is printed above", out.status);
 }
 
 /// Serializes concurrent `cargo test` runs that share the build directory.
@@ -66,9 +59,7 @@ fn discard_foreign_cache(build_dir: &Path, repo: &Path) {
     let Ok(cache) = std::fs::read_to_string(build_dir.join("CMakeCache.txt")) else {
         return;
     };
-    let home = cache
-        .lines()
-        .find_map(|l| l.strip_prefix("CMAKE_HOME_DIRECTORY:INTERNAL="));
+    let home = cache.lines().find_map(|l| l.strip_prefix("CMAKE_HOME_DIRECTORY:INTERNAL="));
     if home.map(Path::new) != Some(repo) {
         std::fs::remove_dir_all(build_dir).expect("remove a stale CMake build directory");
         std::fs::create_dir_all(build_dir).expect("recreate the CMake build directory");
@@ -93,13 +84,7 @@ fn c_tests_pass_under_ctest() {
             .arg(format!("-DTVM_RUNTIME_PREBUILT_DIR={}", lib_dir.display()))
             .arg("-DTVM_RUNTIME_BUILD_TESTS=ON"),
     );
-    run(
-        "build",
-        Command::new("cmake")
-            .arg("--build")
-            .arg(&build_dir)
-            .args(["-j", "2"]),
-    );
+    run("build", Command::new("cmake").arg("--build").arg(&build_dir).args(["-j", "2"]));
     // Run from the build directory rather than `--test-dir`, which needs CMake 3.20.
     // cargo puts target/<profile> on LD_LIBRARY_PATH, which beats the tests' RUNPATH: a stale
     // uplifted libtvm_runtime.so there would be tested instead of this build's. Put ours first.
@@ -113,9 +98,6 @@ fn c_tests_pass_under_ctest() {
     };
     run(
         "ctest",
-        Command::new("ctest")
-            .arg("--output-on-failure")
-            .env("LD_LIBRARY_PATH", ld_path)
-            .current_dir(&build_dir),
+        Command::new("ctest").arg("--output-on-failure").env("LD_LIBRARY_PATH", ld_path).current_dir(&build_dir),
     );
 }

@@ -119,8 +119,10 @@ fn demo_so() -> PathBuf {
 
 fn mlp_so() -> PathBuf {
     static SO: OnceLock<PathBuf> = OnceLock::new();
-    SO.get_or_init(|| build_so(&scratch("concurrency").join("mlp.so"), &[kernels_c()], Some(&tvm_data("mlp", "mblob.bin"))))
-        .clone()
+    SO.get_or_init(|| {
+        build_so(&scratch("concurrency").join("mlp.so"), &[kernels_c()], Some(&tvm_data("mlp", "mblob.bin")))
+    })
+    .clone()
 }
 
 /// Copies of the demo library under other names: separate images for the dynamic loader
@@ -239,7 +241,10 @@ fn eight_executors_of_one_model_match_the_single_threaded_bits() {
                     for i in 0..RUNS {
                         let got = bits(&demo_infer(&g, &inputs[i]));
                         if got != reference[i] && bad.len() < 5 {
-                            bad.push(format!("thread {t} run {i}: got {got:08x?}, single-threaded {:08x?}", reference[i]));
+                            bad.push(format!(
+                                "thread {t} run {i}: got {got:08x?}, single-threaded {:08x?}",
+                                reference[i]
+                            ));
                         }
                     }
                     bad
@@ -328,7 +333,9 @@ fn concurrent_loads_of_the_same_and_different_libraries() {
                         // Through TVM's module API too: factory `default` -> executor module.
                         if !early_free && r % 4 == 1 {
                             let fac = Mod(m);
-                            let (e, code) = call(&get_function(&fac, "default").unwrap(), &[Arg::Device(DLDevice::cpu(0))]).unwrap();
+                            let (e, code) =
+                                call(&get_function(&fac, "default").unwrap(), &[Arg::Device(DLDevice::cpu(0))])
+                                    .unwrap();
                             assert_eq!(code, tc::MODULE_HANDLE);
                             let e = Mod(unsafe { e.v_handle });
                             drop(fac);
@@ -423,10 +430,7 @@ fn registry_under_concurrent_register_override_list_get_remove_and_calls() {
                     s.spawn(move || {
                         start.wait();
                         let mut i = 0usize;
-                        while i < 1500
-                            || calls.load(Ordering::Relaxed) < 3000
-                            || lists.load(Ordering::Relaxed) < 200
-                        {
+                        while i < 1500 || calls.load(Ordering::Relaxed) < 3000 || lists.load(Ordering::Relaxed) < 200 {
                             assert!(i < 10_000_000, "readers made no progress");
                             i += 1;
                             let k = (i * 7 + w) % NAMES;
@@ -493,7 +497,8 @@ fn registry_under_concurrent_register_override_list_get_remove_and_calls() {
                             assert!(set.contains(&want.to_string()), "{want} not listed");
                         }
                         for name in names.iter().filter(|n| n.starts_with("conc.test.f")) {
-                            let k: usize = name["conc.test.f".len()..].parse().unwrap_or_else(|_| panic!("bad name {name}"));
+                            let k: usize =
+                                name["conc.test.f".len()..].parse().unwrap_or_else(|_| panic!("bad name {name}"));
                             assert!(k < NAMES, "{name}");
                         }
                         lists.fetch_add(1, Ordering::Relaxed);
@@ -505,7 +510,11 @@ fn registry_under_concurrent_register_override_list_get_remove_and_calls() {
             }
             stop.store(true, Ordering::Relaxed);
         });
-        eprintln!("registry storm: {} calls, {} listings", calls.load(Ordering::Relaxed), lists.load(Ordering::Relaxed));
+        eprintln!(
+            "registry storm: {} calls, {} listings",
+            calls.load(Ordering::Relaxed),
+            lists.load(Ordering::Relaxed)
+        );
 
         // A handle taken before a removal keeps working after it; the name is gone.
         let f = counted_func(7);
@@ -526,7 +535,11 @@ fn registry_under_concurrent_register_override_list_get_remove_and_calls() {
         }
         ok(unsafe { TVMFuncRemoveGlobal(c"conc.test.stable".as_ptr()) });
         assert!(!FINALIZER_FAILED.load(Ordering::SeqCst), "a finalizer could not use the registry");
-        assert_eq!(FINALIZED.load(Ordering::SeqCst), CREATED.load(Ordering::SeqCst), "functions leaked or finalized twice");
+        assert_eq!(
+            FINALIZED.load(Ordering::SeqCst),
+            CREATED.load(Ordering::SeqCst),
+            "functions leaked or finalized twice"
+        );
     });
 }
 
@@ -649,10 +662,15 @@ fn parallel_launches_from_many_threads_at_once() {
                         let want: u64 = data.iter().sum();
                         let requested = [0, 1, 2, 3, 4, 7][i % 6];
                         let job = SumJob::new(data, i % 7 == 3);
-                        let rc = unsafe { TVMBackendParallelLaunch(Some(sum_task), &job as *const SumJob as *mut c_void, requested) };
+                        let rc = unsafe {
+                            TVMBackendParallelLaunch(Some(sum_task), &job as *const SumJob as *mut c_void, requested)
+                        };
                         assert_eq!(rc, 0, "thread {t} launch {i}: {}", last_error());
                         let n = job.num_task.load(Ordering::SeqCst);
-                        assert!(n >= 1 && n as usize <= pool.max(1), "thread {t} launch {i}: num_task {n} (pool {pool})");
+                        assert!(
+                            n >= 1 && n as usize <= pool.max(1),
+                            "thread {t} launch {i}: num_task {n} (pool {pool})"
+                        );
                         if requested > 0 {
                             assert!(n <= requested, "thread {t} launch {i}: asked {requested} tasks, got {n}");
                         }
@@ -663,11 +681,19 @@ fn parallel_launches_from_many_threads_at_once() {
                         assert!(!job.barrier_failed.load(Ordering::SeqCst), "thread {t} launch {i}: barrier failed");
                         assert!(!job.disagreement.load(Ordering::SeqCst), "thread {t} launch {i}: tasks disagree");
                         for k in 0..n as usize {
-                            assert_eq!(job.total[k].load(Ordering::SeqCst), want, "thread {t} launch {i}: task {k}'s total");
+                            assert_eq!(
+                                job.total[k].load(Ordering::SeqCst),
+                                want,
+                                "thread {t} launch {i}: task {k}'s total"
+                            );
                         }
                         if job.nested {
                             let part: u64 = job.data[chunk(job.data.len(), 0, n as usize)].iter().sum();
-                            assert_eq!(job.nested_sum.load(Ordering::SeqCst), part, "thread {t} launch {i}: nested launch");
+                            assert_eq!(
+                                job.nested_sum.load(Ordering::SeqCst),
+                                part,
+                                "thread {t} launch {i}: nested launch"
+                            );
                         }
                         if n > 1 { multi } else { inline }.fetch_add(1, Ordering::Relaxed);
                     }

@@ -122,7 +122,12 @@ fn cases() -> Vec<Case> {
                 _ => panic!("{id}: truncate-fields is for params and mblob rows"),
             }
         } else if let Some(recipe) = source.strip_prefix("recipe:") {
-            out.push(Case { id: id.into(), kind: kind.into(), input: Input::Recipe(recipe.into()), expected: expected.into() });
+            out.push(Case {
+                id: id.into(),
+                kind: kind.into(),
+                input: Input::Recipe(recipe.into()),
+                expected: expected.into(),
+            });
         } else {
             let path = corpus_dir().join(source);
             assert!(path.is_file(), "{id}: {} does not exist", path.display());
@@ -376,7 +381,9 @@ fn corpus() {
             match (parts.next(), parts.next(), parts.next()) {
                 (Some("@@START"), Some(i), _) => last_started = Some(i.parse::<usize>().unwrap()),
                 (Some("@@PASS"), Some(i), _) => results[i.parse::<usize>().unwrap()] = Some(Ok(())),
-                (Some("@@FAIL"), Some(i), Some(why)) => results[i.parse::<usize>().unwrap()] = Some(Err(why.to_string())),
+                (Some("@@FAIL"), Some(i), Some(why)) => {
+                    results[i.parse::<usize>().unwrap()] = Some(Err(why.to_string()))
+                }
                 (Some("@@SETUP"), Some(why), _) => panic!("corpus child setup failed: {why}"),
                 (Some("@@DONE"), _, _) => done = true,
                 _ => {}
@@ -390,7 +397,10 @@ fn corpus() {
             Some(i) => {
                 if results[i].is_none() {
                     let how = if run.hung {
-                        format!("the case hung; the process was killed after {} s without output", CASE_TIMEOUT.as_secs())
+                        format!(
+                            "the case hung; the process was killed after {} s without output",
+                            CASE_TIMEOUT.as_secs()
+                        )
                     } else {
                         format!("the process died during this case ({})", run.status)
                     };
@@ -398,7 +408,12 @@ fn corpus() {
                 }
                 start = i + 1;
             }
-            None => panic!("corpus child died before running a case ({}):\n{}\n{}", run.status, run.lines.join("\n"), run.stderr),
+            None => panic!(
+                "corpus child died before running a case ({}):\n{}\n{}",
+                run.status,
+                run.lines.join("\n"),
+                run.stderr
+            ),
         }
     }
 
@@ -507,9 +522,10 @@ fn corpus_child() {
         if std::env::var_os(VERBOSE_ENV).is_some() {
             println!("  {} [{}] expects `{}`", case.id, case.kind, case.expected);
         }
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(&mut ctx, case)))
-            .unwrap_or_else(|p| {
-                let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+        let r =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(&mut ctx, case))).unwrap_or_else(|p| {
+                let msg =
+                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
                 Err(format!("harness panic: {}", msg.unwrap_or_default()))
             });
         match r {
@@ -550,8 +566,15 @@ fn has_kind(m: &str) -> bool {
 /// `Task <i> error: <the task's error>` quotes a whole error on purpose and is allowed.
 fn nested_kind(m: &str) -> Option<&'static str> {
     const KINDS: [&str; 9] = [
-        "ValueError", "TypeError", "IndexError", "AttributeError", "InternalError", "TVMError",
-        "NotImplementedError", "OSError", "RuntimeError",
+        "ValueError",
+        "TypeError",
+        "IndexError",
+        "AttributeError",
+        "InternalError",
+        "TVMError",
+        "NotImplementedError",
+        "OSError",
+        "RuntimeError",
     ];
     let (_, rest) = m.split_once(": ")?;
     KINDS.into_iter().find(|k| rest.match_indices(&format!("{k}: ")).any(|(at, _)| !quotes_task_error(&rest[..at])))
@@ -913,8 +936,8 @@ fn blob_run(ctx: &Ctx, case: &Case) -> R<Vec<f32>> {
     let mut m = null_mut();
     st(unsafe { TVMModLoadFromFile(path.as_ptr(), c"".as_ptr(), &mut m) })?;
     let m = Mod(m);
-    let f = func_of(m.0, "default")?
-        .ok_or_else(|| harness("no function `default` in the loaded module or its imports"))?;
+    let f =
+        func_of(m.0, "default")?.ok_or_else(|| harness("no function `default` in the loaded module or its imports"))?;
     let (v, code) = pcall(f.0, &[V::Dev(CPU)])?;
     if code != tc::MODULE_HANDLE {
         release(v, code);
@@ -1004,7 +1027,9 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
             "factory.null_out" => st(TVMGraphExecutorCreateFromFactory(ctx.factory.0, &CPU, 1, null_mut())),
             "factory.device_cuda" => st(TVMGraphExecutorCreateFromFactory(ctx.factory.0, &CUDA, 1, &mut ge)),
             // ---- LoadParams ----
-            "load_params.null_g" => st(TVMGraphExecutorLoadParams(null_mut(), ctx.params.as_ptr() as _, ctx.params.len())),
+            "load_params.null_g" => {
+                st(TVMGraphExecutorLoadParams(null_mut(), ctx.params.as_ptr() as _, ctx.params.len()))
+            }
             "load_params.null_data" => st(TVMGraphExecutorLoadParams(g, null(), 16)),
             "load_params.null_data_zero_size" => st(TVMGraphExecutorLoadParams(g, null(), 0)),
             // ---- SetInput ----
@@ -1015,8 +1040,12 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
             "set_input.unknown_name" => st(TVMGraphExecutorSetInput(g, c"y".as_ptr(), x().ptr())),
             "set_input.wrong_shape" => st(TVMGraphExecutorSetInput(g, c"x".as_ptr(), zeros(&[8, 2], F32).ptr())),
             "set_input.wrong_rank" => st(TVMGraphExecutorSetInput(g, c"x".as_ptr(), zeros(&[16], F32).ptr())),
-            "set_input.wrong_dtype" => st(TVMGraphExecutorSetInput(g, c"x".as_ptr(), zeros(&[2, 8], DLDataType::new(0, 32, 1)).ptr())),
-            "set_input.wrong_lanes" => st(TVMGraphExecutorSetInput(g, c"x".as_ptr(), zeros(&[2, 8], DLDataType::new(2, 32, 2)).ptr())),
+            "set_input.wrong_dtype" => {
+                st(TVMGraphExecutorSetInput(g, c"x".as_ptr(), zeros(&[2, 8], DLDataType::new(0, 32, 1)).ptr()))
+            }
+            "set_input.wrong_lanes" => {
+                st(TVMGraphExecutorSetInput(g, c"x".as_ptr(), zeros(&[2, 8], DLDataType::new(2, 32, 2)).ptr()))
+            }
             "set_input.device_cuda" => {
                 let mut t = x();
                 t.t.device = CUDA;
@@ -1074,7 +1103,9 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
                 st(TVMGraphExecutorSetInputZeroCopy(g, 0, t.ptr()))
             }
             "zero_copy_in.wrong_shape" => st(TVMGraphExecutorSetInputZeroCopy(g, 0, zeros(&[8, 2], F32).ptr())),
-            "zero_copy_in.wrong_dtype" => st(TVMGraphExecutorSetInputZeroCopy(g, 0, zeros(&[2, 8], DLDataType::new(2, 64, 1)).ptr())),
+            "zero_copy_in.wrong_dtype" => {
+                st(TVMGraphExecutorSetInputZeroCopy(g, 0, zeros(&[2, 8], DLDataType::new(2, 64, 1)).ptr()))
+            }
             "zero_copy_in.null_data_pointer" => {
                 let mut t = x();
                 t.t.data = null_mut();
@@ -1108,7 +1139,9 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
             "get_output.negative" => st(TVMGraphExecutorGetOutput(g, -1, zeros(&[2, 4], F32).ptr())),
             "get_output.out_of_range" => st(TVMGraphExecutorGetOutput(g, 1, zeros(&[2, 4], F32).ptr())),
             "get_output.wrong_shape" => st(TVMGraphExecutorGetOutput(g, 0, zeros(&[2, 5], F32).ptr())),
-            "get_output.wrong_dtype" => st(TVMGraphExecutorGetOutput(g, 0, zeros(&[2, 4], DLDataType::new(0, 32, 1)).ptr())),
+            "get_output.wrong_dtype" => {
+                st(TVMGraphExecutorGetOutput(g, 0, zeros(&[2, 4], DLDataType::new(0, 32, 1)).ptr()))
+            }
             "get_output.null_data_pointer" => {
                 let mut t = zeros(&[2, 4], F32);
                 t.t.data = null_mut();
@@ -1158,7 +1191,10 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
                 st(TVMGraphExecutorFree(raw))?;
                 st(TVMGraphExecutorFree(raw))
             }),
-            "free.then_run" | "free.then_set_input" | "free.then_get_output" | "free.then_load_params"
+            "free.then_run"
+            | "free.then_set_input"
+            | "free.then_get_output"
+            | "free.then_load_params"
             | "free.then_num_inputs" => fresh().and_then(|e| {
                 let raw = e.0;
                 std::mem::forget(e);
@@ -1217,22 +1253,29 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
             "crt.get_output_null_out" => st(TVMGraphExecutor_GetOutput(g, 0, null_mut())),
             // ---- executor module functions ----
             "mod.set_input.int_as_tensor" => mcall(m, "set_input", &[V::Str(c"x".as_ptr()), V::Int(5)]).map(drop),
-            "mod.set_input.str_as_tensor" => mcall(m, "set_input", &[V::Str(c"x".as_ptr()), V::Str(c"t".as_ptr())]).map(drop),
+            "mod.set_input.str_as_tensor" => {
+                mcall(m, "set_input", &[V::Str(c"x".as_ptr()), V::Str(c"t".as_ptr())]).map(drop)
+            }
             "mod.set_input.module_as_tensor" => {
                 mcall(m, "set_input", &[V::Str(c"x".as_ptr()), V::Obj(kern, tc::MODULE_HANDLE)]).map(drop)
             }
             "mod.set_input.float_index" => mcall(m, "set_input", &[V::Float(0.0), V::Tensor(x().ptr())]).map(drop),
-            "mod.set_input.unknown_name" => mcall(m, "set_input", &[V::Str(c"nope".as_ptr()), V::Tensor(x().ptr())]).map(drop),
+            "mod.set_input.unknown_name" => {
+                mcall(m, "set_input", &[V::Str(c"nope".as_ptr()), V::Tensor(x().ptr())]).map(drop)
+            }
             "mod.set_input.index_out_of_range" => mcall(m, "set_input", &[V::Int(99), V::Tensor(x().ptr())]).map(drop),
             "mod.set_input.negative_index" => mcall(m, "set_input", &[V::Int(-1), V::Tensor(x().ptr())]).map(drop),
             "mod.set_input.missing_tensor" => mcall(m, "set_input", &[V::Str(c"x".as_ptr())]).map(drop),
             "mod.set_input.no_args" => mcall(m, "set_input", &[]).map(drop),
-            "mod.set_input.null_tensor" => mcall(m, "set_input", &[V::Str(c"x".as_ptr()), V::Tensor(null_mut())]).map(drop),
+            "mod.set_input.null_tensor" => {
+                mcall(m, "set_input", &[V::Str(c"x".as_ptr()), V::Tensor(null_mut())]).map(drop)
+            }
             "mod.set_input.wrong_shape" => {
                 mcall(m, "set_input", &[V::Str(c"x".as_ptr()), V::Tensor(zeros(&[8, 2], F32).ptr())]).map(drop)
             }
             "mod.set_input_zero_copy.misaligned" => {
-                mcall(m, "set_input_zero_copy", &[V::Str(c"x".as_ptr()), V::Tensor(T::new(&[2, 8], F32, 4).ptr())]).map(drop)
+                mcall(m, "set_input_zero_copy", &[V::Str(c"x".as_ptr()), V::Tensor(T::new(&[2, 8], F32, 4).ptr())])
+                    .map(drop)
             }
             "mod.set_input_zero_copy.wrong_device" => {
                 let mut t = x();
@@ -1240,18 +1283,25 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
                 mcall(m, "set_input_zero_copy", &[V::Str(c"x".as_ptr()), V::Tensor(t.ptr())]).map(drop)
             }
             "mod.set_output_zero_copy.unknown_name" => {
-                mcall(m, "set_output_zero_copy", &[V::Str(c"nope".as_ptr()), V::Tensor(zeros(&[2, 4], F32).ptr())]).map(drop)
+                mcall(m, "set_output_zero_copy", &[V::Str(c"nope".as_ptr()), V::Tensor(zeros(&[2, 4], F32).ptr())])
+                    .map(drop)
             }
             "mod.set_output_zero_copy.out_of_range" => {
                 mcall(m, "set_output_zero_copy", &[V::Int(3), V::Tensor(zeros(&[2, 4], F32).ptr())]).map(drop)
             }
             "mod.get_output.out_of_range" => mcall(m, "get_output", &[V::Int(5)]).map(|(v, c)| release(v, c)),
-            "mod.get_output.unknown_name" => mcall(m, "get_output", &[V::Str(c"nope".as_ptr())]).map(|(v, c)| release(v, c)),
+            "mod.get_output.unknown_name" => {
+                mcall(m, "get_output", &[V::Str(c"nope".as_ptr())]).map(|(v, c)| release(v, c))
+            }
             "mod.get_output.int_as_out" => mcall(m, "get_output", &[V::Int(0), V::Int(1)]).map(drop),
-            "mod.get_output.wrong_shape" => mcall(m, "get_output", &[V::Int(0), V::Tensor(zeros(&[2, 5], F32).ptr())]).map(drop),
+            "mod.get_output.wrong_shape" => {
+                mcall(m, "get_output", &[V::Int(0), V::Tensor(zeros(&[2, 5], F32).ptr())]).map(drop)
+            }
             "mod.get_output.no_args" => mcall(m, "get_output", &[]).map(|(v, c)| release(v, c)),
             "mod.get_input.out_of_range" => mcall(m, "get_input", &[V::Int(9)]).map(|(v, c)| release(v, c)),
-            "mod.get_input.unknown_name" => mcall(m, "get_input", &[V::Str(c"nope".as_ptr())]).map(|(v, c)| release(v, c)),
+            "mod.get_input.unknown_name" => {
+                mcall(m, "get_input", &[V::Str(c"nope".as_ptr())]).map(|(v, c)| release(v, c))
+            }
             "mod.load_params.int" => mcall(m, "load_params", &[V::Int(3)]).map(drop),
             "mod.load_params.garbage" => {
                 let junk = bytes_arg(b"garbage, not a params blob");
@@ -1290,7 +1340,9 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
             }
             "mod.get_input_index.int" => mcall(m, "get_input_index", &[V::Int(0)]).map(drop),
             "mod.get_output_index.int" => mcall(m, "get_output_index", &[V::Int(0)]).map(drop),
-            "mod.debug_get_output.out_of_range" => mcall(m, "debug_get_output", &[V::Int(99)]).map(|(v, c)| release(v, c)),
+            "mod.debug_get_output.out_of_range" => {
+                mcall(m, "debug_get_output", &[V::Int(99)]).map(|(v, c)| release(v, c))
+            }
             "mod.debug_get_output.negative" => mcall(m, "debug_get_output", &[V::Int(-1)]).map(|(v, c)| release(v, c)),
             "mod.debug_get_output.unknown_name" => {
                 mcall(m, "debug_get_output", &[V::Str(c"nope".as_ptr())]).map(|(v, c)| release(v, c))
@@ -1307,7 +1359,8 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
                 pcall(ctx.create.0, &[V::Str(json), V::Obj(kern, tc::MODULE_HANDLE)]).map(|(v, c)| release(v, c))
             }
             "global.create.json_is_int" => {
-                pcall(ctx.create.0, &[V::Int(1), V::Obj(kern, tc::MODULE_HANDLE), V::Int(1), V::Int(0)]).map(|(v, c)| release(v, c))
+                pcall(ctx.create.0, &[V::Int(1), V::Obj(kern, tc::MODULE_HANDLE), V::Int(1), V::Int(0)])
+                    .map(|(v, c)| release(v, c))
             }
             "global.create.module_is_int" => {
                 pcall(ctx.create.0, &[V::Str(json), V::Int(7), V::Int(1), V::Int(0)]).map(|(v, c)| release(v, c))
@@ -1321,36 +1374,52 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
                 &[V::Str(json), V::Obj(kern, tc::MODULE_HANDLE), V::Str(c"cpu".as_ptr()), V::Int(0)],
             )
             .map(|(v, c)| release(v, c)),
-            "global.create.odd_device_args" => pcall(
-                ctx.create.0,
-                &[V::Str(json), V::Obj(kern, tc::MODULE_HANDLE), V::Int(1), V::Int(0), V::Int(1)],
-            )
-            .map(|(v, c)| release(v, c)),
+            "global.create.odd_device_args" => {
+                pcall(ctx.create.0, &[V::Str(json), V::Obj(kern, tc::MODULE_HANDLE), V::Int(1), V::Int(0), V::Int(1)])
+                    .map(|(v, c)| release(v, c))
+            }
             "global.create.device_cuda" => {
                 pcall(ctx.create.0, &[V::Str(json), V::Obj(kern, tc::MODULE_HANDLE), V::Int(2), V::Int(0)])
                     .map(|(v, c)| release(v, c))
             }
-            "global.factory_default.int_device" => mcall(ctx.factory.0, "default", &[V::Int(1)]).map(|(v, c)| release(v, c)),
+            "global.factory_default.int_device" => {
+                mcall(ctx.factory.0, "default", &[V::Int(1)]).map(|(v, c)| release(v, c))
+            }
             "global.factory_default.no_devices" => mcall(ctx.factory.0, "default", &[]).map(|(v, c)| release(v, c)),
-            "global.factory_default.cuda" => mcall(ctx.factory.0, "default", &[V::Dev(CUDA)]).map(|(v, c)| release(v, c)),
+            "global.factory_default.cuda" => {
+                mcall(ctx.factory.0, "default", &[V::Dev(CUDA)]).map(|(v, c)| release(v, c))
+            }
             "global.factory_debug_create.wrong_name" => {
-                mcall(ctx.factory.0, "debug_create", &[V::Str(c"other".as_ptr()), V::Dev(CPU)]).map(|(v, c)| release(v, c))
+                mcall(ctx.factory.0, "debug_create", &[V::Str(c"other".as_ptr()), V::Dev(CPU)])
+                    .map(|(v, c)| release(v, c))
             }
             "global.load_params.int" => pcall(ctx.load_params.0, &[V::Int(1)]).map(|(v, c)| release(v, c)),
             "global.load_params.no_args" => pcall(ctx.load_params.0, &[]).map(|(v, c)| release(v, c)),
             // ---- TVMFunc* ----
-            "funccall.null_func" | "funccall.null_ret_val" | "funccall.null_ret_type_code" | "funccall.null_arg_arrays"
-            | "funccall.negative_num_args" | "funccall.module_as_func" => {
+            "funccall.null_func"
+            | "funccall.null_ret_val"
+            | "funccall.null_ret_type_code"
+            | "funccall.null_arg_arrays"
+            | "funccall.negative_num_args"
+            | "funccall.module_as_func" => {
                 let mut ret = TVMValue::null();
                 let mut code = 0;
                 let mut v = [TVMValue { v_int64: 1 }];
                 let mut c = [tc::INT];
                 let rc = match recipe {
-                    "funccall.null_func" => TVMFuncCall(null_mut(), v.as_mut_ptr(), c.as_mut_ptr(), 1, &mut ret, &mut code),
-                    "funccall.null_ret_val" => TVMFuncCall(func, v.as_mut_ptr(), c.as_mut_ptr(), 1, null_mut(), &mut code),
-                    "funccall.null_ret_type_code" => TVMFuncCall(func, v.as_mut_ptr(), c.as_mut_ptr(), 1, &mut ret, null_mut()),
+                    "funccall.null_func" => {
+                        TVMFuncCall(null_mut(), v.as_mut_ptr(), c.as_mut_ptr(), 1, &mut ret, &mut code)
+                    }
+                    "funccall.null_ret_val" => {
+                        TVMFuncCall(func, v.as_mut_ptr(), c.as_mut_ptr(), 1, null_mut(), &mut code)
+                    }
+                    "funccall.null_ret_type_code" => {
+                        TVMFuncCall(func, v.as_mut_ptr(), c.as_mut_ptr(), 1, &mut ret, null_mut())
+                    }
                     "funccall.null_arg_arrays" => TVMFuncCall(func, null_mut(), null_mut(), 2, &mut ret, &mut code),
-                    "funccall.negative_num_args" => TVMFuncCall(func, v.as_mut_ptr(), c.as_mut_ptr(), -1, &mut ret, &mut code),
+                    "funccall.negative_num_args" => {
+                        TVMFuncCall(func, v.as_mut_ptr(), c.as_mut_ptr(), -1, &mut ret, &mut code)
+                    }
                     _ => TVMFuncCall(kern, v.as_mut_ptr(), c.as_mut_ptr(), 1, &mut ret, &mut code),
                 };
                 st(rc)
@@ -1359,16 +1428,20 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
             "funcfree.null_is_noop" => st(TVMFuncFree(null_mut())),
             "getglobal.null_name" => st(TVMFuncGetGlobal(null(), &mut h)),
             "getglobal.null_out" => st(TVMFuncGetGlobal(c"runtime.LoadParams".as_ptr(), null_mut())),
-            "getglobal.unknown_is_null" => st(TVMFuncGetGlobal(c"corpus.no.such.global".as_ptr(), &mut h)).and_then(|_| {
-                if h.is_null() {
-                    Ok(())
-                } else {
-                    Err(harness("TVMFuncGetGlobal found an unknown name"))
-                }
-            }),
+            "getglobal.unknown_is_null" => {
+                st(TVMFuncGetGlobal(c"corpus.no.such.global".as_ptr(), &mut h)).and_then(|_| {
+                    if h.is_null() {
+                        Ok(())
+                    } else {
+                        Err(harness("TVMFuncGetGlobal found an unknown name"))
+                    }
+                })
+            }
             "registerglobal.null_name" => st(TVMFuncRegisterGlobal(null(), func, 0)),
             "registerglobal.null_func" => st(TVMFuncRegisterGlobal(c"corpus.never".as_ptr(), null_mut(), 0)),
-            "registerglobal.existing_without_override" => st(TVMFuncRegisterGlobal(c"runtime.LoadParams".as_ptr(), func, 0)),
+            "registerglobal.existing_without_override" => {
+                st(TVMFuncRegisterGlobal(c"runtime.LoadParams".as_ptr(), func, 0))
+            }
             "registerglobal.module_as_func" => st(TVMFuncRegisterGlobal(c"corpus.never".as_ptr(), kern, 0)),
             "createfromcfunc.null_func" => st(TVMFuncCreateFromCFunc(None, null_mut(), None, &mut h)),
             "createfromcfunc.null_out" => st(TVMFuncCreateFromCFunc(Some(noop_cfunc), null_mut(), None, null_mut())),
@@ -1399,16 +1472,17 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
                 st(TVMCbArgToReturn(&mut v, null_mut()))
             }
             "funccall.str_arg_null_pointer" => pcall(ctx.load_params.0, &[V::Str(null())]).map(|(v, c)| release(v, c)),
-            "funccall.bytes_arg_null_pointer" => pcall(ctx.load_params.0, &[V::Bytes(null())]).map(|(v, c)| release(v, c)),
+            "funccall.bytes_arg_null_pointer" => {
+                pcall(ctx.load_params.0, &[V::Bytes(null())]).map(|(v, c)| release(v, c))
+            }
             "funccall.bytes_arg_null_data" => {
                 let arr = TVMByteArray { data: null(), size: 4 };
                 pcall(ctx.load_params.0, &[V::Bytes(&arr)]).map(|(v, c)| release(v, c))
             }
-            "funccall.unknown_type_code" => pcall(
-                ctx.create.0,
-                &[V::Obj(null_mut(), 99), V::Obj(kern, tc::MODULE_HANDLE), V::Int(1), V::Int(0)],
-            )
-            .map(|(v, c)| release(v, c)),
+            "funccall.unknown_type_code" => {
+                pcall(ctx.create.0, &[V::Obj(null_mut(), 99), V::Obj(kern, tc::MODULE_HANDLE), V::Int(1), V::Int(0)])
+                    .map(|(v, c)| release(v, c))
+            }
             "cbargtoreturn.null_value" => {
                 let mut c = tc::INT;
                 st(TVMCbArgToReturn(null_mut(), &mut c))
@@ -1418,14 +1492,18 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
             "modload.null_out" => st(TVMModLoadFromFile(c"/nonexistent/corpus.so".as_ptr(), c"".as_ptr(), null_mut())),
             "modload.missing_file" => st(TVMModLoadFromFile(c"/nonexistent/corpus.so".as_ptr(), c"".as_ptr(), &mut h)),
             "modload.no_extension" => st(TVMModLoadFromFile(c"/nonexistent/corpus".as_ptr(), c"".as_ptr(), &mut h)),
-            "modload.unknown_format" => st(TVMModLoadFromFile(c"/nonexistent/corpus.xyz".as_ptr(), c"".as_ptr(), &mut h)),
+            "modload.unknown_format" => {
+                st(TVMModLoadFromFile(c"/nonexistent/corpus.xyz".as_ptr(), c"".as_ptr(), &mut h))
+            }
             "modload.not_elf" => {
                 let p = work_dir().join("not_elf.so");
                 std::fs::write(&p, b"this is not an ELF file\n".repeat(16)).unwrap();
                 let p = CString::new(p.to_str().unwrap()).unwrap();
                 st(TVMModLoadFromFile(p.as_ptr(), c"".as_ptr(), &mut h))
             }
-            "modload.format_not_utf8" => st(TVMModLoadFromFile(c"/nonexistent/corpus.so".as_ptr(), c"s\xffo".as_ptr(), &mut h)),
+            "modload.format_not_utf8" => {
+                st(TVMModLoadFromFile(c"/nonexistent/corpus.so".as_ptr(), c"s\xffo".as_ptr(), &mut h))
+            }
             "modgetfunc.null_mod" => st(TVMModGetFunction(null_mut(), c"run".as_ptr(), 1, &mut h)),
             "modgetfunc.null_name" => st(TVMModGetFunction(m, null(), 1, &mut h)),
             "modgetfunc.null_out" => st(TVMModGetFunction(m, c"run".as_ptr(), 1, null_mut())),
@@ -1445,17 +1523,25 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
                         Err(harness("default(cpu) did not return a module"))
                     }
                 };
-                make().and_then(|a| make().and_then(|b| {
-                    st(TVMModImport(a.0, b.0))?;
-                    st(TVMModImport(b.0, a.0))
-                }))
+                make().and_then(|a| {
+                    make().and_then(|b| {
+                        st(TVMModImport(a.0, b.0))?;
+                        st(TVMModImport(b.0, a.0))
+                    })
+                })
             }
             "modfree.func_handle" => st(TVMModFree(func)),
             "modfree.null_is_noop" => st(TVMModFree(null_mut())),
             // ---- TVMArray* ----
             "arrayalloc.null_out" => st(TVMArrayAlloc([2i64, 3].as_ptr(), 2, 2, 32, 1, 1, 0, null_mut())),
-            "arrayalloc.null_shape" | "arrayalloc.negative_ndim" | "arrayalloc.bits_12" | "arrayalloc.zero_lanes"
-            | "arrayalloc.negative_dim" | "arrayalloc.overflow" | "arrayalloc.too_large" | "arrayalloc.device_cuda"
+            "arrayalloc.null_shape"
+            | "arrayalloc.negative_ndim"
+            | "arrayalloc.bits_12"
+            | "arrayalloc.zero_lanes"
+            | "arrayalloc.negative_dim"
+            | "arrayalloc.overflow"
+            | "arrayalloc.too_large"
+            | "arrayalloc.device_cuda"
             | "arrayalloc.dtype_code_300" => {
                 let mut out: *mut DLTensor = null_mut();
                 let s23 = [2i64, 3];
@@ -1486,10 +1572,21 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
                 let mut fake = Fake { header: [0; 2], t: *t.ptr() };
                 st(TVMArrayFree(&mut fake.t))
             }
-            "copyfrombytes.null_handle" | "copyfrombytes.null_data" | "copyfrombytes.size_mismatch" | "copytobytes.null_handle"
-            | "copytobytes.null_data" | "copytobytes.size_mismatch" | "copyfromto.null_from" | "copyfromto.null_to"
-            | "copyfromto.size_mismatch" | "todlpack.null_from" | "todlpack.null_out" | "fromdlpack.null_from"
-            | "fromdlpack.null_out" | "arraytypeindex.null_handle" | "arraytypeindex.null_out" => {
+            "copyfrombytes.null_handle"
+            | "copyfrombytes.null_data"
+            | "copyfrombytes.size_mismatch"
+            | "copytobytes.null_handle"
+            | "copytobytes.null_data"
+            | "copytobytes.size_mismatch"
+            | "copyfromto.null_from"
+            | "copyfromto.null_to"
+            | "copyfromto.size_mismatch"
+            | "todlpack.null_from"
+            | "todlpack.null_out"
+            | "fromdlpack.null_from"
+            | "fromdlpack.null_out"
+            | "arraytypeindex.null_handle"
+            | "arraytypeindex.null_out" => {
                 let mut a: *mut DLTensor = null_mut();
                 let mut b: *mut DLTensor = null_mut();
                 st(TVMArrayAlloc([2i64, 3].as_ptr(), 2, 2, 32, 1, 1, 0, &mut a)).unwrap();

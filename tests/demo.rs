@@ -119,8 +119,7 @@ fn two_executors_from_one_factory_run_concurrently() {
 fn storage_plan_reuses_slots_like_tvm() {
     let g: serde_json::Value = serde_json::from_str(&model::graph_json()).unwrap();
     let names: Vec<&str> = g["nodes"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
-    let sids: Vec<i64> =
-        g["attrs"]["storage_id"][1].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+    let sids: Vec<i64> = g["attrs"]["storage_id"][1].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
     assert_eq!(g["attrs"]["storage_id"][0], "list_int");
     assert_eq!(names.len(), sids.len());
     let sid = |name: &str| sids[names.iter().position(|n| *n == name).unwrap()];
@@ -150,7 +149,11 @@ fn kernel_argument_checks_reach_the_caller() {
         // SAFETY: live function; arrays of equal length.
         let rc =
             unsafe { TVMFuncCall(f, args.as_mut_ptr(), codes.as_mut_ptr(), args.len() as i32, &mut ret, &mut code) };
-        if rc == 0 { Ok(()) } else { Err(capi::last_error()) }
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(capi::last_error())
+        }
     };
     let mut x = vec![0.5f32; 10];
     let mut y = vec![0f32; 10];

@@ -7,32 +7,69 @@ use std::process::Command;
 
 /// The 56 `TVM*` functions exported by TVM 0.18's libtvm_runtime.so.
 const TVM_EXPORTS: &[&str] = &[
-    "TVMAPISetLastError", "TVMAPISetLastPythonError", "TVMArrayAlloc", "TVMArrayCopyFromBytes",
-    "TVMArrayCopyFromTo", "TVMArrayCopyToBytes", "TVMArrayFree", "TVMArrayFromDLPack",
-    "TVMArrayGetTypeIndex", "TVMArrayToDLPack", "TVMBackendAllocWorkspace",
-    "TVMBackendAnyListMoveFromPackedReturn", "TVMBackendAnyListResetItem",
-    "TVMBackendAnyListSetPackedArg", "TVMBackendFreeWorkspace", "TVMBackendGetFuncFromEnv",
-    "TVMBackendParallelBarrier", "TVMBackendParallelLaunch", "TVMBackendRegisterEnvCAPI",
-    "TVMBackendRegisterSystemLibSymbol", "TVMBackendRunOnce", "TVMByteArrayFree",
-    "TVMCFuncSetReturn", "TVMCbArgToReturn", "TVMDLManagedTensorCallDeleter",
-    "TVMDeviceAllocDataSpace", "TVMDeviceAllocDataSpaceWithScope", "TVMDeviceCopyDataFromTo",
-    "TVMDeviceFreeDataSpace", "TVMDropLastPythonError", "TVMFuncCall", "TVMFuncCreateFromCFunc",
-    "TVMFuncFree", "TVMFuncGetGlobal", "TVMFuncListGlobalNames", "TVMFuncRegisterGlobal",
-    "TVMFuncRemoveGlobal", "TVMGetLastBacktrace", "TVMGetLastError", "TVMGetLastPythonError",
-    "TVMModFree", "TVMModGetFunction", "TVMModImport", "TVMModLoadFromFile", "TVMObjectDerivedFrom",
-    "TVMObjectFree", "TVMObjectGetTypeIndex", "TVMObjectRetain", "TVMObjectTypeIndex2Key",
-    "TVMObjectTypeKey2Index", "TVMSetStream", "TVMStreamCreate", "TVMStreamFree",
-    "TVMStreamStreamSynchronize", "TVMSynchronize", "TVMThrowLastError",
+    "TVMAPISetLastError",
+    "TVMAPISetLastPythonError",
+    "TVMArrayAlloc",
+    "TVMArrayCopyFromBytes",
+    "TVMArrayCopyFromTo",
+    "TVMArrayCopyToBytes",
+    "TVMArrayFree",
+    "TVMArrayFromDLPack",
+    "TVMArrayGetTypeIndex",
+    "TVMArrayToDLPack",
+    "TVMBackendAllocWorkspace",
+    "TVMBackendAnyListMoveFromPackedReturn",
+    "TVMBackendAnyListResetItem",
+    "TVMBackendAnyListSetPackedArg",
+    "TVMBackendFreeWorkspace",
+    "TVMBackendGetFuncFromEnv",
+    "TVMBackendParallelBarrier",
+    "TVMBackendParallelLaunch",
+    "TVMBackendRegisterEnvCAPI",
+    "TVMBackendRegisterSystemLibSymbol",
+    "TVMBackendRunOnce",
+    "TVMByteArrayFree",
+    "TVMCFuncSetReturn",
+    "TVMCbArgToReturn",
+    "TVMDLManagedTensorCallDeleter",
+    "TVMDeviceAllocDataSpace",
+    "TVMDeviceAllocDataSpaceWithScope",
+    "TVMDeviceCopyDataFromTo",
+    "TVMDeviceFreeDataSpace",
+    "TVMDropLastPythonError",
+    "TVMFuncCall",
+    "TVMFuncCreateFromCFunc",
+    "TVMFuncFree",
+    "TVMFuncGetGlobal",
+    "TVMFuncListGlobalNames",
+    "TVMFuncRegisterGlobal",
+    "TVMFuncRemoveGlobal",
+    "TVMGetLastBacktrace",
+    "TVMGetLastError",
+    "TVMGetLastPythonError",
+    "TVMModFree",
+    "TVMModGetFunction",
+    "TVMModImport",
+    "TVMModLoadFromFile",
+    "TVMObjectDerivedFrom",
+    "TVMObjectFree",
+    "TVMObjectGetTypeIndex",
+    "TVMObjectRetain",
+    "TVMObjectTypeIndex2Key",
+    "TVMObjectTypeKey2Index",
+    "TVMSetStream",
+    "TVMStreamCreate",
+    "TVMStreamFree",
+    "TVMStreamStreamSynchronize",
+    "TVMSynchronize",
+    "TVMThrowLastError",
 ];
 
 fn dynamic_symbols() -> Vec<String> {
     let so = library_dir().join("libtvm_runtime.so");
     assert!(so.exists(), "{} was not built", so.display());
-    let out = Command::new("nm")
-        .args(["-D", "--defined-only"])
-        .arg(&so)
-        .output()
-        .expect("`nm` (binutils) must be installed");
+    let out =
+        Command::new("nm").args(["-D", "--defined-only"]).arg(&so).output().expect("`nm` (binutils) must be installed");
     assert!(out.status.success(), "nm failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -89,8 +126,13 @@ fn library_can_be_opened_twice_and_beside_another_copy() {
     std::fs::create_dir_all(&dir).unwrap();
     let copy = dir.join("libtvm_runtime_copy.so");
     std::fs::copy(&so, &copy).unwrap();
-    let c = unsafe { libloading::os::unix::Library::open(Some(&copy), libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL) }
-        .unwrap();
+    let c = unsafe {
+        libloading::os::unix::Library::open(
+            Some(&copy),
+            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL,
+        )
+    }
+    .unwrap();
     use_library(&libloading::Library::from(c));
     drop(b);
     use_library(&a);

@@ -301,7 +301,10 @@ fn failures_on_some_threads_leave_other_threads_alone() {
                     match (i + t) % 4 {
                         0 => {
                             let e = expect_failure(run(&g, &input_with(i, t, -(t as f32) - 1.0)), "negative");
-                            assert_contains(&e, &["node `double_node`", &format!("negative input {} at index {t}", -(t as f32) - 1.0)]);
+                            assert_contains(
+                                &e,
+                                &["node `double_node`", &format!("negative input {} at index {t}", -(t as f32) - 1.0)],
+                            );
                             failures += 1;
                         }
                         1 => {
@@ -329,8 +332,11 @@ fn module_api_run_fails_and_recovers() {
     let (m, code) = call(&get_function(&f, "default").unwrap(), &[Arg::Device(DLDevice::cpu(0))]).unwrap();
     assert_eq!(code, tc::MODULE_HANDLE);
     let m = Mod(unsafe { m.v_handle });
-    let (set_input, run_f, get_output) =
-        (get_function(&m, "set_input").unwrap(), get_function(&m, "run").unwrap(), get_function(&m, "get_output").unwrap());
+    let (set_input, run_f, get_output) = (
+        get_function(&m, "set_input").unwrap(),
+        get_function(&m, "run").unwrap(),
+        get_function(&m, "get_output").unwrap(),
+    );
     let go = |x: &[f32]| -> Result<Vec<f32>, String> {
         let mut t = HostTensor::new(&SHAPE, x);
         call(&set_input, &[Arg::Str("x"), Arg::Tensor(t.ptr())]).unwrap();
@@ -489,8 +495,11 @@ fn panic_in_a_rust_kernel_through_a_factory_and_the_module_api() {
 
     let (e, _) = call(&get_function(&fac, "default").unwrap(), &[Arg::Device(DLDevice::cpu(0))]).unwrap();
     let e = Mod(unsafe { e.v_handle });
-    let (set_input, run_f, get_output) =
-        (get_function(&e, "set_input").unwrap(), get_function(&e, "run").unwrap(), get_function(&e, "get_output").unwrap());
+    let (set_input, run_f, get_output) = (
+        get_function(&e, "set_input").unwrap(),
+        get_function(&e, "run").unwrap(),
+        get_function(&e, "get_output").unwrap(),
+    );
     panic_checks(&|x| {
         let mut t = HostTensor::new(&SHAPE, x);
         call(&set_input, &[Arg::Str("x"), Arg::Tensor(t.ptr())]).unwrap();
@@ -508,8 +517,11 @@ fn panic_in_a_rust_kernel_through_a_factory_and_the_module_api() {
     )
     .unwrap();
     let e = Mod(unsafe { e.v_handle });
-    let (set_input, run_f, get_output) =
-        (get_function(&e, "set_input").unwrap(), get_function(&e, "run").unwrap(), get_function(&e, "get_output").unwrap());
+    let (set_input, run_f, get_output) = (
+        get_function(&e, "set_input").unwrap(),
+        get_function(&e, "run").unwrap(),
+        get_function(&e, "get_output").unwrap(),
+    );
     panic_checks(&|x| {
         let mut t = HostTensor::new(&SHAPE, x);
         call(&set_input, &[Arg::Str("x"), Arg::Tensor(t.ptr())]).unwrap();

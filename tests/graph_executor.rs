@@ -244,7 +244,8 @@ fn module_functions_of_the_executor() {
     assert_eq!(unsafe { i.v_int64 }, -1);
     let mut x = x_input();
     // run_from_inputs returns the outputs as an array.
-    let (arr, code) = call(&f("run_from_inputs"), &[Arg::Int(1), Arg::Int(0), Arg::Str("x"), Arg::Tensor(x.ptr())]).unwrap();
+    let (arr, code) =
+        call(&f("run_from_inputs"), &[Arg::Int(1), Arg::Int(0), Arg::Str("x"), Arg::Tensor(x.ptr())]).unwrap();
     assert_eq!(code, tc::OBJECT_HANDLE);
     let arr = unsafe { arr.v_handle };
     let (size, _) = call(&global("runtime.ArraySize"), &[Arg::Object(arr)]).unwrap();
@@ -264,7 +265,8 @@ fn module_functions_of_the_executor() {
     ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(o.v_handle as *mut _) });
     // get_input_info lists only the data input.
     let (info, _) = call(&f("get_input_info"), &[]).unwrap();
-    let (shapes, _) = call(&global("runtime.MapGetItem"), &[Arg::Object(unsafe { info.v_handle }), Arg::Str("shape")]).unwrap();
+    let (shapes, _) =
+        call(&global("runtime.MapGetItem"), &[Arg::Object(unsafe { info.v_handle }), Arg::Str("shape")]).unwrap();
     let (n, _) = call(&global("runtime.MapSize"), &[Arg::Object(unsafe { shapes.v_handle })]).unwrap();
     assert_eq!(unsafe { n.v_int64 }, 1);
     ok(unsafe { tvm_runtime::ffi::object::TVMObjectFree(shapes.v_handle) });
@@ -290,7 +292,10 @@ fn profile_as_table_and_chrome_trace() {
     let mut text: *const c_char = std::ptr::null();
     ok(unsafe { TVMGraphExecutorProfile(g.0, 0, &mut text) });
     let table = unsafe { CStr::from_ptr(text) }.to_str().unwrap().to_string();
-    assert!(table.contains("tvmgen_default_fused_nn_contrib_dense_pack_add_nn_relu") && table.contains("over 2 ops"), "{table}");
+    assert!(
+        table.contains("tvmgen_default_fused_nn_contrib_dense_pack_add_nn_relu") && table.contains("over 2 ops"),
+        "{table}"
+    );
     ok(unsafe { TVMGraphExecutorProfile(g.0, 1, &mut text) });
     let trace: serde_json::Value = serde_json::from_str(unsafe { CStr::from_ptr(text) }.to_str().unwrap()).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();

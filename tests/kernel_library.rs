@@ -113,11 +113,7 @@ fn malformed_blobs_are_errors_naming_the_problem() {
     let mut huge_count = good.clone();
     huge_count[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
     cases.push(("huge_count", huge_count, "module count is 18446744073709551615"));
-    cases.push((
-        "bad_tree",
-        write_import_tree(&[BlobEntry::Lib], &[0, 5], &[0]),
-        "not a valid CSR index",
-    ));
+    cases.push(("bad_tree", write_import_tree(&[BlobEntry::Lib], &[0, 5], &[0]), "not a valid CSR index"));
     cases.push(("cycle", write_import_tree(&[BlobEntry::Lib], &[0, 1], &[0]), "cycle"));
     let mut inner_len = good.clone();
     inner_len[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes()); // type key length

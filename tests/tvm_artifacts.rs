@@ -100,7 +100,11 @@ fn factory_blob_round_trips_byte_for_byte() {
         let json = unsafe { std::ffi::CStr::from_ptr(json.v_str) }.to_str().unwrap().to_string();
         assert_eq!(json.as_bytes(), &tvm_data(model, "graph.json")[..], "{model}");
         // Re-serializing the factory reproduces TVM's payload.
-        let m = unsafe { tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::module::ModuleObj>::from_borrowed(lib.0 as *mut _) };
+        let m = unsafe {
+            tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::module::ModuleObj>::from_borrowed(
+                lib.0 as *mut _,
+            )
+        };
         let f = m.node().as_any().downcast_ref::<GraphExecutorFactory>().unwrap();
         let payload = f.save_binary().unwrap();
         let key = b"GraphExecutorFactory";

@@ -87,12 +87,22 @@ pub struct Stat {
 /// Measure every side in the same run, interleaved: `rounds` rounds, each running every side
 /// for `samples_per_round` samples of about `sample_time`, after a warm-up. Returns the median
 /// ns per call of each side over all its samples.
-pub fn compare(sides: &mut [&mut dyn FnMut()], sample_time: Duration, rounds: usize, samples_per_round: usize) -> Vec<f64> {
+pub fn compare(
+    sides: &mut [&mut dyn FnMut()],
+    sample_time: Duration,
+    rounds: usize,
+    samples_per_round: usize,
+) -> Vec<f64> {
     compare_stats(sides, sample_time, rounds, samples_per_round).iter().map(|s| s.median).collect()
 }
 
 /// [`compare`] with the fastest sample of each side too (the least disturbed by other load).
-pub fn compare_stats(sides: &mut [&mut dyn FnMut()], sample_time: Duration, rounds: usize, samples_per_round: usize) -> Vec<Stat> {
+pub fn compare_stats(
+    sides: &mut [&mut dyn FnMut()],
+    sample_time: Duration,
+    rounds: usize,
+    samples_per_round: usize,
+) -> Vec<Stat> {
     let iters: Vec<u64> = sides
         .iter_mut()
         .map(|f| {
@@ -155,7 +165,11 @@ pub fn peer_paths() -> Result<(PathBuf, Vec<PathBuf>), String> {
             Ok(d) => d.split(':').filter(|s| !s.is_empty()).map(PathBuf::from).collect(),
             Err(_) => {
                 // <site-packages>/tvm/lib/libtvm_runtime.so -> <site-packages>/tvm_ffi/lib/
-                let guess = lib.parent().and_then(Path::parent).and_then(Path::parent).map(|p| p.join("tvm_ffi/lib/libtvm_ffi.so"));
+                let guess = lib
+                    .parent()
+                    .and_then(Path::parent)
+                    .and_then(Path::parent)
+                    .map(|p| p.join("tvm_ffi/lib/libtvm_ffi.so"));
                 guess.filter(|p| p.is_file()).into_iter().collect()
             }
         };
@@ -200,18 +214,21 @@ pub fn load_peer_library() -> Result<(libloading::os::unix::Library, PathBuf), S
     }
     for dep in &deps {
         // SAFETY: loading TVM's own libraries; their initializers only register functions.
-        let d = unsafe { Library::open(Some(dep), RTLD_NOW | RTLD_GLOBAL) }.map_err(|e| format!("dlopen {}: {e}", dep.display()))?;
+        let d = unsafe { Library::open(Some(dep), RTLD_NOW | RTLD_GLOBAL) }
+            .map_err(|e| format!("dlopen {}: {e}", dep.display()))?;
         std::mem::forget(d);
     }
     // SAFETY: as above.
-    let l = unsafe { Library::open(Some(&lib), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| format!("dlopen {}: {e}", lib.display()))?;
+    let l = unsafe { Library::open(Some(&lib), RTLD_NOW | RTLD_LOCAL) }
+        .map_err(|e| format!("dlopen {}: {e}", lib.display()))?;
     Ok((l, lib))
 }
 
 /// "load average L over the last minute on N CPUs": other processes on the machine (a shared
 /// 2-core box) disturb timings, parallel ones most.
 pub fn load_note() -> String {
-    let load = std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| s.split_whitespace().next().map(String::from));
+    let load =
+        std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| s.split_whitespace().next().map(String::from));
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!("load average {} over the last minute on {cpus} CPUs", load.as_deref().unwrap_or("?"))
 }

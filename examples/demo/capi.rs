@@ -8,12 +8,12 @@ use std::ffi::{c_void, CStr, CString};
 use std::path::Path;
 use tvm_runtime::abi::{DLDataType, DLDevice, DLTensor};
 use tvm_runtime::ffi::error::TVMGetLastError;
+use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
 use tvm_runtime::ffi::graph_executor::{
     TVMGraphExecutor, TVMGraphExecutorCreate, TVMGraphExecutorCreateFromFactory, TVMGraphExecutorFree,
     TVMGraphExecutorGetOutput, TVMGraphExecutorLoadParams, TVMGraphExecutorProfile, TVMGraphExecutorRun,
     TVMGraphExecutorSetInput,
 };
-use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
 use tvm_runtime::ffi::module::{TVMModFree, TVMModLoadFromFile};
 
 /// The thread's last error message (`TVMGetLastError`).
@@ -124,10 +124,7 @@ impl Executor {
         let dev = DLDevice::cpu(0);
         let mut g: *mut TVMGraphExecutor = std::ptr::null_mut();
         // SAFETY: C string, live module handle, one device, valid out-pointer.
-        check(
-            unsafe { TVMGraphExecutorCreate(json.as_ptr(), kernels.0, &dev, 1, &mut g) },
-            "TVMGraphExecutorCreate",
-        )?;
+        check(unsafe { TVMGraphExecutorCreate(json.as_ptr(), kernels.0, &dev, 1, &mut g) }, "TVMGraphExecutorCreate")?;
         Ok(Executor(g))
     }
 

@@ -123,6 +123,5 @@ pub type TVMBackendPackedCFunc = unsafe extern "C" fn(
 ) -> c_int;
 
 /// One task of a parallel launch (`FTVMParallelLambda`).
-pub type FTVMParallelLambda = Option<
-    unsafe extern "C" fn(task_id: c_int, penv: *mut TVMParallelGroupEnv, cdata: *mut c_void) -> c_int,
->;
+pub type FTVMParallelLambda =
+    Option<unsafe extern "C" fn(task_id: c_int, penv: *mut TVMParallelGroupEnv, cdata: *mut c_void) -> c_int>;

@@ -28,7 +28,8 @@ pub unsafe extern "C" fn TVMArrayAlloc(
         let shape: &[i64] = if n == 0 { &[] } else { unsafe { std::slice::from_raw_parts(shape, n) } };
         let code = u8::try_from(dtype_code).map_err(|_| Error::value(format!("invalid dtype code {dtype_code}")))?;
         let bits = u8::try_from(dtype_bits).map_err(|_| Error::value(format!("invalid dtype bits {dtype_bits}")))?;
-        let lanes = u16::try_from(dtype_lanes).map_err(|_| Error::value(format!("invalid dtype lanes {dtype_lanes}")))?;
+        let lanes =
+            u16::try_from(dtype_lanes).map_err(|_| Error::value(format!("invalid dtype lanes {dtype_lanes}")))?;
         let dtype = DLDataType::new(code, bits, lanes);
         let arr = NDArray::empty(shape, dtype, DLDevice { device_type, device_id })?;
         let handle = arr.as_dltensor_ptr();
@@ -136,7 +137,7 @@ pub unsafe extern "C" fn TVMArrayToDLPack(from: *mut DLTensor, out: *mut *mut DL
             deleter: Some(dlpack_deleter),
         });
         let _ = arr.into_raw(); // the reference now belongs to the managed tensor
-        // SAFETY: checked non-NULL.
+                                // SAFETY: checked non-NULL.
         unsafe { *out = Box::into_raw(m) };
         Ok(0)
     })

@@ -25,7 +25,11 @@ pub(crate) fn context_functions() -> [(&'static str, *const c_void); 7] {
 /// library's `__tvm_module_ctx`), then among globals. `*out` is borrowed: do not free it; it
 /// stays valid while the module lives.
 #[no_mangle]
-pub unsafe extern "C" fn TVMBackendGetFuncFromEnv(mod_node: *mut c_void, func_name: *const c_char, out: *mut *mut c_void) -> c_int {
+pub unsafe extern "C" fn TVMBackendGetFuncFromEnv(
+    mod_node: *mut c_void,
+    func_name: *const c_char,
+    out: *mut *mut c_void,
+) -> c_int {
     ffi_boundary!("TVMBackendGetFuncFromEnv", {
         check_not_null!(mod_node, out);
         // SAFETY: C string argument (kernel contract).
@@ -99,7 +103,11 @@ pub unsafe extern "C" fn TVMBackendRegisterEnvCAPI(name: *const c_char, ptr: *mu
 /// Run `flambda(task_id, env, cdata)` for every task of a launch; `num_task == 0` means all
 /// workers. Returns -1 with the failing task's message if any task fails.
 #[no_mangle]
-pub unsafe extern "C" fn TVMBackendParallelLaunch(flambda: FTVMParallelLambda, cdata: *mut c_void, num_task: c_int) -> c_int {
+pub unsafe extern "C" fn TVMBackendParallelLaunch(
+    flambda: FTVMParallelLambda,
+    cdata: *mut c_void,
+    num_task: c_int,
+) -> c_int {
     ffi_boundary!("TVMBackendParallelLaunch", {
         backend::parallel_launch(flambda, cdata, num_task)?;
         Ok(0)
@@ -175,4 +183,3 @@ pub unsafe extern "C" fn TVMBackendAnyListMoveFromPackedReturn(
 ) -> c_int {
     ffi_boundary!("TVMBackendAnyListMoveFromPackedReturn", { Err(relax_only("TVMBackendAnyListMoveFromPackedReturn")) })
 }
-

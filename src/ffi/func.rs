@@ -345,4 +345,3 @@ pub unsafe extern "C" fn TVMByteArrayFree(arr: *mut TVMByteArray) -> c_int {
         Err(Error::value(format!("byte array {arr:p} was not allocated by this runtime")))
     })
 }
-

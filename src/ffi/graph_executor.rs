@@ -60,9 +60,9 @@ impl TVMGraphExecutor {
         match self.exec.try_lock() {
             Ok(g) => Ok(g),
             Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => Err(Error::runtime(
-                "graph executor is in use by another thread (use one executor per thread)",
-            )),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                Err(Error::runtime("graph executor is in use by another thread (use one executor per thread)"))
+            }
         }
     }
 }
@@ -129,11 +129,9 @@ pub unsafe extern "C" fn TVMGraphExecutorCreateFromFactory(
         // SAFETY: C arguments per the contract above.
         let m: Module = unsafe { super::module::module_arg(factory, "factory")? };
         let devices = unsafe { device_list(devices, num_devices)? };
-        let f = m
-            .node()
-            .as_any()
-            .downcast_ref::<GraphExecutorFactory>()
-            .ok_or_else(|| Error::type_error(format!("module of type `{}` is not a GraphExecutorFactory", m.type_key())))?;
+        let f = m.node().as_any().downcast_ref::<GraphExecutorFactory>().ok_or_else(|| {
+            Error::type_error(format!("module of type `{}` is not a GraphExecutorFactory", m.type_key()))
+        })?;
         let exec = Executor::new(f.plan(&m, devices)?)?;
         // SAFETY: checked non-NULL.
         unsafe { *out = publish(exec) };
@@ -143,7 +141,11 @@ pub unsafe extern "C" fn TVMGraphExecutorCreateFromFactory(
 
 /// Copy weights from a params blob (TVM's format) into the matching inputs.
 #[no_mangle]
-pub unsafe extern "C" fn TVMGraphExecutorLoadParams(g: *mut TVMGraphExecutor, data: *const c_void, size: usize) -> c_int {
+pub unsafe extern "C" fn TVMGraphExecutorLoadParams(
+    g: *mut TVMGraphExecutor,
+    data: *const c_void,
+    size: usize,
+) -> c_int {
     ffi_boundary!("TVMGraphExecutorLoadParams", {
         // SAFETY: `data` holds `size` bytes (caller contract).
         let g = handle(g)?;
@@ -158,7 +160,11 @@ pub unsafe extern "C" fn TVMGraphExecutorLoadParams(g: *mut TVMGraphExecutor, da
 
 /// Copy `data` into the input named `name` (dtype and shape must match).
 #[no_mangle]
-pub unsafe extern "C" fn TVMGraphExecutorSetInput(g: *mut TVMGraphExecutor, name: *const c_char, data: *const DLTensor) -> c_int {
+pub unsafe extern "C" fn TVMGraphExecutorSetInput(
+    g: *mut TVMGraphExecutor,
+    name: *const c_char,
+    data: *const DLTensor,
+) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetInput", {
         check_not_null!(data);
         // SAFETY: C string and tensor valid for the call (caller contract).
@@ -173,7 +179,11 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInput(g: *mut TVMGraphExecutor, name
 
 /// Copy `data` into input `index` (dtype and shape must match).
 #[no_mangle]
-pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(g: *mut TVMGraphExecutor, index: i32, data: *const DLTensor) -> c_int {
+pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(
+    g: *mut TVMGraphExecutor,
+    index: i32,
+    data: *const DLTensor,
+) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetInputByIndex", {
         check_not_null!(data);
         // SAFETY: the tensor is valid for the call (caller contract).
@@ -186,7 +196,11 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(g: *mut TVMGraphExecuto
 
 /// Use the caller's memory for input `index` (64-byte aligned; kept alive by the caller).
 #[no_mangle]
-pub unsafe extern "C" fn TVMGraphExecutorSetInputZeroCopy(g: *mut TVMGraphExecutor, index: i32, data: *const DLTensor) -> c_int {
+pub unsafe extern "C" fn TVMGraphExecutorSetInputZeroCopy(
+    g: *mut TVMGraphExecutor,
+    index: i32,
+    data: *const DLTensor,
+) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetInputZeroCopy", {
         check_not_null!(data);
         // SAFETY: the tensor is valid for the call (caller contract).
@@ -199,7 +213,11 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputZeroCopy(g: *mut TVMGraphExecut
 
 /// Write output `index` straight into the caller's memory on every run.
 #[no_mangle]
-pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(g: *mut TVMGraphExecutor, index: i32, data: *const DLTensor) -> c_int {
+pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(
+    g: *mut TVMGraphExecutor,
+    index: i32,
+    data: *const DLTensor,
+) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetOutputZeroCopy", {
         check_not_null!(data);
         // SAFETY: the tensor is valid for the call (caller contract).
@@ -258,7 +276,11 @@ pub unsafe extern "C" fn TVMGraphExecutorGetNumOutputs(g: *const TVMGraphExecuto
 
 /// Index of the input named `name`; an unknown name is an error listing the inputs.
 #[no_mangle]
-pub unsafe extern "C" fn TVMGraphExecutorGetInputIndex(g: *const TVMGraphExecutor, name: *const c_char, out: *mut i32) -> c_int {
+pub unsafe extern "C" fn TVMGraphExecutorGetInputIndex(
+    g: *const TVMGraphExecutor,
+    name: *const c_char,
+    out: *mut i32,
+) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetInputIndex", {
         check_not_null!(out);
         // SAFETY: C string valid for the call; checked out-pointer.
@@ -272,14 +294,21 @@ pub unsafe extern "C" fn TVMGraphExecutorGetInputIndex(g: *const TVMGraphExecuto
 
 /// Index of the output named `name` (`node` or `node:k`); unknown names are an error.
 #[no_mangle]
-pub unsafe extern "C" fn TVMGraphExecutorGetOutputIndex(g: *const TVMGraphExecutor, name: *const c_char, out: *mut i32) -> c_int {
+pub unsafe extern "C" fn TVMGraphExecutorGetOutputIndex(
+    g: *const TVMGraphExecutor,
+    name: *const c_char,
+    out: *mut i32,
+) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetOutputIndex", {
         check_not_null!(out);
         // SAFETY: C string valid for the call; checked out-pointer.
         let g = handle(g)?;
         let name = unsafe { c_str!(name)? };
         let e = g.lock()?;
-        let i = e.plan().output_index(name).ok_or_else(|| Error::attribute(format!("graph has no output named `{name}`")))?;
+        let i = e
+            .plan()
+            .output_index(name)
+            .ok_or_else(|| Error::attribute(format!("graph has no output named `{name}`")))?;
         unsafe { *out = i as i32 };
         Ok(0)
     })
@@ -304,13 +333,20 @@ fn fill_info(e: &Executor, eid: usize, name: &CString, is_param: bool, out: *mut
 
 /// Name, shape, dtype and size of input `index`, and whether it is a weight.
 #[no_mangle]
-pub unsafe extern "C" fn TVMGraphExecutorGetInputInfo(g: *const TVMGraphExecutor, index: i32, out: *mut TVMTensorInfo) -> c_int {
+pub unsafe extern "C" fn TVMGraphExecutorGetInputInfo(
+    g: *const TVMGraphExecutor,
+    index: i32,
+    out: *mut TVMTensorInfo,
+) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetInputInfo", {
         check_not_null!(out);
         let g = handle(g)?;
         let e = g.lock()?;
         let n = e.plan().num_inputs();
-        let i = usize::try_from(index).ok().filter(|&i| i < n).ok_or_else(|| Error::index(format!("input index {index} out of range (the graph has {n} inputs)")))?;
+        let i = usize::try_from(index)
+            .ok()
+            .filter(|&i| i < n)
+            .ok_or_else(|| Error::index(format!("input index {index} out of range (the graph has {n} inputs)")))?;
         let is_param = !e.data_inputs().contains(&i);
         fill_info(&e, e.plan().input_entry(i), &e.plan().input_cnames[i], is_param, out);
         Ok(0)
@@ -319,13 +355,20 @@ pub unsafe extern "C" fn TVMGraphExecutorGetInputInfo(g: *const TVMGraphExecutor
 
 /// Name, shape, dtype and size of output `index`.
 #[no_mangle]
-pub unsafe extern "C" fn TVMGraphExecutorGetOutputInfo(g: *const TVMGraphExecutor, index: i32, out: *mut TVMTensorInfo) -> c_int {
+pub unsafe extern "C" fn TVMGraphExecutorGetOutputInfo(
+    g: *const TVMGraphExecutor,
+    index: i32,
+    out: *mut TVMTensorInfo,
+) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetOutputInfo", {
         check_not_null!(out);
         let g = handle(g)?;
         let e = g.lock()?;
         let n = e.plan().num_outputs();
-        let i = usize::try_from(index).ok().filter(|&i| i < n).ok_or_else(|| Error::index(format!("output index {index} out of range (the graph has {n} outputs)")))?;
+        let i = usize::try_from(index)
+            .ok()
+            .filter(|&i| i < n)
+            .ok_or_else(|| Error::index(format!("output index {index} out of range (the graph has {n} outputs)")))?;
         fill_info(&e, e.plan().output_entry(i), &e.plan().output_cnames[i], false, out);
         Ok(0)
     })
@@ -334,7 +377,11 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutputInfo(g: *const TVMGraphExecuto
 /// Run once timing every op. `format` 0 gives a text table, 1 a Chrome trace (JSON for
 /// chrome://tracing or Perfetto). `*out` is owned by the executor until its next profile call.
 #[no_mangle]
-pub unsafe extern "C" fn TVMGraphExecutorProfile(g: *mut TVMGraphExecutor, format: c_int, out: *mut *const c_char) -> c_int {
+pub unsafe extern "C" fn TVMGraphExecutorProfile(
+    g: *mut TVMGraphExecutor,
+    format: c_int,
+    out: *mut *const c_char,
+) -> c_int {
     ffi_boundary!("TVMGraphExecutorProfile", {
         check_not_null!(out);
         let g = handle(g)?;
@@ -414,19 +461,31 @@ pub unsafe extern "C" fn TVMGraphExecutor_GetNumOutputs(executor: *mut TVMGraphE
 
 /// CRT name of `TVMGraphExecutorSetInput` (copies, with checks; errors go to the last error).
 #[no_mangle]
-pub unsafe extern "C" fn TVMGraphExecutor_SetInput(executor: *mut TVMGraphExecutor, name: *const c_char, data_in: *mut DLTensor) {
+pub unsafe extern "C" fn TVMGraphExecutor_SetInput(
+    executor: *mut TVMGraphExecutor,
+    name: *const c_char,
+    data_in: *mut DLTensor,
+) {
     TVMGraphExecutorSetInput(executor, name, data_in);
 }
 
 /// CRT name of `TVMGraphExecutorGetOutput`.
 #[no_mangle]
-pub unsafe extern "C" fn TVMGraphExecutor_GetOutput(executor: *mut TVMGraphExecutor, index: i32, out: *mut DLTensor) -> c_int {
+pub unsafe extern "C" fn TVMGraphExecutor_GetOutput(
+    executor: *mut TVMGraphExecutor,
+    index: i32,
+    out: *mut DLTensor,
+) -> c_int {
     TVMGraphExecutorGetOutput(executor, index, out)
 }
 
 /// CRT name of `TVMGraphExecutorLoadParams`.
 #[no_mangle]
-pub unsafe extern "C" fn TVMGraphExecutor_LoadParams(executor: *mut TVMGraphExecutor, param_blob: *const c_char, param_size: u32) -> c_int {
+pub unsafe extern "C" fn TVMGraphExecutor_LoadParams(
+    executor: *mut TVMGraphExecutor,
+    param_blob: *const c_char,
+    param_size: u32,
+) -> c_int {
     TVMGraphExecutorLoadParams(executor, param_blob as *const c_void, param_size as usize)
 }
 

@@ -17,7 +17,11 @@ pub(crate) unsafe fn module_arg(handle: *mut c_void, name: &str) -> Result<Modul
 /// Load a module from a file through `runtime.module.loadfile_<format>`; `format` NULL or ""
 /// means the file extension. `*out` is an owned handle.
 #[no_mangle]
-pub unsafe extern "C" fn TVMModLoadFromFile(file_name: *const c_char, format: *const c_char, out: *mut *mut c_void) -> c_int {
+pub unsafe extern "C" fn TVMModLoadFromFile(
+    file_name: *const c_char,
+    format: *const c_char,
+    out: *mut *mut c_void,
+) -> c_int {
     ffi_boundary!("TVMModLoadFromFile", {
         check_not_null!(out);
         // SAFETY: C string arguments (caller contract).
@@ -77,4 +81,3 @@ pub unsafe extern "C" fn TVMModFree(mod_: *mut c_void) -> c_int {
         Ok(0)
     })
 }
-

@@ -1,9 +1,9 @@
 //! Objects: refcounts and the type table.
 
+use crate::abi::DLTensor;
 use crate::runtime::error::Error;
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::object::{self, ObjectHeader};
-use crate::abi::DLTensor;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
 /// The type index of an object (read from its header).
@@ -77,7 +77,11 @@ pub unsafe extern "C" fn TVMObjectFree(obj: *mut c_void) -> c_int {
 
 /// Whether type `child_type_index` is `parent_type_index` or derives from it.
 #[no_mangle]
-pub unsafe extern "C" fn TVMObjectDerivedFrom(child_type_index: u32, parent_type_index: u32, is_derived: *mut c_int) -> c_int {
+pub unsafe extern "C" fn TVMObjectDerivedFrom(
+    child_type_index: u32,
+    parent_type_index: u32,
+    is_derived: *mut c_int,
+) -> c_int {
     ffi_boundary!("TVMObjectDerivedFrom", {
         check_not_null!(is_derived);
         let d = object::derived_from(child_type_index, parent_type_index)?;

@@ -174,7 +174,14 @@ impl Executor {
                 let generation = last_error_generation();
                 // SAFETY: as in `run_op`: `len` prebuilt DLTensor pointers into `self.tensors`.
                 let status = unsafe {
-                    f(args.add(op.start), codes.add(op.start), op.len as c_int, &mut rv, &mut rcode, std::ptr::null_mut())
+                    f(
+                        args.add(op.start),
+                        codes.add(op.start),
+                        op.len as c_int,
+                        &mut rv,
+                        &mut rcode,
+                        std::ptr::null_mut(),
+                    )
                 };
                 if status != 0 || rcode != tc::NULLPTR {
                     self.after_kernel(op.node_id, status, generation, rv, rcode)?;
@@ -191,9 +198,12 @@ impl Executor {
     #[inline(never)]
     fn after_kernel(&self, node_id: u32, status: c_int, generation: u64, rv: TVMValue, rcode: c_int) -> Result<()> {
         if status != 0 {
-            return Err(self.op_error(node_id, error_from_callee(generation, || {
-                Error::runtime(format!("kernel returned {status} without setting an error message"))
-            })));
+            return Err(self.op_error(
+                node_id,
+                error_from_callee(generation, || {
+                    Error::runtime(format!("kernel returned {status} without setting an error message"))
+                }),
+            ));
         }
         // SAFETY: kernel return values carry ownership of what they name.
         drop(unsafe { Value::adopt_c(rv, rcode) });
@@ -245,7 +255,10 @@ impl Executor {
             Call::Copy => {
                 // SAFETY: both arguments point into `self.tensors`.
                 let (a, b) = unsafe {
-                    (&*(self.args[op.start].v_handle as *const DLTensor), &*(self.args[op.start + 1].v_handle as *const DLTensor))
+                    (
+                        &*(self.args[op.start].v_handle as *const DLTensor),
+                        &*(self.args[op.start + 1].v_handle as *const DLTensor),
+                    )
                 };
                 copy_from_to(a, b, std::ptr::null_mut()).map_err(|e| self.op_error(op.node_id, e))?;
             }
@@ -359,7 +372,9 @@ impl Executor {
             return Err(Error::value(format!("{what}: data pointer is NULL")));
         }
         if addr % ALLOC_ALIGNMENT != 0 {
-            return Err(Error::value(format!("{what}: data must be {ALLOC_ALIGNMENT}-byte aligned, got address {addr:#x}")));
+            return Err(Error::value(format!(
+                "{what}: data must be {ALLOC_ALIGNMENT}-byte aligned, got address {addr:#x}"
+            )));
         }
         // Every entry sharing the slot will use the user's memory: it must be big enough.
         let sid = self.plan.graph.attrs.storage_id[eid];

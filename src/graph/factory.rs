@@ -101,7 +101,11 @@ impl ModuleNode for GraphExecutorFactory {
             }
             "remove_params" => PackedFunc::from_typed(move |_| {
                 let f = this2.node().as_any().downcast_ref::<GraphExecutorFactory>().expect("factory module");
-                let m = Module::from_node(GraphExecutorFactory::new(f.graph_json.clone(), Vec::new(), f.module_name.clone()));
+                let m = Module::from_node(GraphExecutorFactory::new(
+                    f.graph_json.clone(),
+                    Vec::new(),
+                    f.module_name.clone(),
+                ));
                 for imp in this2.imports() {
                     m.import(&imp)?;
                 }
@@ -111,7 +115,10 @@ impl ModuleNode for GraphExecutorFactory {
                 let f = this2.node().as_any().downcast_ref::<GraphExecutorFactory>().expect("factory module");
                 let name = args.string(0)?;
                 if name != f.module_name {
-                    return Err(Error::value(format!("debug_create: module name `{name}` differs from `{}`", f.module_name)));
+                    return Err(Error::value(format!(
+                        "debug_create: module name `{name}` differs from `{}`",
+                        f.module_name
+                    )));
                 }
                 let devices = devices_from_args(&args, 1)?;
                 Ok(Value::Module(executor_module(f.plan(&this2, &devices)?)?))

@@ -113,7 +113,9 @@ fn parse_op_attrs(obj: &Map<String, Json>, node: &str) -> Result<OpAttrs> {
     for (k, v) in obj {
         let s = attr_string(v, node, k)?;
         let num = |s: &str| -> Result<u32> {
-            s.trim().parse::<u32>().map_err(|_| err(format!("node `{node}`: attr `{k}` must be a non-negative integer, got `{s}`")))
+            s.trim()
+                .parse::<u32>()
+                .map_err(|_| err(format!("node `{node}`: attr `{k}` must be a non-negative integer, got `{s}`")))
         };
         match k.as_str() {
             "func_name" => {
@@ -154,8 +156,12 @@ fn parse_node(v: &Json, id: usize) -> Result<Node> {
     let mut control_deps = Vec::new();
     for (k, val) in obj {
         match k.as_str() {
-            "op" => op = Some(val.as_str().ok_or_else(|| err(format!("node {id}: `op` must be a string")))?.to_string()),
-            "name" => name = Some(val.as_str().ok_or_else(|| err(format!("node {id}: `name` must be a string")))?.to_string()),
+            "op" => {
+                op = Some(val.as_str().ok_or_else(|| err(format!("node {id}: `op` must be a string")))?.to_string())
+            }
+            "name" => {
+                name = Some(val.as_str().ok_or_else(|| err(format!("node {id}: `name` must be a string")))?.to_string())
+            }
             "inputs" => inputs = Some(val),
             "attrs" | "attr" => attrs = Some(val),
             "control_deps" => {
@@ -254,7 +260,9 @@ fn parse_attrs(v: &Json) -> Result<GraphAttrs> {
         let v = sc
             .iter()
             .enumerate()
-            .map(|(i, s)| s.as_str().map(str::to_string).ok_or_else(|| err(format!("attrs.storage_scope[{i}] must be a string"))))
+            .map(|(i, s)| {
+                s.as_str().map(str::to_string).ok_or_else(|| err(format!("attrs.storage_scope[{i}] must be a string")))
+            })
             .collect::<Result<Vec<_>>>()?;
         a.storage_scope = Some(v);
     }
@@ -337,7 +345,11 @@ impl Graph {
     fn validate(&self) -> Result<()> {
         let n = self.nodes.len();
         if self.node_row_ptr.len() != n + 1 {
-            return Err(err(format!("node_row_ptr has {} entries for {n} nodes (expected {})", self.node_row_ptr.len(), n + 1)));
+            return Err(err(format!(
+                "node_row_ptr has {} entries for {n} nodes (expected {})",
+                self.node_row_ptr.len(),
+                n + 1
+            )));
         }
         if self.node_row_ptr[0] != 0 {
             return Err(err(format!("node_row_ptr[0] must be 0, got {}", self.node_row_ptr[0])));
@@ -380,7 +392,10 @@ impl Graph {
                 }
                 _ => {
                     if outs != 1 {
-                        return Err(err(format!("input node `{}` must have 1 output, node_row_ptr gives {outs}", node.name)));
+                        return Err(err(format!(
+                            "input node `{}` must have 1 output, node_row_ptr gives {outs}",
+                            node.name
+                        )));
                     }
                     if !node.inputs.is_empty() {
                         return Err(err(format!("input node `{}` must not have inputs", node.name)));
@@ -411,7 +426,10 @@ impl Graph {
             }
         }
         for (i, &a_id) in self.arg_nodes.iter().enumerate() {
-            let node = self.nodes.get(a_id as usize).ok_or_else(|| err(format!("arg_nodes[{i}] = {a_id} is out of range ({n} nodes)")))?;
+            let node = self
+                .nodes
+                .get(a_id as usize)
+                .ok_or_else(|| err(format!("arg_nodes[{i}] = {a_id} is out of range ({n} nodes)")))?;
             if node.is_op() {
                 return Err(err(format!("arg_nodes[{i}] = {a_id} (`{}`) is an op, not an input", node.name)));
             }
@@ -422,8 +440,9 @@ impl Graph {
             }
         }
         for (eid, shape) in a.shape.iter().enumerate() {
-            data_size(shape, a.dltype[eid])
-                .map_err(|e| err(format!("entry {eid}: shape {shape:?} with dtype {}: {}", a.dltype[eid], e.detail())))?;
+            data_size(shape, a.dltype[eid]).map_err(|e| {
+                err(format!("entry {eid}: shape {shape:?} with dtype {}: {}", a.dltype[eid], e.detail()))
+            })?;
         }
         if let Some(dev) = &a.device_index {
             let mut sid_dev: BTreeMap<u32, (i32, usize)> = BTreeMap::new();
@@ -449,12 +468,15 @@ mod tests {
     use super::*;
 
     fn data(name: &str) -> String {
-        std::fs::read_to_string(format!("{}/tests/data/tvm-0.18/{name}/graph.json", env!("CARGO_MANIFEST_DIR"))).unwrap()
+        std::fs::read_to_string(format!("{}/tests/data/tvm-0.18/{name}/graph.json", env!("CARGO_MANIFEST_DIR")))
+            .unwrap()
     }
 
     #[test]
     fn parses_tvm_graphs() {
-        for (name, nodes) in [("mlp", 6), ("seed000", 5), ("seed004", 7), ("chain500", 502), ("resnet18", 75), ("inception_v3", 314)] {
+        for (name, nodes) in
+            [("mlp", 6), ("seed000", 5), ("seed004", 7), ("chain500", 502), ("resnet18", 75), ("inception_v3", 314)]
+        {
             let g = Graph::parse(&data(name)).unwrap();
             assert_eq!(g.nodes.len(), nodes, "{name}");
             assert_eq!(g.attrs.shape.len(), g.num_entries());
@@ -474,9 +496,19 @@ mod tests {
             (Box::new(|g| g["arg_nodes"][0] = 99.into()), "arg_nodes[0] = 99"),
             (Box::new(|g| g["heads"][0][0] = 99.into()), "heads[0]"),
             (Box::new(|g| g["nodes"][4]["op"] = "conv".into()), "unknown op `conv`"),
-            (Box::new(|g| { g["nodes"][4]["attrs"].as_object_mut().unwrap().remove("func_name"); }), "lack `func_name`"),
+            (
+                Box::new(|g| {
+                    g["nodes"][4]["attrs"].as_object_mut().unwrap().remove("func_name");
+                }),
+                "lack `func_name`",
+            ),
             (Box::new(|g| g["bogus"] = 1.into()), "unknown top-level key `bogus`"),
-            (Box::new(|g| { g.as_object_mut().unwrap().remove("heads"); }), "missing `heads`"),
+            (
+                Box::new(|g| {
+                    g.as_object_mut().unwrap().remove("heads");
+                }),
+                "missing `heads`",
+            ),
             (
                 Box::new(|g| {
                     g["attrs"]["device_index"][1][2] = 2.into();

@@ -28,9 +28,9 @@ impl GraphExecutorModule {
         match self.exec.try_lock() {
             Ok(g) => Ok(g),
             Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => Err(Error::runtime(
-                "graph executor is in use by another thread (use one executor per thread)",
-            )),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                Err(Error::runtime("graph executor is in use by another thread (use one executor per thread)"))
+            }
         }
     }
 }
@@ -70,7 +70,10 @@ fn node_arg(e: &Executor, args: &Args<'_>, i: usize) -> Result<usize> {
     let nodes = &e.plan().graph.nodes;
     if args.is_string(i) {
         let name = args.string(i)?;
-        nodes.iter().position(|n| n.name == name).ok_or_else(|| Error::attribute(format!("graph has no node named `{name}`")))
+        nodes
+            .iter()
+            .position(|n| n.name == name)
+            .ok_or_else(|| Error::attribute(format!("graph has no node named `{name}`")))
     } else {
         let k = args.int(i)?;
         usize::try_from(k)
@@ -256,12 +259,17 @@ impl ModuleNode for GraphExecutorModule {
             }),
             "get_input_info" => f(|m, _| {
                 let e = node_of(m).lock()?;
-                let items = e.data_inputs().into_iter().map(|i| (e.plan().input_name(i).to_string(), e.plan().input_entry(i))).collect();
+                let items = e
+                    .data_inputs()
+                    .into_iter()
+                    .map(|i| (e.plan().input_name(i).to_string(), e.plan().input_entry(i)))
+                    .collect();
                 Ok(info_map(&e, items))
             }),
             "get_output_info" => f(|m, _| {
                 let e = node_of(m).lock()?;
-                let items = (0..e.plan().num_outputs()).map(|i| (e.plan().output_name(i), e.plan().output_entry(i))).collect();
+                let items =
+                    (0..e.plan().num_outputs()).map(|i| (e.plan().output_name(i), e.plan().output_entry(i))).collect();
                 Ok(info_map(&e, items))
             }),
             "run_individual" => f(|m, args| {
@@ -312,7 +320,10 @@ fn device_pairs(args: &Args<'_>, from: usize) -> Result<Vec<DLDevice>> {
 
 fn create_from_args(args: Args<'_>) -> Result<Value> {
     if args.len() < 4 {
-        return Err(Error::value(format!("tvm.graph_executor.create expects at least 4 arguments, got {}", args.len())));
+        return Err(Error::value(format!(
+            "tvm.graph_executor.create expects at least 4 arguments, got {}",
+            args.len()
+        )));
     }
     let json = args.string(0)?;
     let lib = args.module(1)?;
@@ -330,7 +341,9 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
             "tvm.graph_executor_factory.create",
             PackedFunc::from_typed(|args| {
                 if args.len() < 3 || (args.len() - 3) % 2 != 0 {
-                    return Err(Error::value("tvm.graph_executor_factory.create expects (graph_json, lib, module_name, [name, array]...)"));
+                    return Err(Error::value(
+                        "tvm.graph_executor_factory.create expects (graph_json, lib, module_name, [name, array]...)",
+                    ));
                 }
                 let json = args.string(0)?;
                 let lib = args.module(1)?;

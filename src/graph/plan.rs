@@ -104,7 +104,9 @@ impl Plan {
             let sid = attrs.storage_id[eid] as usize;
             if sid >= storage.len() {
                 if sid > n_entries.saturating_mul(2) + 1024 {
-                    return Err(Error::value(format!("graph executor: entry {eid} has storage_id {sid}, far beyond the {n_entries} entries")));
+                    return Err(Error::value(format!(
+                        "graph executor: entry {eid} has storage_id {sid}, far beyond the {n_entries} entries"
+                    )));
                 }
                 storage.resize(sid + 1, None);
             }
@@ -138,7 +140,10 @@ impl Plan {
                 "__nop" => OpKind::Nop,
                 "__copy" => {
                     if args.len() != 2 {
-                        return Err(Error::value(format!("graph executor: `__copy` node `{}` needs 1 input and 1 output", node.name)));
+                        return Err(Error::value(format!(
+                            "graph executor: `__copy` node `{}` needs 1 input and 1 output",
+                            node.name
+                        )));
                     }
                     OpKind::Copy
                 }
@@ -247,7 +252,11 @@ impl Plan {
     pub fn output_name(&self, index: usize) -> String {
         let h = self.graph.heads[index];
         let name = &self.graph.nodes[h.node_id as usize].name;
-        if h.index == 0 { name.clone() } else { format!("{name}:{}", h.index) }
+        if h.index == 0 {
+            name.clone()
+        } else {
+            format!("{name}:{}", h.index)
+        }
     }
     pub fn input_entry(&self, index: usize) -> usize {
         self.graph.entry_id(self.graph.arg_nodes[index], 0)

@@ -49,9 +49,10 @@ fn binary_loader(type_key: &str) -> Result<BinaryLoader> {
 pub fn load_import_tree(data: &[u8], lib: Module) -> Result<Module> {
     let mut outer = Reader::new(data, "module blob");
     let n = outer.u64("blob length")?;
-    let n = usize::try_from(n).ok().filter(|&n| n <= outer.remaining()).ok_or_else(|| {
-        outer.error(format!("blob length {n} exceeds the {} bytes available", outer.remaining()))
-    })?;
+    let n = usize::try_from(n)
+        .ok()
+        .filter(|&n| n <= outer.remaining())
+        .ok_or_else(|| outer.error(format!("blob length {n} exceeds the {} bytes available", outer.remaining())))?;
     let payload = outer.bytes(n, "blob payload")?;
     let mut r = Reader::new(payload, "module blob");
     // Each entry is at least a type-key length.
@@ -97,7 +98,10 @@ pub fn load_import_tree(data: &[u8], lib: Module) -> Result<Module> {
                     modules.len() + 1
                 )));
             }
-            if row_ptr[0] != 0 || row_ptr.windows(2).any(|w| w[0] > w[1]) || row_ptr[modules.len()] != children.len() as u64 {
+            if row_ptr[0] != 0
+                || row_ptr.windows(2).any(|w| w[0] > w[1])
+                || row_ptr[modules.len()] != children.len() as u64
+            {
                 return Err(Error::value(format!(
                     "module blob: import tree row_ptr {row_ptr:?} is not a valid CSR index over {} children",
                     children.len()

@@ -1,9 +1,9 @@
 //! Global packed functions the runtime installs itself.
 
-use super::library::system_lib;
-use super::module::Module;
 use super::container::{map_object, MapObj};
 use super::error::{Error, Result};
+use super::library::system_lib;
+use super::module::Module;
 use super::ndarray::NDArrayData;
 use super::packed::{Args, PackedFunc, Value};
 use super::params::{load_params, save_params};
@@ -113,7 +113,9 @@ fn module_globals() -> Vec<(&'static str, PackedFunc)> {
                 let mut cpus = Vec::new();
                 for i in 2..args.len() {
                     let s = args.string(i)?;
-                    cpus.push(s.trim().parse::<usize>().map_err(|_| Error::value(format!("cpu id `{s}` is not a number")))?);
+                    cpus.push(
+                        s.trim().parse::<usize>().map_err(|_| Error::value(format!("cpu id `{s}` is not a number")))?,
+                    );
                 }
                 let n = if nthreads > 0 {
                     nthreads as usize
@@ -131,7 +133,10 @@ fn module_globals() -> Vec<(&'static str, PackedFunc)> {
             "runtime.NumThreads",
             PackedFunc::from_typed(|_| Ok(Value::Int(super::threading::current_pool().num_threads() as i64))),
         ),
-        ("runtime.module.loadfile_so", PackedFunc::from_typed(|args| Ok(Value::Module(super::dso::load_so(&args.string(0)?)?)))),
+        (
+            "runtime.module.loadfile_so",
+            PackedFunc::from_typed(|args| Ok(Value::Module(super::dso::load_so(&args.string(0)?)?))),
+        ),
         (
             "runtime.SystemLib",
             PackedFunc::from_typed(|args| {
@@ -182,14 +187,24 @@ mod tests {
     fn array_alloc_with_scope_and_device_attr() {
         let alloc = require("runtime.TVMArrayAllocWithScope").unwrap();
         let a = alloc
-            .call(&[Value::Object(shape_object(&[2, 3])), Value::DataType(DLDataType::FLOAT32), Value::Device(DLDevice::cpu(0)), Value::Null])
+            .call(&[
+                Value::Object(shape_object(&[2, 3])),
+                Value::DataType(DLDataType::FLOAT32),
+                Value::Device(DLDevice::cpu(0)),
+                Value::Null,
+            ])
             .unwrap()
             .into_ndarray()
             .unwrap();
         assert_eq!(a.shape(), &[2, 3]);
         assert_eq!(a.data_ptr() as usize % 64, 0);
         let e = alloc
-            .call(&[Value::Object(shape_object(&[2])), "float32".into(), Value::Device(DLDevice::cpu(0)), "texture".into()])
+            .call(&[
+                Value::Object(shape_object(&[2])),
+                "float32".into(),
+                Value::Device(DLDevice::cpu(0)),
+                "texture".into(),
+            ])
             .unwrap_err();
         assert!(e.message().contains("texture"));
         let attr = require("runtime.GetDeviceAttr").unwrap();
@@ -199,7 +214,8 @@ mod tests {
 
     #[test]
     fn params_globals_round_trip_maps() {
-        let a = crate::runtime::ndarray::NDArray::from_bytes(&[2], DLDataType::FLOAT32, &[0, 0, 128, 63, 0, 0, 0, 64]).unwrap();
+        let a = crate::runtime::ndarray::NDArray::from_bytes(&[2], DLDataType::FLOAT32, &[0, 0, 128, 63, 0, 0, 0, 64])
+            .unwrap();
         let map = require("runtime.Map").unwrap().call(&[Value::from("w"), Value::NDArray(a)]).unwrap();
         let bytes = match require("runtime.SaveParams").unwrap().call(&[map]).unwrap() {
             Value::Bytes(b) => b,

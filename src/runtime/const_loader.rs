@@ -52,12 +52,10 @@ impl ConstLoaderModule {
             return Ok(());
         }
         let init_name = format!("__init_{symbol}");
-        let init = this
-            .imports()
-            .iter()
-            .find_map(|m| m.get_function(&init_name, false).transpose())
-            .transpose()?
-            .ok_or_else(|| Error::attribute(format!("`{init_name}` is not provided by the imports of the const loader")))?;
+        let init =
+            this.imports().iter().find_map(|m| m.get_function(&init_name, false).transpose()).transpose()?.ok_or_else(
+                || Error::attribute(format!("`{init_name}` is not provided by the imports of the const loader")),
+            )?;
         let arrays = vars
             .iter()
             .map(|v| {

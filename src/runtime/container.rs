@@ -152,8 +152,9 @@ pub fn shape_object(shape: &[i64]) -> ObjectRef {
 
 fn shape_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<ShapeTupleObj>> {
     let o = args.object(i)?;
-    o.downcast::<ShapeTupleObj>()
-        .ok_or_else(|| Error::type_error(format!("argument {i}: expected ShapeTuple, got type index {}", o.type_index())))
+    o.downcast::<ShapeTupleObj>().ok_or_else(|| {
+        Error::type_error(format!("argument {i}: expected ShapeTuple, got type index {}", o.type_index()))
+    })
 }
 
 pub(crate) fn shape_globals() -> Vec<(&'static str, PackedFunc)> {
@@ -165,7 +166,10 @@ pub(crate) fn shape_globals() -> Vec<(&'static str, PackedFunc)> {
                 Ok(Value::Object(shape_object(&dims)))
             }),
         ),
-        ("runtime.GetShapeTupleSize", PackedFunc::from_typed(|args| Ok(Value::Int(shape_arg(&args, 0)?.0.len() as i64)))),
+        (
+            "runtime.GetShapeTupleSize",
+            PackedFunc::from_typed(|args| Ok(Value::Int(shape_arg(&args, 0)?.0.len() as i64))),
+        ),
         (
             "runtime.GetShapeTupleElem",
             PackedFunc::from_typed(|args| {

@@ -29,10 +29,7 @@ pub struct DsoLibrary {
 impl SymbolSource for DsoLibrary {
     fn symbol(&self, name: &str) -> Option<*mut c_void> {
         // SAFETY: we only read the symbol's address; interpreting it is the caller's business.
-        unsafe { self.lib.get::<*mut c_void>(name.as_bytes()) }
-            .ok()
-            .map(|s| s.into_raw())
-            .filter(|p| !p.is_null())
+        unsafe { self.lib.get::<*mut c_void>(name.as_bytes()) }.ok().map(|s| s.into_raw()).filter(|p| !p.is_null())
     }
     fn describe(&self) -> String {
         format!("library `{}`", self.path)
@@ -158,12 +155,10 @@ pub(crate) fn blob_bytes<'a>(addr: *mut c_void) -> Result<&'a [u8]> {
     let n = unsafe { std::ptr::read_unaligned(addr as *const u64) };
     let total = n.checked_add(8).ok_or_else(|| Error::value("module blob: length prefix overflows"))?;
     match size {
-        Some(size) if total > size as u64 => {
-            return Err(Error::value(format!(
-                "module blob: length prefix says {n} bytes but the __tvm_dev_mblob symbol holds only {} after the prefix",
-                size.saturating_sub(8)
-            )))
-        }
+        Some(size) if total > size as u64 => return Err(Error::value(format!(
+            "module blob: length prefix says {n} bytes but the __tvm_dev_mblob symbol holds only {} after the prefix",
+            size.saturating_sub(8)
+        ))),
         None if total > MAX_BLOB_BYTES => {
             return Err(Error::value(format!("module blob: implausible length {n}")));
         }
@@ -176,11 +171,10 @@ pub(crate) fn blob_bytes<'a>(addr: *mut c_void) -> Result<&'a [u8]> {
 /// `runtime.module.loadfile_so`: load a compiled library and the modules packed in it.
 pub fn load_so(path: &str) -> Result<Module> {
     // SAFETY: loading a library runs its initializers; that is what the caller asked for.
-    let lib = unsafe { Library::open(Some(path), RTLD_LAZY | RTLD_LOCAL) }
-        .map_err(|e| {
-            let reason = std::error::Error::source(&e).map(|s| format!(": {s}")).unwrap_or_default();
-            Error::io(format!("cannot load library `{path}`: {e}{reason}"))
-        })?;
+    let lib = unsafe { Library::open(Some(path), RTLD_LAZY | RTLD_LOCAL) }.map_err(|e| {
+        let reason = std::error::Error::source(&e).map(|s| format!(": {s}")).unwrap_or_default();
+        Error::io(format!("cannot load library `{path}`: {e}{reason}"))
+    })?;
     let (lib, image) = lib_handle(lib);
     let lib_module = {
         let mut live = LIVE_IMAGES.lock().unwrap_or_else(|e| e.into_inner());
@@ -193,25 +187,17 @@ pub fn load_so(path: &str) -> Result<Module> {
                 init_library_context(&*source, &module);
                 live.insert(
                     image,
-                    LiveImage {
-                        module: module.as_header() as usize,
-                        source: Arc::as_ptr(&source) as usize,
-                    },
+                    LiveImage { module: module.as_header() as usize, source: Arc::as_ptr(&source) as usize },
                 );
                 module
             }
         }
     };
-    let symbols = lib_module
-        .node()
-        .as_any()
-        .downcast_ref::<LibraryModule>()
-        .expect("library module")
-        .symbols()
-        .clone();
+    let symbols = lib_module.node().as_any().downcast_ref::<LibraryModule>().expect("library module").symbols().clone();
     match symbols.symbol("__tvm_dev_mblob") {
-        Some(addr) => load_import_tree(blob_bytes(addr)?, lib_module)
-            .map_err(|e| e.context(format!("loading `{path}`"))),
+        Some(addr) => {
+            load_import_tree(blob_bytes(addr)?, lib_module).map_err(|e| e.context(format!("loading `{path}`")))
+        }
         None => Ok(lib_module),
     }
 }

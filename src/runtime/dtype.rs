@@ -24,8 +24,7 @@ impl DLDataType {
         if self.bits == 0 || !self.bits.is_power_of_two() {
             return Err(Error::value(format!("invalid dtype {self}: bits must be a power of two")));
         }
-        let sub_byte_ok =
-            matches!(self.code, dtype_code::INT | dtype_code::UINT) && matches!(self.bits, 1 | 4);
+        let sub_byte_ok = matches!(self.code, dtype_code::INT | dtype_code::UINT) && matches!(self.bits, 1 | 4);
         if self.bits % 8 != 0 && !sub_byte_ok {
             return Err(Error::value(format!("invalid dtype {self}: bits must be a multiple of 8")));
         }
@@ -49,10 +48,8 @@ impl DLDataType {
             ("uint", dtype_code::UINT, 32),
             ("int", dtype_code::INT, 32),
         ];
-        let (rest, code, default_bits) = prefixes
-            .iter()
-            .find_map(|&(p, c, b)| s.strip_prefix(p).map(|r| (r, c, b)))
-            .ok_or_else(bad)?;
+        let (rest, code, default_bits) =
+            prefixes.iter().find_map(|&(p, c, b)| s.strip_prefix(p).map(|r| (r, c, b))).ok_or_else(bad)?;
         let (bits_str, lanes_str) = match rest.split_once('x') {
             Some((b, l)) => (b, Some(l)),
             None => (rest, None),
@@ -111,8 +108,7 @@ impl std::fmt::Display for DLDataType {
 /// Number of elements of a shape, or an error on a negative dim or overflow.
 pub fn num_elements(shape: &[i64]) -> Result<usize> {
     shape.iter().try_fold(1usize, |acc, &d| {
-        let d = usize::try_from(d)
-            .map_err(|_| Error::value(format!("negative dimension {d} in shape {shape:?}")))?;
+        let d = usize::try_from(d).map_err(|_| Error::value(format!("negative dimension {d} in shape {shape:?}")))?;
         acc.checked_mul(d).ok_or_else(|| Error::value(format!("shape {shape:?} overflows")))
     })
 }
@@ -130,8 +126,20 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        for s in ["float32", "float16", "int8", "uint8", "int64", "bool", "handle", "bfloat16",
-                  "float32x4", "int4", "uint1x8", "e4m3_float8"] {
+        for s in [
+            "float32",
+            "float16",
+            "int8",
+            "uint8",
+            "int64",
+            "bool",
+            "handle",
+            "bfloat16",
+            "float32x4",
+            "int4",
+            "uint1x8",
+            "e4m3_float8",
+        ] {
             let t = DLDataType::parse(s).unwrap();
             assert_eq!(t.to_string(), s, "{s}");
         }

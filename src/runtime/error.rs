@@ -131,7 +131,9 @@ fn store(c: CString, keep_python: bool) {
         // A new error replaces a stored frontend error object (one slot, as in TVM).
         let old = python::replace(std::ptr::null_mut());
         // SAFETY: `old` is the frontend object stored by TVMAPISetLastPythonError.
-        unsafe { crate::runtime::backend::env_capi::call_ref_hook(&crate::runtime::backend::env_capi::PY_DEC_REF, old) };
+        unsafe {
+            crate::runtime::backend::env_capi::call_ref_hook(&crate::runtime::backend::env_capi::PY_DEC_REF, old)
+        };
     }
     LAST_ERROR.with(|e| {
         let mut e = e.borrow_mut();
@@ -151,9 +153,7 @@ pub fn set_last_error_bytes(bytes: &[u8]) {
 /// Store `text` as this thread's last error.
 pub fn set_last_error_text(text: &str) {
     // Interior NULs cannot cross the C boundary; show them escaped instead of truncating.
-    let c = CString::new(text).unwrap_or_else(|_| {
-        CString::new(text.replace('\0', "\\0")).expect("NULs were replaced")
-    });
+    let c = CString::new(text).unwrap_or_else(|_| CString::new(text.replace('\0', "\\0")).expect("NULs were replaced"));
     store(c, false);
 }
 
@@ -177,9 +177,7 @@ pub fn last_error_ptr() -> *const std::ffi::c_char {
 
 /// A copy of this thread's last error message.
 pub fn last_error_message() -> Option<String> {
-    LAST_ERROR.with(|e| {
-        e.borrow().message.as_deref().map(|m: &CStr| m.to_string_lossy().into_owned())
-    })
+    LAST_ERROR.with(|e| e.borrow().message.as_deref().map(|m: &CStr| m.to_string_lossy().into_owned()))
 }
 
 /// Counter of stores on this thread; compare before/after a callback.

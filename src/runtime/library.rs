@@ -56,9 +56,7 @@ impl ModuleNode for LibraryModule {
             // The entry symbol is a NUL-terminated string naming the real entry function.
             match self.symbols.symbol("__tvm_main__") {
                 // SAFETY: by TVM's convention `__tvm_main__` is a constant C string.
-                Some(p) => unsafe { CStr::from_ptr(p as *const std::ffi::c_char) }
-                    .to_string_lossy()
-                    .into_owned(),
+                Some(p) => unsafe { CStr::from_ptr(p as *const std::ffi::c_char) }.to_string_lossy().into_owned(),
                 None => return None,
             }
         } else {
@@ -145,10 +143,7 @@ struct SystemLibSymbols {
 impl SymbolSource for SystemLibSymbols {
     fn symbol(&self, name: &str) -> Option<*mut c_void> {
         let table = SYSTEM_SYMBOLS.read().unwrap_or_else(|e| e.into_inner());
-        table
-            .get(&format!("{}{}", self.prefix, name))
-            .or_else(|| table.get(name))
-            .map(|&p| p as *mut c_void)
+        table.get(&format!("{}{}", self.prefix, name)).or_else(|| table.get(name)).map(|&p| p as *mut c_void)
     }
     fn describe(&self) -> String {
         format!("system library (prefix `{}`)", self.prefix)

@@ -4,10 +4,10 @@
 //! Loaders for files are globals named `runtime.module.loadfile_<format>`.
 
 use super::error::{Error, Result};
-use crate::abi::TVMBackendPackedCFunc;
 use super::object::{type_index, ObjPtr, ObjectHeader, ObjectType};
 use super::packed::{PackedFunc, Value};
 use super::registry;
+use crate::abi::TVMBackendPackedCFunc;
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Mutex, RwLock};
@@ -114,7 +114,9 @@ impl Module {
     /// The raw compiled function behind `name`, searching imports depth-first. The function
     /// stays valid while this module lives.
     pub fn get_backend_function(&self, name: &str) -> Option<TVMBackendPackedCFunc> {
-        self.node.get_backend_function(name).or_else(|| self.imports().iter().find_map(|m| m.get_backend_function(name)))
+        self.node
+            .get_backend_function(name)
+            .or_else(|| self.imports().iter().find_map(|m| m.get_backend_function(name)))
     }
 
     /// `TVMBackendGetFuncFromEnv`: the imports (recursively), then the global registry.

@@ -115,8 +115,7 @@ fn build(
     manager_ctx: *mut c_void,
     owner: DataOwner,
 ) -> Result<NDArray> {
-    let ndim = i32::try_from(shape.len())
-        .map_err(|_| Error::value(format!("ndim {} is too large", shape.len())))?;
+    let ndim = i32::try_from(shape.len()).map_err(|_| Error::value(format!("ndim {} is too large", shape.len())))?;
     let mut shape = shape;
     let mut strides = strides;
     let dl_tensor = DLTensor {
@@ -128,14 +127,7 @@ fn build(
         strides: strides.as_mut().map_or(std::ptr::null_mut(), |s| s.as_mut_ptr()),
         byte_offset,
     };
-    Ok(NDArray::new(NDArrayData {
-        dl_tensor,
-        manager_ctx,
-        shape_object: std::ptr::null_mut(),
-        shape,
-        strides,
-        owner,
-    }))
+    Ok(NDArray::new(NDArrayData { dl_tensor, manager_ctx, shape_object: std::ptr::null_mut(), shape, strides, owner }))
 }
 
 /// Shape of a C `DLTensor` as a slice (empty for ndim 0).
@@ -210,11 +202,12 @@ impl NDArray {
         let api = device_api(device.device_type)?;
         let align = ALLOC_ALIGNMENT.max(dtype.element_bytes());
         let data = api.alloc_data_space(device, nbytes, align, dtype)?;
-        build(data, shape.into(), None, dtype, device, 0, std::ptr::null_mut(), DataOwner::Device(device))
-            .inspect_err(|_| {
+        build(data, shape.into(), None, dtype, device, 0, std::ptr::null_mut(), DataOwner::Device(device)).inspect_err(
+            |_| {
                 // SAFETY: allocated just above and not handed out.
                 let _ = unsafe { api.free_data_space(device, data) };
-            })
+            },
+        )
     }
 
     /// A CPU array holding a copy of `bytes` (length must match).
@@ -229,9 +222,7 @@ impl NDArray {
         let need = data_size(shape, dtype)?;
         let have = self.nbytes();
         if need > have {
-            return Err(Error::value(format!(
-                "view of {need} bytes does not fit in an array of {have} bytes"
-            )));
+            return Err(Error::value(format!("view of {need} bytes does not fit in an array of {have} bytes")));
         }
         build(
             self.dl_tensor.data,
@@ -322,9 +313,7 @@ fn host_view(t: &DLTensor, data: *mut c_void) -> DLTensor {
 pub fn copy_from_bytes(t: &DLTensor, bytes: &[u8]) -> Result<()> {
     let n = byte_size(t)?;
     if bytes.len() != n {
-        return Err(Error::value(format!(
-            "copy from bytes: got {} bytes, the array holds {n} bytes", bytes.len()
-        )));
+        return Err(Error::value(format!("copy from bytes: got {} bytes, the array holds {n} bytes", bytes.len())));
     }
     check_contiguous(t, "destination")?;
     let src = host_view(t, bytes.as_ptr() as *mut c_void);
@@ -338,7 +327,8 @@ pub fn copy_to_bytes(t: &DLTensor, bytes: &mut [u8]) -> Result<()> {
     let n = byte_size(t)?;
     if bytes.len() != n {
         return Err(Error::value(format!(
-            "copy to bytes: got a buffer of {} bytes, the array holds {n} bytes", bytes.len()
+            "copy to bytes: got a buffer of {} bytes, the array holds {n} bytes",
+            bytes.len()
         )));
     }
     check_contiguous(t, "source")?;
@@ -358,15 +348,14 @@ pub fn copy_from_to(from: &DLTensor, to: &DLTensor, stream: *mut c_void) -> Resu
     let (a, b) = (from.device.device_type, to.device.device_type);
     if a != b && !is_host_like(a) && !is_host_like(b) {
         return Err(Error::value(format!(
-            "cannot copy between {} and {}: one side must be the host", from.device, to.device
+            "cannot copy between {} and {}: one side must be the host",
+            from.device, to.device
         )));
     }
     let nf = byte_size(from)?;
     let nt = byte_size(to)?;
     if nf != nt {
-        return Err(Error::value(format!(
-            "copy size mismatch: source has {nf} bytes, destination has {nt} bytes"
-        )));
+        return Err(Error::value(format!("copy size mismatch: source has {nf} bytes, destination has {nt} bytes")));
     }
     let dev = if a != crate::abi::device_type::CPU { from.device } else { to.device };
     device_api(dev.device_type)?.copy_data_from_to(from, to, stream)

@@ -276,10 +276,7 @@ pub fn type_key_to_index(key: &str) -> Result<u32> {
 /// Key of a registered type index.
 pub fn type_index_to_key(index: u32) -> Result<String> {
     let t = TYPES.read().unwrap_or_else(|e| e.into_inner());
-    t.keys
-        .get(index as usize)
-        .cloned()
-        .ok_or_else(|| Error::index(format!("type index {index} is not registered")))
+    t.keys.get(index as usize).cloned().ok_or_else(|| Error::index(format!("type index {index} is not registered")))
 }
 
 fn type_key_of(index: u32) -> String {

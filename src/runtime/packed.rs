@@ -33,10 +33,7 @@ impl<'a> Args<'a> {
         if values.is_null() || codes.is_null() {
             return Err(Error::value(format!("{n} arguments but the value or type-code array is NULL")));
         }
-        Ok(Args {
-            values: std::slice::from_raw_parts(values, n),
-            codes: std::slice::from_raw_parts(codes, n),
-        })
+        Ok(Args { values: std::slice::from_raw_parts(values, n), codes: std::slice::from_raw_parts(codes, n) })
     }
 
     pub fn len(&self) -> usize {
@@ -141,9 +138,7 @@ impl<'a> Args<'a> {
     pub fn is_string(&self, i: usize) -> bool {
         match self.slot(i) {
             Ok((_, tc::STR)) => true,
-            Ok((_, tc::OBJECT_HANDLE)) => {
-                self.object(i).is_ok_and(|o| o.type_index() == type_index::STRING)
-            }
+            Ok((_, tc::OBJECT_HANDLE)) => self.object(i).is_ok_and(|o| o.type_index() == type_index::STRING),
             _ => false,
         }
     }
@@ -216,15 +211,9 @@ impl<'a> Args<'a> {
         // DLTensor inside a container; for rvalue refs, a pointer to an object pointer).
         let header = unsafe {
             match c {
-                tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE => {
-                    v.v_handle as *mut ObjectHeader
-                }
-                tc::NDARRAY_HANDLE if !v.v_handle.is_null() => {
-                    NDArray::header_of_handle(v.v_handle as *mut DLTensor)?
-                }
-                tc::OBJECT_RVALUE_REF_ARG if !v.v_handle.is_null() => {
-                    *(v.v_handle as *mut *mut ObjectHeader)
-                }
+                tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE => v.v_handle as *mut ObjectHeader,
+                tc::NDARRAY_HANDLE if !v.v_handle.is_null() => NDArray::header_of_handle(v.v_handle as *mut DLTensor)?,
+                tc::OBJECT_RVALUE_REF_ARG if !v.v_handle.is_null() => *(v.v_handle as *mut *mut ObjectHeader),
                 _ => return Err(Self::mismatch(i, "object", c)),
             }
         };
@@ -274,7 +263,10 @@ impl<'a> Args<'a> {
                     }
                 }
                 tc::BYTES => Value::Bytes(self.bytes(i)?.to_vec()),
-                tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE | tc::NDARRAY_HANDLE
+                tc::OBJECT_HANDLE
+                | tc::MODULE_HANDLE
+                | tc::PACKED_FUNC_HANDLE
+                | tc::NDARRAY_HANDLE
                 | tc::OBJECT_RVALUE_REF_ARG => Value::from_object(self.object(i)?),
                 _ => return Err(Error::type_error(format!("argument {i}: unsupported type code {c}"))),
             }
@@ -469,8 +461,7 @@ impl ArgBuffer {
             Value::Device(d) => (TVMValue { v_device: *d }, tc::DEVICE),
             Value::DLTensor(t) => (TVMValue { v_handle: *t as *mut c_void }, tc::DLTENSOR_HANDLE),
             Value::Str(s) => {
-                let c = CString::new(s.as_str())
-                    .map_err(|_| Error::value("string argument contains a NUL byte"))?;
+                let c = CString::new(s.as_str()).map_err(|_| Error::value("string argument contains a NUL byte"))?;
                 let p = c.as_ptr();
                 self._strings.push(c);
                 (TVMValue { v_str: p }, tc::STR)

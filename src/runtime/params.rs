@@ -32,7 +32,9 @@ pub fn read_ndarray(r: &mut impl Input) -> Result<NDArray> {
     let dev_type = r.i32("device type")?;
     let _dev_id = r.i32("device id")?;
     if dev_type != device_type::CPU {
-        return Err(r.error_at(dev_at, format!("NDArray record is on device type {dev_type}; only CPU (1) records are valid")));
+        return Err(
+            r.error_at(dev_at, format!("NDArray record is on device type {dev_type}; only CPU (1) records are valid"))
+        );
     }
     let ndim_at = r.position();
     let ndim = r.i32("ndim")?;
@@ -43,7 +45,10 @@ pub fn read_ndarray(r: &mut impl Input) -> Result<NDArray> {
     let dtype = DLDataType::new(r.u8("dtype code")?, r.u8("dtype bits")?, r.u16("dtype lanes")?);
     dtype.validate_for_alloc().map_err(|e| r.error_at(dtype_at, e.detail()))?;
     if dtype.lanes != 1 {
-        return Err(r.error_at(dtype_at, format!("dtype {dtype} has {} lanes; records of vector dtypes are not supported", dtype.lanes)));
+        return Err(r.error_at(
+            dtype_at,
+            format!("dtype {dtype} has {} lanes; records of vector dtypes are not supported", dtype.lanes),
+        ));
     }
     let mut shape = Vec::with_capacity(ndim as usize);
     for i in 0..ndim {
@@ -59,9 +64,10 @@ pub fn read_ndarray(r: &mut impl Input) -> Result<NDArray> {
     let size_at = r.position();
     let size = r.i64("data byte size")?;
     if size < 0 || size as u128 != expected {
-        return Err(r.error_at(size_at, format!(
-            "data byte size {size} does not match shape {shape:?} and dtype {dtype} ({expected} bytes)"
-        )));
+        return Err(r.error_at(
+            size_at,
+            format!("data byte size {size} does not match shape {shape:?} and dtype {dtype} ({expected} bytes)"),
+        ));
     }
     // Bound the allocation by the input before making it.
     if size as u64 > r.remaining() as u64 {
@@ -132,7 +138,12 @@ pub fn load_params_from(r: &mut impl Input) -> Result<Vec<(String, NDArray)>> {
 }
 
 /// `n` NDArray records named by `names` (whose count must be `n`); `what` names them in errors.
-pub fn read_named_records(r: &mut impl Input, names: Vec<String>, n: usize, what: &str) -> Result<Vec<(String, NDArray)>> {
+pub fn read_named_records(
+    r: &mut impl Input,
+    names: Vec<String>,
+    n: usize,
+    what: &str,
+) -> Result<Vec<(String, NDArray)>> {
     if n != names.len() {
         return Err(r.error(format!("{what} count {n} differs from the {} names", names.len())));
     }
@@ -197,7 +208,10 @@ mod tests {
         std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         assert!(load_params_file(&path).unwrap_err().message().contains("truncated while reading tensor data"));
         let _ = std::fs::remove_file(&path);
-        assert!(load_params_file(std::path::Path::new("/nonexistent/p.bin")).unwrap_err().message().contains("cannot open"));
+        assert!(load_params_file(std::path::Path::new("/nonexistent/p.bin"))
+            .unwrap_err()
+            .message()
+            .contains("cannot open"));
     }
 
     #[test]

@@ -49,8 +49,7 @@ pub fn remove(name: &str) -> bool {
 
 /// All registered names, sorted.
 pub fn list_names() -> Vec<String> {
-    let mut names: Vec<String> =
-        REGISTRY.read().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
+    let mut names: Vec<String> = REGISTRY.read().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
     names.sort();
     names
 }

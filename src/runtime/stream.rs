@@ -180,7 +180,8 @@ pub struct FileInput {
 
 impl FileInput {
     pub fn open(path: &std::path::Path, what: &'static str) -> Result<FileInput> {
-        let file = std::fs::File::open(path).map_err(|e| Error::io(format!("cannot open `{}`: {e}", path.display())))?;
+        let file =
+            std::fs::File::open(path).map_err(|e| Error::io(format!("cannot open `{}`: {e}", path.display())))?;
         let len = file.metadata().map_err(|e| Error::io(format!("cannot stat `{}`: {e}", path.display())))?.len();
         let len = usize::try_from(len).map_err(|_| Error::io(format!("`{}` is too large", path.display())))?;
         Ok(FileInput { file: std::io::BufReader::with_capacity(1 << 16, file), pos: 0, len, what })
@@ -201,8 +202,7 @@ impl Input for FileInput {
         if buf.len() > self.remaining() {
             return Err(self.truncated(buf.len(), field));
         }
-        std::io::Read::read_exact(&mut self.file, buf)
-            .map_err(|e| self.error(format!("cannot read {field}: {e}")))?;
+        std::io::Read::read_exact(&mut self.file, buf).map_err(|e| self.error(format!("cannot read {field}: {e}")))?;
         self.pos += buf.len();
         Ok(())
     }

@@ -248,7 +248,8 @@ impl ThreadPool {
         for c in shared.barrier.iter().take(n) {
             c.0.store(0, Ordering::Relaxed);
         }
-        let mut env = TVMParallelGroupEnv { sync_handle: &*self.shared as *const Shared as *mut c_void, num_task: n as i32 };
+        let mut env =
+            TVMParallelGroupEnv { sync_handle: &*self.shared as *const Shared as *mut c_void, num_task: n as i32 };
         let job = Job { f, cdata, env: &mut env };
         *shared.failure.lock().unwrap_or_else(|e| e.into_inner()) = None;
         shared.pending.store(n - 1, Ordering::Release);
@@ -422,7 +423,8 @@ pub fn alloc_workspace(nbytes: usize) -> Result<*mut c_void> {
     let size = nbytes.max(1).div_ceil(PAGE) * PAGE;
     with_pool(|w| {
         // Smallest cached block that fits.
-        let pick = w.free.iter().enumerate().filter(|(_, (s, _))| *s >= size).min_by_key(|(_, (s, _))| *s).map(|(i, _)| i);
+        let pick =
+            w.free.iter().enumerate().filter(|(_, (s, _))| *s >= size).min_by_key(|(_, (s, _))| *s).map(|(i, _)| i);
         let (s, p) = match pick {
             Some(i) => w.free.swap_remove(i),
             None => {
@@ -484,7 +486,10 @@ mod tests {
     fn launch_with_barrier_on_all_threads() {
         let pool = ThreadPool::new(4, None);
         for _ in 0..200 {
-            let s = Sum { parts: (0..4).map(|_| AtomicI64::new(0)).collect(), after_barrier: (0..4).map(|_| AtomicI64::new(0)).collect() };
+            let s = Sum {
+                parts: (0..4).map(|_| AtomicI64::new(0)).collect(),
+                after_barrier: (0..4).map(|_| AtomicI64::new(0)).collect(),
+            };
             pool.launch(Some(task), &s as *const Sum as *mut c_void, 0).unwrap();
             for a in &s.after_barrier {
                 assert_eq!(a.load(Ordering::SeqCst), 1 + 2 + 3 + 4);

@@ -17,22 +17,15 @@ const LIBS: [&str; 2] = ["libtvm_runtime.so", "libtvm_runtime.a"];
 pub fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("path of the test binary");
     let deps = exe.parent().expect("test binary has a parent directory");
-    let candidates = [
-        deps.to_path_buf(),
-        deps.parent().unwrap_or(deps).to_path_buf(),
-    ];
-    candidates
-        .iter()
-        .find(|dir| LIBS.iter().all(|lib| dir.join(lib).is_file()))
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "libtvm_runtime.so/.a not found in {} or {}: cargo should have built them with \
+    let candidates = [deps.to_path_buf(), deps.parent().unwrap_or(deps).to_path_buf()];
+    candidates.iter().find(|dir| LIBS.iter().all(|lib| dir.join(lib).is_file())).cloned().unwrap_or_else(|| {
+        panic!(
+            "libtvm_runtime.so/.a not found in {} or {}: cargo should have built them with \
                  the library target (crate-type cdylib + staticlib)",
-                candidates[0].display(),
-                candidates[1].display()
-            )
-        })
+            candidates[0].display(),
+            candidates[1].display()
+        )
+    })
 }
 
 pub fn repo() -> PathBuf {
@@ -131,7 +124,11 @@ pub fn load_module(path: &Path) -> Result<Mod, String> {
     let p = CString::new(path.to_str().unwrap()).unwrap();
     let mut m = std::ptr::null_mut();
     let rc = unsafe { TVMModLoadFromFile(p.as_ptr(), c"".as_ptr(), &mut m) };
-    if rc == 0 { Ok(Mod(m)) } else { Err(last_error()) }
+    if rc == 0 {
+        Ok(Mod(m))
+    } else {
+        Err(last_error())
+    }
 }
 
 pub fn get_function(m: &Mod, name: &str) -> Option<Func> {
@@ -188,7 +185,11 @@ pub fn call(f: &Func, args: &[Arg<'_>]) -> Result<(TVMValue, i32), String> {
     let mut ret = TVMValue::null();
     let mut code = 0;
     let rc = unsafe { TVMFuncCall(f.0, vals.as_mut_ptr(), codes.as_mut_ptr(), vals.len() as i32, &mut ret, &mut code) };
-    if rc == 0 { Ok((ret, code)) } else { Err(last_error()) }
+    if rc == 0 {
+        Ok((ret, code))
+    } else {
+        Err(last_error())
+    }
 }
 
 /// A host tensor over a Vec (kept 64-byte aligned by over-allocating).

@@ -81,9 +81,7 @@ impl DeviceApi for CpuDeviceApi {
         let n = byte_size(from)?;
         let m = byte_size(to)?;
         if n != m {
-            return Err(Error::value(format!(
-                "copy size mismatch: source has {n} bytes, destination has {m} bytes"
-            )));
+            return Err(Error::value(format!("copy size mismatch: source has {n} bytes, destination has {m} bytes")));
         }
         if n == 0 {
             return Ok(());

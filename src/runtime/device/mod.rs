@@ -66,8 +66,7 @@ pub fn register_device_api(device_type: i32, api: &'static dyn DeviceApi) -> Res
         .ok()
         .and_then(|i| DEVICE_APIS.get(i))
         .ok_or_else(|| Error::value(format!("device type {device_type} is out of range")))?;
-    slot.set(api)
-        .map_err(|_| Error::value(format!("a device API for device type {device_type} is already registered")))
+    slot.set(api).map_err(|_| Error::value(format!("a device API for device type {device_type} is already registered")))
 }
 
 /// The API serving `device_type`, or an error naming the device.
