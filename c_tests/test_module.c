@@ -357,7 +357,7 @@ static int par_square(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   ParSquare* d = (ParSquare*)cdata;
   int nt = penv->num_task;
   if (nt < 1 || task_id < 0 || task_id >= nt) atomic_fetch_add(&d->bad, 1);
-  d->num_task_seen = nt;
+  if (task_id == 0) d->num_task_seen = nt; /* one writer: every task sees the same value */
   int chunk = (d->n + nt - 1) / nt;
   int begin = task_id * chunk;
   int end = begin + chunk < d->n ? begin + chunk : d->n;
@@ -378,7 +378,7 @@ typedef struct {
 static int par_barrier(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   ParBarrier* d = (ParBarrier*)cdata;
   int nt = penv->num_task;
-  d->num_task_seen = nt;
+  if (task_id == 0) d->num_task_seen = nt;
   int chunk = (d->n + nt - 1) / nt;
   int begin = task_id * chunk;
   int end = begin + chunk < d->n ? begin + chunk : d->n;

@@ -227,7 +227,8 @@ fn zero_copy_input_and_output() {
     assert_close(&out.values(), &want(), 1e-5);
     let mut misaligned = x_input();
     misaligned.t.byte_offset = 4;
-    misaligned.t.shape = [2i64, 8].as_mut_ptr();
+    let mut shape = [2i64, 8];
+    misaligned.t.shape = shape.as_mut_ptr();
     let e = err_of(unsafe { TVMGraphExecutorSetInputZeroCopy(g.0, 0, misaligned.ptr()) });
     assert!(e.contains("64-byte aligned"), "{e}");
 }

@@ -34,10 +34,10 @@ pub struct NDArrayData {
     pub dl_tensor: DLTensor,
     /// Offset 64: the memory owner (parent container, DLPack tensor, or NULL).
     manager_ctx: *mut c_void,
-    /// Offset 72: TVM keeps a ShapeTuple object here; unused (shape lives in `shape`).
+    /// Offset 72: TVM keeps a ShapeTuple object here; unused. The shape and strides arrays
+    /// are owned through `dl_tensor.shape` / `dl_tensor.strides` (boxed slices of `ndim`
+    /// values, turned into raw pointers so they stay valid wherever the struct moves).
     shape_object: *mut c_void,
-    shape: Box<[i64]>,
-    strides: Option<Box<[i64]>>,
     owner: DataOwner,
 }
 
@@ -52,8 +52,24 @@ impl ObjectType for NDArrayData {
     const TYPE_INDEX: u32 = type_index::NDARRAY;
 }
 
+/// Free a slice made by `Box::into_raw` in `build`.
+///
+/// # Safety
+/// `p` must come from `Box::<[i64]>::into_raw` with `len` elements, and not be freed yet.
+unsafe fn free_dims(p: *mut i64, len: usize) {
+    drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, len)));
+}
+
 impl Drop for NDArrayData {
     fn drop(&mut self) {
+        let n = self.dl_tensor.ndim as usize;
+        // SAFETY: `build` made both arrays with `ndim` elements; they are freed once, here.
+        unsafe {
+            free_dims(self.dl_tensor.shape, n);
+            if !self.dl_tensor.strides.is_null() {
+                free_dims(self.dl_tensor.strides, n);
+            }
+        }
         match self.owner {
             DataOwner::Device(dev) => {
                 if let Ok(api) = device_api(dev.device_type) {
@@ -80,7 +96,8 @@ pub type NDArray = ObjPtr<NDArrayData>;
 
 impl NDArrayData {
     pub fn shape(&self) -> &[i64] {
-        &self.shape
+        // SAFETY: `build` made `shape` an array of `ndim` values owned by this struct.
+        unsafe { std::slice::from_raw_parts(self.dl_tensor.shape, self.dl_tensor.ndim as usize) }
     }
     pub fn dtype(&self) -> DLDataType {
         self.dl_tensor.dtype
@@ -89,18 +106,25 @@ impl NDArrayData {
         self.dl_tensor.device
     }
     pub fn strides(&self) -> Option<&[i64]> {
-        self.strides.as_deref()
+        // SAFETY: as for `shape`, when present.
+        (!self.dl_tensor.strides.is_null())
+            .then(|| unsafe { std::slice::from_raw_parts(self.dl_tensor.strides, self.dl_tensor.ndim as usize) })
     }
     /// Bytes of the (compact) data.
     pub fn nbytes(&self) -> usize {
-        data_size(&self.shape, self.dl_tensor.dtype).expect("checked at construction")
+        data_size(self.shape(), self.dl_tensor.dtype).expect("checked at construction")
     }
     pub fn data_ptr(&self) -> *mut c_void {
         self.dl_tensor.data
     }
-    /// The handle C sees (`TVMArrayHandle`).
+}
+
+impl NDArray {
+    /// The handle C sees (`TVMArrayHandle`): the `DLTensor` 16 bytes into the object. Derived
+    /// from the object pointer, so the header stays reachable from it (`header_of_handle`).
     pub fn as_dltensor_ptr(&self) -> *mut DLTensor {
-        &self.dl_tensor as *const DLTensor as *mut DLTensor
+        // SAFETY: the payload starts `DLTENSOR_OFFSET` bytes into the object (layout test).
+        unsafe { (self.as_header() as *mut u8).add(DLTENSOR_OFFSET) as *mut DLTensor }
     }
 }
 
@@ -116,18 +140,19 @@ fn build(
     owner: DataOwner,
 ) -> Result<NDArray> {
     let ndim = i32::try_from(shape.len()).map_err(|_| Error::value(format!("ndim {} is too large", shape.len())))?;
-    let mut shape = shape;
-    let mut strides = strides;
+    if strides.as_ref().is_some_and(|s| s.len() != shape.len()) {
+        return Err(Error::value("strides and shape differ in length"));
+    }
     let dl_tensor = DLTensor {
         data,
         device,
         ndim,
         dtype,
-        shape: shape.as_mut_ptr(),
-        strides: strides.as_mut().map_or(std::ptr::null_mut(), |s| s.as_mut_ptr()),
+        shape: Box::into_raw(shape) as *mut i64,
+        strides: strides.map_or(std::ptr::null_mut(), |s| Box::into_raw(s) as *mut i64),
         byte_offset,
     };
-    Ok(NDArray::new(NDArrayData { dl_tensor, manager_ctx, shape_object: std::ptr::null_mut(), shape, strides, owner }))
+    Ok(NDArray::new(NDArrayData { dl_tensor, manager_ctx, shape_object: std::ptr::null_mut(), owner }))
 }
 
 /// Shape of a C `DLTensor` as a slice (empty for ndim 0).

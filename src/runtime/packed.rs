@@ -438,6 +438,7 @@ pub struct ArgBuffer {
     /// Boxed so their addresses stay put while the vector grows.
     #[allow(clippy::vec_box)]
     _byte_arrays: Vec<Box<TVMByteArray>>,
+    _bytes: Vec<Vec<u8>>,
     _objects: Vec<ObjectRef>,
 }
 
@@ -460,23 +461,22 @@ impl ArgBuffer {
             Value::DataType(t) => (TVMValue { v_type: *t }, tc::DATA_TYPE),
             Value::Device(d) => (TVMValue { v_device: *d }, tc::DEVICE),
             Value::DLTensor(t) => (TVMValue { v_handle: *t as *mut c_void }, tc::DLTENSOR_HANDLE),
+            // Owned copies are stored first and pointers taken from where they then live.
             Value::Str(s) => {
                 let c = CString::new(s.as_str()).map_err(|_| Error::value("string argument contains a NUL byte"))?;
-                let p = c.as_ptr();
                 self._strings.push(c);
-                (TVMValue { v_str: p }, tc::STR)
+                (TVMValue { v_str: self._strings.last().expect("just pushed").as_ptr() }, tc::STR)
             }
             Value::RawStr(c) => {
-                let c = c.clone();
-                let p = c.as_ptr();
-                self._strings.push(c);
-                (TVMValue { v_str: p }, tc::STR)
+                self._strings.push(c.clone());
+                (TVMValue { v_str: self._strings.last().expect("just pushed").as_ptr() }, tc::STR)
             }
             Value::Bytes(bytes) => {
-                let arr = Box::new(TVMByteArray { data: bytes.as_ptr() as *const _, size: bytes.len() });
-                let p = &*arr as *const TVMByteArray as *mut c_void;
-                self._byte_arrays.push(arr);
-                (TVMValue { v_handle: p }, tc::BYTES)
+                self._bytes.push(bytes.clone());
+                let data = self._bytes.last().expect("just pushed");
+                self._byte_arrays.push(Box::new(TVMByteArray { data: data.as_ptr() as *const _, size: data.len() }));
+                let arr: &TVMByteArray = self._byte_arrays.last().expect("just pushed");
+                (TVMValue { v_handle: arr as *const TVMByteArray as *mut c_void }, tc::BYTES)
             }
             Value::NDArray(a) => (TVMValue { v_handle: a.as_dltensor_ptr() as *mut c_void }, tc::NDARRAY_HANDLE),
             Value::Module(m) => (TVMValue { v_handle: m.as_header() as *mut c_void }, tc::MODULE_HANDLE),

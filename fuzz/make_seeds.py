@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Regenerates the seed corpora in fuzz/corpus/<target>/ (checked in; run from anywhere).
+
+Seeds: the real files TVM 0.18 wrote (tests/data/tvm-0.18: graph.json, params.bin, mblob.bin;
+large graphs re-serialised without whitespace to keep executions fast), plus small hand-made
+inputs that reach features the real files do not (__nop / __copy / flatten_data nodes, several
+outputs, device_index and storage_scope, unusual dtypes, zero-size and 0-d tensors, const_loader
+and metadata_module blob entries, legacy blobs without an import tree).
+"""
+import json
+import os
+import shutil
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "tests", "data", "tvm-0.18")
+CORPUS = os.path.join(HERE, "corpus")
+
+NDARRAY_MAGIC = 0xDD5E40F096B4A13F
+LIST_MAGIC = 0xF7E58D4F05049CB7
+DTYPES = {  # name: (code, bits)
+    "int8": (0, 8), "int32": (0, 32), "int64": (0, 64), "uint1": (1, 1), "uint8": (1, 8),
+    "float16": (2, 16), "float32": (2, 32), "float64": (2, 64), "bfloat16": (4, 16),
+}
+
+
+def u64(v):
+    return struct.pack("<Q", v)
+
+
+def string(s):
+    b = s.encode()
+    return u64(len(b)) + b
+
+
+def strings(v):
+    return u64(len(v)) + b"".join(string(s) for s in v)
+
+
+def record(dtype, shape, fill=1):
+    code, bits = DTYPES[dtype]
+    n = 1
+    for d in shape:
+        n *= d
+    nbytes = n * ((bits + 7) // 8)
+    out = u64(NDARRAY_MAGIC) + u64(0) + struct.pack("<iii", 1, 0, len(shape))
+    out += struct.pack("<BBH", code, bits, 1)
+    out += b"".join(struct.pack("<q", d) for d in shape)
+    out += struct.pack("<q", nbytes) + bytes((fill + i) & 0xFF for i in range(nbytes))
+    return out
+
+
+def params(items):
+    names = [n for n, _ in items]
+    return u64(LIST_MAGIC) + u64(0) + strings(names) + u64(len(items)) + b"".join(r for _, r in items)
+
+
+def blob(entries, tree=None):
+    """entries: list of (type_key, payload bytes or None for _lib); tree: (row_ptr, children)."""
+    body = b""
+    count = len(entries) + (1 if tree else 0)
+    for key, payload in entries:
+        body += string(key) + (payload or b"")
+    if tree:
+        row_ptr, children = tree
+        body += string("_import_tree")
+        body += u64(len(row_ptr)) + b"".join(u64(x) for x in row_ptr)
+        body += u64(len(children)) + b"".join(u64(x) for x in children)
+    payload = u64(count) + body
+    return u64(len(payload)) + payload
+
+
+def graph(nodes, arg_nodes, heads, dltype, shape, storage_id=None, extra_attrs=None, **top):
+    row_ptr = [0]
+    for n in nodes:
+        outs = int(n.get("attrs", {}).get("num_outputs", "1")) if n["op"] == "tvm_op" else 1
+        row_ptr.append(row_ptr[-1] + outs)
+    attrs = {
+        "dltype": ["list_str", dltype],
+        "storage_id": ["list_int", storage_id if storage_id is not None else list(range(len(dltype)))],
+        "shape": ["list_shape", shape],
+    }
+    attrs.update(extra_attrs or {})
+    g = {"nodes": nodes, "arg_nodes": arg_nodes, "node_row_ptr": row_ptr, "heads": heads, "attrs": attrs}
+    g.update(top)
+    return json.dumps(g, separators=(",", ":"))
+
+
+def op(name, func, inputs, num_outputs=1, flatten=0, **extra):
+    attrs = {"func_name": func, "num_inputs": str(len(inputs)), "num_outputs": str(num_outputs),
+             "flatten_data": str(flatten)}
+    attrs.update(extra)
+    return {"op": "tvm_op", "name": name, "attrs": attrs, "inputs": [[i, k, 0] for i, k in inputs]}
+
+
+def inp(name):
+    return {"op": "null", "name": name, "inputs": []}
+
+
+def hand_made_graphs():
+    g = {}
+    g["nop_alias"] = graph([inp("x"), op("alias", "__nop", [(0, 0)])], [0], [[1, 0, 0]],
+                           ["float32", "float32"], [[2, 3], [2, 3]], storage_id=[0, 0])
+    g["copy"] = graph([inp("x"), op("cp", "__copy", [(0, 0)])], [0], [[1, 0, 0]],
+                      ["float32", "float32"], [[4], [4]])
+    g["flatten_two_outputs"] = graph(
+        [inp("a"), inp("b"), op("split", "fused_split", [(0, 0), (1, 0)], num_outputs=2, flatten=1,
+                                hash="00ff"), op("tail", "fused_add", [(2, 1), (2, 0)])],
+        [0, 1], [[2, 0, 0], [3, 0, 0], [2, 1]],
+        ["float32", "float32", "float32", "float32", "float32"],
+        [[2, 2], [2, 2], [2, 2], [4], [4]], storage_id=[0, 1, 2, 3, 2],
+        extra_attrs={"device_index": ["list_int", [1, 1, 1, 1, 1]],
+                     "storage_scope": ["list_str", ["global", "", "global", "global", ""]],
+                     "func_name_hint": ["list_str", ["a", "b", "c", "d", "e"]]},
+        metadata={"note": "hand-made"})
+    g["dtypes"] = graph(
+        [inp("i8"), inp("u1"), inp("f16"), inp("bf16"), inp("i64"),
+         op("mix", "fused_mix", [(0, 0), (1, 0), (2, 0), (3, 0), (4, 0)])],
+        [0, 1, 2, 3, 4], [[5, 0, 0]],
+        ["int8", "uint1", "float16", "bfloat16", "int64", "float32x4"],
+        [[3], [8], [1, 1, 1], [], [0, 5], [2]])
+    g["control_deps_attr_key"] = json.dumps({
+        "nodes": [{"op": "null", "name": "x", "inputs": [], "attrs": {}},
+                  {"op": "tvm_op", "name": "f", "attr": {"func_name": "f", "num_inputs": 1,
+                                                         "num_outputs": 1, "flatten_data": 0},
+                   "inputs": [[0, 0]], "control_deps": [0]}],
+        "arg_nodes": [0], "node_row_ptr": [0, 1, 2], "heads": [[1, 0]],
+        "attrs": {"dltype": ["list_str", ["uint8", "uint8"]], "storage_id": ["list_int", [0, 1]],
+                  "shape": ["list_shape", [[16], [16]]]}}, separators=(",", ":"))
+    g["no_ops"] = graph([inp("x")], [0], [[0, 0, 0]], ["float64"], [[1]])
+    return g
+
+
+def write(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def main():
+    for t in ("graph_json", "params", "blob"):
+        shutil.rmtree(os.path.join(CORPUS, t), ignore_errors=True)
+    # Real files from TVM 0.18.
+    for model in ("mlp", "seed000", "seed004"):
+        with open(os.path.join(DATA, model, "graph.json"), "rb") as f:
+            write("graph_json", f"tvm_{model}.json", f.read())
+    for model in ("resnet18", "inception_v3"):
+        with open(os.path.join(DATA, model, "graph.json")) as f:
+            write("graph_json", f"tvm_{model}_compact.json", json.dumps(json.load(f), separators=(",", ":")))
+    for model in ("mlp", "seed000", "seed004", "chain500"):
+        with open(os.path.join(DATA, model, "params.bin"), "rb") as f:
+            write("params", f"tvm_{model}.bin", f.read())
+    for model in ("mlp", "seed000", "seed004"):
+        with open(os.path.join(DATA, model, "mblob.bin"), "rb") as f:
+            write("blob", f"tvm_{model}.bin", f.read())
+
+    # Hand-made graphs.
+    for name, text in hand_made_graphs().items():
+        write("graph_json", f"hand_{name}.json", text)
+
+    # Hand-made params.
+    write("params", "hand_empty.bin", params([]))
+    write("params", "hand_dtypes.bin", params([
+        ("i8", record("int8", [3])), ("u1", record("uint1", [5])), ("f16", record("float16", [2, 2])),
+        ("bf16", record("bfloat16", [1])), ("i64", record("int64", [2])), ("f64", record("float64", [1, 1, 1])),
+    ]))
+    write("params", "hand_scalar_and_empty.bin", params([("s", record("float32", [])), ("z", record("int32", [0, 7]))]))
+    write("params", "hand_duplicate_names.bin", params([("w", record("uint8", [4])), ("w", record("uint8", [2]))]))
+
+    # Hand-made blobs.
+    factory = string(json.dumps(json.loads(hand_made_graphs()["copy"]))) + u64(1) + strings(["x"]) \
+        + record("float32", [4]) + string("default")
+    const_loader = strings(["c0", "c1"]) + u64(2) + record("float32", [2]) + record("int8", [3]) \
+        + strings(["sym_a", "sym_b"]) + u64(2) + strings(["c0"]) + strings(["c0", "c1"])
+    write("blob", "hand_lib_only.bin", blob([("_lib", None)]))
+    write("blob", "hand_factory_tree.bin",
+          blob([("_lib", None), ("GraphExecutorFactory", factory)], ([0, 1, 1], [1])))
+    write("blob", "hand_factory_root.bin",
+          blob([("GraphExecutorFactory", factory), ("_lib", None)], ([0, 1, 1], [1])))
+    write("blob", "hand_const_loader.bin",
+          blob([("_lib", None), ("const_loader", const_loader), ("metadata_module", b"")],
+               ([0, 1, 2, 2], [1, 2])))
+    write("blob", "hand_legacy_no_tree.bin", blob([("GraphRuntimeFactory", factory), ("metadata", const_loader)]))
+
+
+if __name__ == "__main__":
+    main()

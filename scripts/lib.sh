@@ -1,0 +1,46 @@
+# Shared by scripts/*.sh (sourced, not run). Assumes the caller did `set -euo pipefail`.
+#
+# REPO            repository root
+# LIB_DIR         where libtvm_runtime.so/.a come from (default: target/release, built here
+#                 with `cargo build --release --lib` unless TVM_RUNTIME_LIB_DIR names a directory
+#                 that already holds them)
+# configure_c_tests <build dir> [cmake args...]
+#                 configure + build the C tests against LIB_DIR (no cargo run inside CMake)
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+
+ensure_release_lib() {
+  if [ -n "${TVM_RUNTIME_LIB_DIR:-}" ]; then
+    LIB_DIR="$(cd "$TVM_RUNTIME_LIB_DIR" && pwd)"
+  else
+    LIB_DIR="$REPO/target/release"
+    echo "-- cargo build --release --lib (a no-op when up to date)"
+    (cd "$REPO" && cargo build --release --lib --quiet)
+  fi
+  for f in libtvm_runtime.so libtvm_runtime.a; do
+    if [ ! -f "$LIB_DIR/$f" ]; then
+      echo "error: $LIB_DIR/$f is missing" >&2
+      exit 1
+    fi
+  done
+}
+
+configure_c_tests() {
+  local build_dir="$1"
+  shift
+  ensure_release_lib
+  mkdir -p "$build_dir"
+  echo "-- configuring the C tests in $build_dir against $LIB_DIR ($*)"
+  cmake -S "$REPO" -B "$build_dir" -DTVM_RUNTIME_PREBUILT_DIR="$LIB_DIR" \
+    -DTVM_RUNTIME_BUILD_TESTS=ON "$@" >"$build_dir.configure.log" 2>&1 ||
+    { cat "$build_dir.configure.log"; exit 1; }
+  echo "-- building the C tests"
+  cmake --build "$build_dir" -j "$JOBS" >"$build_dir.build.log" 2>&1 ||
+    { cat "$build_dir.build.log"; exit 1; }
+}
+
+# Tests run against LIB_DIR even if LD_LIBRARY_PATH (e.g. from cargo) names another copy.
+test_env_ld_path() {
+  echo "$LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
