@@ -182,14 +182,14 @@ impl Module {
 mod tests {
     use super::*;
 
-    struct Named(&'static str, &'static [&'static str]);
+    struct Named(String, &'static [&'static str]);
     impl ModuleNode for Named {
         fn type_key(&self) -> &str {
-            self.0
+            &self.0
         }
         fn get_function(&self, name: &str, _this: &Module) -> Result<Option<PackedFunc>> {
-            let key = self.0;
-            Ok(self.1.contains(&name).then(|| PackedFunc::from_typed(move |_| Ok(Value::from(key)))))
+            let key = self.0.clone();
+            Ok(self.1.contains(&name).then(|| PackedFunc::from_typed(move |_| Ok(Value::from(key.as_str())))))
         }
         fn as_any(&self) -> &dyn Any {
             self
@@ -198,9 +198,9 @@ mod tests {
 
     #[test]
     fn imports_and_cycles() {
-        let a = Module::from_node(Named("a", &["fa"]));
-        let b = Module::from_node(Named("b", &["fb", "fa"]));
-        let c = Module::from_node(Named("c", &["fc"]));
+        let a = Module::from_node(Named("a".into(), &["fa"]));
+        let b = Module::from_node(Named("b".into(), &["fb", "fa"]));
+        let c = Module::from_node(Named("c".into(), &["fc"]));
         a.import(&b).unwrap();
         b.import(&c).unwrap();
         assert!(a.get_function("fc", false).unwrap().is_none());
@@ -227,8 +227,7 @@ mod tests {
             "runtime.module.loadfile_unittestfmt",
             PackedFunc::from_typed(|args| {
                 let path = args.string(0)?;
-                let leaked: &'static str = Box::leak(path.into_boxed_str());
-                Ok(Value::Module(Module::from_node(Named(leaked, &[]))))
+                Ok(Value::Module(Module::from_node(Named(path, &[]))))
             }),
             true,
         )
