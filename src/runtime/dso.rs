@@ -155,10 +155,12 @@ pub(crate) fn blob_bytes<'a>(addr: *mut c_void) -> Result<&'a [u8]> {
     let n = unsafe { std::ptr::read_unaligned(addr as *const u64) };
     let total = n.checked_add(8).ok_or_else(|| Error::value("module blob: length prefix overflows"))?;
     match size {
-        Some(size) if total > size as u64 => return Err(Error::value(format!(
+        Some(size) if total > size as u64 => {
+            return Err(Error::value(format!(
             "module blob: length prefix says {n} bytes but the __tvm_dev_mblob symbol holds only {} after the prefix",
             size.saturating_sub(8)
-        ))),
+        )))
+        }
         None if total > MAX_BLOB_BYTES => {
             return Err(Error::value(format!("module blob: implausible length {n}")));
         }
