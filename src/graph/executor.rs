@@ -164,31 +164,38 @@ impl Executor {
     pub fn run(&mut self) -> Result<()> {
         // Kernels are called right here (the common case); everything else, and any failure
         // or returned value, goes through the out-of-line paths.
-        let args = self.args.as_ptr() as *mut TVMValue;
-        let codes = self.codes.as_ptr() as *mut c_int;
         for i in 0..self.calls.len() {
-            let op = &self.calls[i];
-            if let Call::Kernel(f) = op.call {
-                let mut rv = TVMValue::null();
-                let mut rcode: c_int = tc::NULLPTR;
-                let generation = last_error_generation();
-                // SAFETY: as in `run_op`: `len` prebuilt DLTensor pointers into `self.tensors`.
-                let status = unsafe {
-                    f(
-                        args.add(op.start),
-                        codes.add(op.start),
-                        op.len as c_int,
-                        &mut rv,
-                        &mut rcode,
-                        std::ptr::null_mut(),
-                    )
-                };
-                if status != 0 || rcode != tc::NULLPTR {
-                    self.after_kernel(op.node_id, status, generation, rv, rcode)?;
-                }
+            if let Call::Kernel(f) = self.calls[i].call {
+                self.call_kernel(f, i)?;
             } else {
                 self.run_op(i)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Call op `i`'s compiled kernel with its prebuilt arguments.
+    #[inline(always)]
+    fn call_kernel(&self, f: TVMBackendPackedCFunc, i: usize) -> Result<()> {
+        let op = &self.calls[i];
+        let mut rv = TVMValue::null();
+        let mut rcode: c_int = tc::NULLPTR;
+        let generation = last_error_generation();
+        // SAFETY: the argument arrays hold `len` prebuilt DLTensor pointers into `self.tensors`,
+        // valid for the call; the kernel follows TVM's convention (it only reads `len` values and
+        // leaves the return slots alone on void return, which is why they are pre-set).
+        let status = unsafe {
+            f(
+                self.args.as_ptr().add(op.start) as *mut TVMValue,
+                self.codes.as_ptr().add(op.start) as *mut c_int,
+                op.len as c_int,
+                &mut rv,
+                &mut rcode,
+                std::ptr::null_mut(),
+            )
+        };
+        if status != 0 || rcode != tc::NULLPTR {
+            self.after_kernel(op.node_id, status, generation, rv, rcode)?;
         }
         Ok(())
     }
@@ -214,26 +221,7 @@ impl Executor {
     fn run_op(&mut self, i: usize) -> Result<()> {
         let op = &self.calls[i];
         match &op.call {
-            Call::Kernel(f) => {
-                let mut rv = TVMValue::null();
-                let mut rcode: c_int = tc::NULLPTR;
-                let generation = last_error_generation();
-                // SAFETY: the argument arrays hold `len` prebuilt DLTensor pointers into
-                // `self.tensors`, valid for the call; the kernel follows TVM's convention.
-                let status = unsafe {
-                    f(
-                        self.args.as_ptr().add(op.start) as *mut TVMValue,
-                        self.codes.as_ptr().add(op.start) as *mut c_int,
-                        op.len as c_int,
-                        &mut rv,
-                        &mut rcode,
-                        std::ptr::null_mut(),
-                    )
-                };
-                if status != 0 || rcode != tc::NULLPTR {
-                    self.after_kernel(op.node_id, status, generation, rv, rcode)?;
-                }
-            }
+            Call::Kernel(f) => self.call_kernel(*f, i)?,
             Call::Packed(f) => {
                 let args = Args::new(&self.args[op.start..op.start + op.len], &self.codes[op.start..op.start + op.len]);
                 // A panicking Rust function is reported with its node, like a failing kernel.
