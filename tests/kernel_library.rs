@@ -8,7 +8,7 @@ use std::ffi::c_void;
 use tvm_runtime::abi::{type_code as tc, DLDevice, TVMValue};
 use tvm_runtime::ffi::func::{TVMCFuncSetReturn, TVMFuncCreateFromCFunc, TVMFuncRegisterGlobal};
 use tvm_runtime::runtime::blob::{write_import_tree, BlobEntry};
-use tvm_runtime::runtime::stream::Writer;
+use tvm_runtime::runtime::byteio::Writer;
 
 fn kernels_only_so() -> std::path::PathBuf {
     static ONCE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();

@@ -12,7 +12,7 @@ use crate::runtime::module::{Module, ModuleNode};
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::packed::{Args, PackedFunc, Value};
 use crate::runtime::params::{read_named_records, write_ndarray, MIN_RECORD_BYTES};
-use crate::runtime::stream::{Input, Reader, Writer};
+use crate::runtime::byteio::{Input, Reader, Writer};
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 

@@ -8,7 +8,7 @@
 
 use super::error::{Error, Result};
 use super::module::Module;
-use super::stream::{Input, Reader, Writer};
+use super::byteio::{Input, Reader, Writer};
 use once_cell::sync::Lazy;
 use std::collections::HashMap;
 use std::sync::RwLock;

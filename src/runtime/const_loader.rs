@@ -11,7 +11,7 @@ use super::ndarray::NDArray;
 use super::object::ObjPtr;
 use super::packed::{PackedFunc, Value};
 use super::params::{read_named_records, MIN_RECORD_BYTES};
-use super::stream::{Input, Reader};
+use super::byteio::{Input, Reader};
 use std::any::Any;
 use std::collections::HashSet;
 use std::sync::Mutex;

@@ -4,6 +4,7 @@
 pub mod backend;
 pub mod blob;
 pub(crate) mod builtins;
+pub mod byteio;
 pub mod const_loader;
 pub mod container;
 pub mod device;
@@ -18,7 +19,6 @@ pub mod object;
 pub mod packed;
 pub mod params;
 pub mod registry;
-pub mod stream;
 pub mod threading;
 
 pub use error::{Error, Result};

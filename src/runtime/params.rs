@@ -8,7 +8,7 @@ use super::device::device_api;
 use super::dtype::num_elements;
 use super::error::{Error, Result};
 use super::ndarray::{byte_size, NDArray};
-use super::stream::{FileInput, Input, Reader, Writer};
+use super::byteio::{FileInput, Input, Reader, Writer};
 use crate::abi::{device_type, DLDataType, DLDevice, DLTensor};
 
 pub const NDARRAY_MAGIC: u64 = 0xDD5E_40F0_96B4_A13F;

@@ -1,4 +1,4 @@
-//! Little-endian binary streams in dmlc's layout (u64 lengths, no padding), bounds-checked.
+//! Little-endian byte readers and writers in dmlc's layout (u64 lengths, no padding), bounds-checked.
 //!
 //! Nothing read from a stream is trusted: every length and count is checked against the bytes
 //! that remain before anything is allocated, so hostile input is an error, never a crash or a
