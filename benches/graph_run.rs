@@ -45,6 +45,7 @@ fn chain_json(n: usize) -> String {
 }
 
 fn main() {
+    tvm_runtime::init();
     let so =
         build_so(&scratch("graph_run").join("chain_kernels.so"), &[repo().join("benches/fixtures/chain_kernels.c")]);
     let module = Module::load_from_file(so.to_str().unwrap(), "").expect("loading the kernel library");

@@ -72,6 +72,7 @@ fn run_once(exec: &Module, x: &NDArray, want: f32) {
 }
 
 fn main() {
+    tvm_runtime::init();
     // Build the kernels first (a child process: no effect on our RSS).
     let so = build_so(&scratch("memory").join("chain_kernels.so"), &[repo().join("benches/fixtures/chain_kernels.c")]);
     let rss0 = rss_bytes();

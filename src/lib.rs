@@ -1,17 +1,31 @@
 //! A Rust implementation of the Apache TVM runtime, shipped as a C-ABI library
 //! (`libtvm_runtime.so` / `.a`) that is a drop-in replacement for TVM's own.
 //!
-//! Layers: [`abi`] holds the `#[repr(C)]` types shared with C; [`runtime`] is the core (objects,
-//! NDArray, packed functions, registry, devices, modules, backend API); `ffi` is the thin C
-//! boundary that converts pointers and catches panics.
+//! Layers point one way: [`abi`] (the `#[repr(C)]` types shared with C) ← [`runtime`] (objects,
+//! NDArray, packed functions, registry, devices, modules, backend API) ← [`graph`] (the graph
+//! executor) ← [`ffi`] (the C boundary that converts pointers and catches panics). A lower layer
+//! never names a higher one: what the runtime must reach above it (the factory's blob loader,
+//! the executor's globals, the exported functions kernels call back into) is installed by
+//! [`init`], the one place that knows every layer.
 
 #![allow(clippy::missing_safety_doc)]
 
 pub mod abi;
-#[macro_use]
 pub mod runtime;
 pub mod ffi;
 pub mod graph;
+
+/// Install the layers above the runtime into it: the graph executor's blob loaders and globals,
+/// and the C-API functions kernel libraries call back into. Idempotent and cheap after the first
+/// call. Every exported C function calls it; Rust programs using the crate directly call it once
+/// before loading modules.
+pub fn init() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        runtime::library::install_context_functions(ffi::backend::context_functions());
+        graph::install();
+    });
+}
 
 #[cfg(test)]
 mod header_tests {

@@ -15,9 +15,6 @@ impl SymbolSource for NoSymbols {
     fn symbol(&self, _name: &str) -> Option<*mut c_void> {
         None
     }
-    fn describe(&self) -> String {
-        "empty test library".into()
-    }
 }
 
 fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {

@@ -48,9 +48,6 @@ impl SymbolSource for NoopKernels {
             Some(noop_kernel as *mut c_void)
         }
     }
-    fn describe(&self) -> String {
-        "fuzz library (no-op kernels, no context symbols)".into()
-    }
 }
 
 /// Whether the graph JSON parses and all its entries together fit in the budget.
@@ -100,6 +97,7 @@ fn walk(m: &Module, depth: usize, seen: &mut usize) {
 }
 
 fuzz_target!(|data: &[u8]| {
+    tvm_runtime::init();
     let lib = Module::from_node(LibraryModule::new(Arc::new(NoopKernels)));
     if let Ok(root) = load_import_tree(data, lib) {
         walk(&root, 0, &mut 0);

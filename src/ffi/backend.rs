@@ -1,24 +1,29 @@
 //! The backend API that compiled kernels call (`c_backend_api.h`).
 
 use crate::abi::{FTVMParallelLambda, TVMParallelGroupEnv, TVMValue};
-use crate::runtime::backend::{self, env_capi};
+use crate::runtime::backend;
+use crate::runtime::env_capi;
 use crate::runtime::error::Error;
-use crate::runtime::library::register_system_symbol;
+use crate::runtime::library::{register_system_symbol, ContextFunctions};
+use once_cell::sync::Lazy;
 
 use crate::runtime::object::ObjectHeader;
 use std::ffi::{c_char, c_int, c_void};
 
-/// The runtime functions stored into a library's `__TVM*` context pointers.
-pub(crate) fn context_functions() -> [(&'static str, *const c_void); 7] {
-    [
-        ("__TVMFuncCall", super::func::TVMFuncCall as *const c_void),
-        ("__TVMAPISetLastError", super::error::TVMAPISetLastError as *const c_void),
-        ("__TVMBackendGetFuncFromEnv", TVMBackendGetFuncFromEnv as *const c_void),
-        ("__TVMBackendAllocWorkspace", TVMBackendAllocWorkspace as *const c_void),
-        ("__TVMBackendFreeWorkspace", TVMBackendFreeWorkspace as *const c_void),
-        ("__TVMBackendParallelLaunch", TVMBackendParallelLaunch as *const c_void),
-        ("__TVMBackendParallelBarrier", TVMBackendParallelBarrier as *const c_void),
-    ]
+/// The exported functions a kernel library reaches through its `__TVM*` context pointers.
+pub(crate) fn context_functions() -> ContextFunctions {
+    static ENTRIES: Lazy<[(&str, usize); 7]> = Lazy::new(|| {
+        [
+            ("__TVMFuncCall", super::func::TVMFuncCall as *const () as usize),
+            ("__TVMAPISetLastError", super::error::TVMAPISetLastError as *const () as usize),
+            ("__TVMBackendGetFuncFromEnv", TVMBackendGetFuncFromEnv as *const () as usize),
+            ("__TVMBackendAllocWorkspace", TVMBackendAllocWorkspace as *const () as usize),
+            ("__TVMBackendFreeWorkspace", TVMBackendFreeWorkspace as *const () as usize),
+            ("__TVMBackendParallelLaunch", TVMBackendParallelLaunch as *const () as usize),
+            ("__TVMBackendParallelBarrier", TVMBackendParallelBarrier as *const () as usize),
+        ]
+    });
+    ContextFunctions { entries: &*ENTRIES }
 }
 
 /// Find `func_name` among the imports of the module behind `mod_node` (the value of the

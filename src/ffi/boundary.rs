@@ -39,7 +39,9 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Run `body`; on `Err` or panic store the message and return `R::error_value()`.
+/// Every export passes here, so it also makes sure the layers are installed ([`crate::init`]).
 pub fn guard<R: ErrorValue>(function: &'static str, body: impl FnOnce() -> Result<R>) -> R {
+    crate::init();
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {

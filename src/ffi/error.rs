@@ -1,6 +1,6 @@
 //! Error state: `TVMGetLastError` and friends.
 
-use crate::runtime::backend::env_capi;
+use crate::runtime::env_capi;
 use crate::runtime::error::{last_error_ptr, python, set_last_error_bytes, set_last_error_text};
 use std::ffi::{c_char, c_void, CStr};
 

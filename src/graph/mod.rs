@@ -9,5 +9,17 @@ pub mod module;
 pub mod plan;
 
 pub use executor::Executor;
+
+/// Register the graph executor with the runtime: the blob loader for the factory modules
+/// `export_library` packs, and TVM's `tvm.graph_executor*` globals. Called by [`crate::init`].
+pub(crate) fn install() {
+    use crate::runtime::{blob, registry};
+    blob::register_binary_loader("GraphExecutorFactory", factory::load_binary);
+    blob::register_binary_loader("GraphRuntimeFactory", factory::load_binary);
+    for (name, f) in module::globals() {
+        // Only a user's earlier registration under the same name can be there: theirs wins.
+        let _ = registry::register(name, f, false);
+    }
+}
 pub use json::Graph;
 pub use plan::Plan;

@@ -17,9 +17,8 @@ use std::sync::RwLock;
 pub type BinaryLoader = fn(&mut Reader<'_>) -> Result<Module>;
 
 static LOADERS: Lazy<RwLock<HashMap<String, BinaryLoader>>> = Lazy::new(|| {
+    // Loaders of the layers above (the graph executor factory) register themselves.
     let mut m: HashMap<String, BinaryLoader> = HashMap::new();
-    m.insert("GraphExecutorFactory".into(), crate::graph::factory::load_binary);
-    m.insert("GraphRuntimeFactory".into(), crate::graph::factory::load_binary);
     m.insert("const_loader".into(), super::const_loader::load_binary);
     m.insert("metadata".into(), super::const_loader::load_binary);
     m.insert("metadata_module".into(), super::const_loader::load_metadata_module);

@@ -11,7 +11,6 @@ use super::params::{load_params, save_params};
 pub(crate) fn all() -> Vec<(&'static str, PackedFunc)> {
     let mut all = super::container::globals();
     all.extend(super::container::shape_globals());
-    all.extend(crate::graph::module::globals());
     all.extend(params_globals());
     all.extend(array_globals());
     all.extend(module_globals());

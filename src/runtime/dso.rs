@@ -21,7 +21,6 @@ use std::sync::{Arc, Mutex};
 /// A dlopen'd library; closed when the last module or function using it is released.
 pub struct DsoLibrary {
     lib: Library,
-    path: String,
     /// The dlopen handle, identifying the mapped image.
     image: usize,
 }
@@ -31,10 +30,6 @@ impl SymbolSource for DsoLibrary {
         // SAFETY: we only read the symbol's address; interpreting it is the caller's business.
         unsafe { self.lib.get::<*mut c_void>(name.as_bytes()) }.ok().map(|s| s.into_raw()).filter(|p| !p.is_null())
     }
-    fn describe(&self) -> String {
-        format!("library `{}`", self.path)
-    }
-
     fn function(&self, name: &str) -> Option<*mut c_void> {
         let addr = self.symbol(name)?;
         is_own_function(self.image as *mut c_void, addr).then_some(addr)
@@ -172,6 +167,7 @@ pub(crate) fn blob_bytes<'a>(addr: *mut c_void) -> Result<&'a [u8]> {
 
 /// `runtime.module.loadfile_so`: load a compiled library and the modules packed in it.
 pub fn load_so(path: &str) -> Result<Module> {
+    let functions = super::library::context_functions()?;
     // SAFETY: loading a library runs its initializers; that is what the caller asked for.
     let lib = unsafe { Library::open(Some(path), RTLD_LAZY | RTLD_LOCAL) }.map_err(|e| {
         let reason = std::error::Error::source(&e).map(|s| format!(": {s}")).unwrap_or_default();
@@ -184,9 +180,9 @@ pub fn load_so(path: &str) -> Result<Module> {
             // Already loaded: `lib` (one more dlopen reference) is closed on drop here.
             Some(m) => m,
             None => {
-                let source = Arc::new(DsoLibrary { lib, path: path.to_string(), image });
+                let source = Arc::new(DsoLibrary { lib, image });
                 let module = Module::from_node(LibraryModule::new(source.clone()));
-                init_library_context(&*source, &module);
+                init_library_context(&*source, &module, functions);
                 live.insert(
                     image,
                     LiveImage { module: module.as_header() as usize, source: Arc::as_ptr(&source) as usize },

@@ -101,14 +101,6 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// `bail!(kind, fmt...)` returns early with an `Error` of the given kind.
-#[macro_export]
-macro_rules! bail {
-    ($kind:ident, $($arg:tt)*) => {
-        return Err($crate::runtime::error::Error::$kind(format!($($arg)*)))
-    };
-}
-
 /// The thread's last error, owned by the thread.
 struct LastError {
     message: Option<CString>,
@@ -131,9 +123,7 @@ fn store(c: CString, keep_python: bool) {
         // A new error replaces a stored frontend error object (one slot, as in TVM).
         let old = python::replace(std::ptr::null_mut());
         // SAFETY: `old` is the frontend object stored by TVMAPISetLastPythonError.
-        unsafe {
-            crate::runtime::backend::env_capi::call_ref_hook(&crate::runtime::backend::env_capi::PY_DEC_REF, old)
-        };
+        unsafe { super::env_capi::call_ref_hook(&super::env_capi::PY_DEC_REF, old) };
     }
     LAST_ERROR.with(|e| {
         let mut e = e.borrow_mut();

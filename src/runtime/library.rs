@@ -9,7 +9,7 @@ use super::error::{error_from_callee, last_error_generation, Error, Result};
 use super::module::{Module, ModuleNode};
 use super::packed::{PackedFunc, Value};
 use crate::abi::{type_code as tc, TVMBackendPackedCFunc, TVMValue};
-use once_cell::sync::Lazy;
+use once_cell::sync::{Lazy, OnceCell};
 use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr};
@@ -24,8 +24,6 @@ pub trait SymbolSource: Send + Sync + 'static {
     fn function(&self, name: &str) -> Option<*mut c_void> {
         self.symbol(name)
     }
-    /// Short description for error messages.
-    fn describe(&self) -> String;
 }
 
 /// A module whose functions are kernels looked up by symbol (`type_key` "library").
@@ -109,14 +107,42 @@ pub fn wrap_backend_func(f: TVMBackendPackedCFunc, keep_alive: Module) -> Packed
     })
 }
 
-/// Store our implementations into the library's `__TVM*` context-function pointers and point
-/// `__tvm_module_ctx` at the module, so kernels can call back into the runtime.
-pub fn init_library_context(symbols: &dyn SymbolSource, module: &Module) {
-    for (name, addr) in crate::ffi::backend::context_functions() {
+/// The runtime functions a kernel library calls back through its `__TVM*` context pointers
+/// (`__TVMFuncCall`, `__TVMBackendParallelLaunch`, ...), by symbol name. They are the exported
+/// C functions, which live in the C-API layer above this one: that layer installs the table once
+/// ([`install_context_functions`]) and library loading passes it on.
+#[derive(Clone, Copy)]
+pub struct ContextFunctions {
+    /// `(symbol name, function address)`; every address is a function of the prototype TVM
+    /// declares for that symbol in `c_backend_api.h` / `c_runtime_api.h`.
+    pub entries: &'static [(&'static str, usize)],
+}
+
+static CONTEXT_FUNCTIONS: OnceCell<ContextFunctions> = OnceCell::new();
+
+/// Install the table the C-API layer provides; the first installation wins.
+pub fn install_context_functions(table: ContextFunctions) {
+    let _ = CONTEXT_FUNCTIONS.set(table);
+}
+
+/// The installed table, or an error: without it, loaded kernels would call NULL pointers.
+pub fn context_functions() -> Result<ContextFunctions> {
+    CONTEXT_FUNCTIONS.get().copied().ok_or_else(|| {
+        Error::internal(
+            "the runtime's backend functions are not installed, so kernel libraries cannot be loaded \
+             (call tvm_runtime::init() before loading through the Rust API)",
+        )
+    })
+}
+
+/// Store the runtime's functions into the library's `__TVM*` context-function pointers and
+/// point `__tvm_module_ctx` at the module, so kernels can call back into the runtime.
+pub fn init_library_context(symbols: &dyn SymbolSource, module: &Module, functions: ContextFunctions) {
+    for &(name, addr) in functions.entries {
         if let Some(slot) = symbols.symbol(name) {
             // SAFETY: in TVM libraries these symbols are writable pointer-sized globals holding
-            // a function pointer of the matching prototype.
-            unsafe { *(slot as *mut *const c_void) = addr };
+            // a function pointer of the matching prototype; `addr` is such a function.
+            unsafe { *(slot as *mut usize) = addr };
         }
     }
     if let Some(slot) = symbols.symbol("__tvm_module_ctx") {
@@ -145,9 +171,6 @@ impl SymbolSource for SystemLibSymbols {
         let table = SYSTEM_SYMBOLS.read().unwrap_or_else(|e| e.into_inner());
         table.get(&format!("{}{}", self.prefix, name)).or_else(|| table.get(name)).map(|&p| p as *mut c_void)
     }
-    fn describe(&self) -> String {
-        format!("system library (prefix `{}`)", self.prefix)
-    }
 }
 
 static SYSTEM_LIBS: Lazy<Mutex<HashMap<String, Module>>> = Lazy::new(Default::default);
@@ -160,9 +183,10 @@ pub fn system_lib(prefix: &str) -> Result<Module> {
     if let Some(m) = libs.get(prefix) {
         return Ok(m.clone());
     }
+    let functions = context_functions()?;
     let symbols: Arc<dyn SymbolSource> = Arc::new(SystemLibSymbols { prefix: prefix.to_string() });
     let module = Module::from_node(LibraryModule::new(symbols.clone()));
-    init_library_context(&*symbols, &module);
+    init_library_context(&*symbols, &module, functions);
     let root = match symbols.symbol("__tvm_dev_mblob") {
         Some(addr) => super::blob::load_import_tree(super::dso::blob_bytes(addr)?, module)
             .map_err(|e| e.context(format!("system library `{prefix}`")))?,

@@ -10,7 +10,7 @@ pub mod container;
 pub mod device;
 pub mod dso;
 pub mod dtype;
-#[macro_use]
+pub mod env_capi;
 pub mod error;
 pub mod library;
 pub mod module;
