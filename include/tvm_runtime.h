@@ -19,7 +19,7 @@
 #include <tvm/runtime/c_backend_api.h>
 
 /*
- An executor handle (opaque to C).
+ An executor handle (opaque to C): the shared front, plus what C needs to outlive a call.
  */
 typedef struct TVMGraphExecutor TVMGraphExecutor;
 

@@ -11,9 +11,9 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod abi;
-pub mod runtime;
 pub mod ffi;
 pub mod graph;
+pub mod runtime;
 
 /// Install the layers above the runtime into it: the graph executor's blob loaders and globals,
 /// and the C-API functions kernel libraries call back into. Idempotent and cheap after the first

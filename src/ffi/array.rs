@@ -1,5 +1,6 @@
 //! NDArrays and DLPack exchange.
 
+use super::ptr::{out_param, slice, slice_mut};
 use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLTensor};
 use crate::runtime::error::Error;
 use crate::runtime::ndarray::{self, NDArray};
@@ -20,22 +21,18 @@ pub unsafe extern "C" fn TVMArrayAlloc(
     out: *mut *mut DLTensor,
 ) -> c_int {
     ffi_boundary!("TVMArrayAlloc", {
-        check_not_null!(out);
+        // SAFETY: out-pointer, and `shape` holds `ndim` values (caller contract).
+        let out = unsafe { out_param(out, "out")? };
         let n = usize::try_from(ndim).map_err(|_| Error::value(format!("negative ndim {ndim}")))?;
-        if n > 0 {
-            check_not_null!(shape);
-        }
-        let shape: &[i64] = if n == 0 { &[] } else { unsafe { std::slice::from_raw_parts(shape, n) } };
+        let shape = unsafe { slice(shape, n, "shape")? };
         let code = u8::try_from(dtype_code).map_err(|_| Error::value(format!("invalid dtype code {dtype_code}")))?;
         let bits = u8::try_from(dtype_bits).map_err(|_| Error::value(format!("invalid dtype bits {dtype_bits}")))?;
         let lanes =
             u16::try_from(dtype_lanes).map_err(|_| Error::value(format!("invalid dtype lanes {dtype_lanes}")))?;
         let dtype = DLDataType::new(code, bits, lanes);
         let arr = NDArray::empty(shape, dtype, DLDevice { device_type, device_id })?;
-        let handle = arr.as_dltensor_ptr();
-        let _ = arr.into_raw();
-        // SAFETY: checked non-NULL.
-        unsafe { *out = handle };
+        *out = arr.as_dltensor_ptr();
+        let _ = arr.into_raw(); // the caller owns this reference now
         Ok(0)
     })
 }
@@ -53,25 +50,13 @@ pub unsafe extern "C" fn TVMArrayFree(handle: *mut DLTensor) -> c_int {
     })
 }
 
-/// # Safety
-/// `data` must hold `nbytes` bytes when non-NULL.
-unsafe fn byte_slice<'a>(data: *mut c_void, nbytes: usize) -> Result<&'a mut [u8], Error> {
-    if nbytes == 0 {
-        return Ok(&mut []);
-    }
-    if data.is_null() {
-        return Err(Error::value("argument `data` is NULL"));
-    }
-    Ok(std::slice::from_raw_parts_mut(data as *mut u8, nbytes))
-}
-
 /// Copy `nbytes` host bytes into the array (must equal its byte size), then synchronize.
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayCopyFromBytes(handle: *mut DLTensor, data: *mut c_void, nbytes: usize) -> c_int {
     ffi_boundary!("TVMArrayCopyFromBytes", {
         check_not_null!(handle);
         // SAFETY: caller contract: valid tensor and `nbytes` readable bytes.
-        unsafe { ndarray::copy_from_bytes(&*handle, byte_slice(data, nbytes)?)? };
+        unsafe { ndarray::copy_from_bytes(&*handle, slice(data as *const u8, nbytes, "data")?)? };
         Ok(0)
     })
 }
@@ -82,7 +67,7 @@ pub unsafe extern "C" fn TVMArrayCopyToBytes(handle: *mut DLTensor, data: *mut c
     ffi_boundary!("TVMArrayCopyToBytes", {
         check_not_null!(handle);
         // SAFETY: caller contract: valid tensor and `nbytes` writable bytes.
-        unsafe { ndarray::copy_to_bytes(&*handle, byte_slice(data, nbytes)?)? };
+        unsafe { ndarray::copy_to_bytes(&*handle, slice_mut(data as *mut u8, nbytes, "data")?)? };
         Ok(0)
     })
 }

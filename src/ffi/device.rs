@@ -1,5 +1,6 @@
 //! Raw device memory, copies and streams.
 
+use super::ptr::slice;
 use crate::abi::{DLDataType, DLDevice, DLTensor};
 use crate::runtime::device::device_api;
 use crate::runtime::dtype::data_size;
@@ -48,11 +49,8 @@ pub unsafe extern "C" fn TVMDeviceAllocDataSpaceWithScope(
             return Err(Error::unsupported(format!("memory scope `{scope}` is not supported on {dev}")));
         }
         let n = usize::try_from(ndim).map_err(|_| Error::value(format!("negative ndim {ndim}")))?;
-        if n > 0 {
-            check_not_null!(shape);
-        }
-        // SAFETY: `shape` holds `ndim` values (caller contract; checked non-NULL).
-        let shape: &[i64] = if n == 0 { &[] } else { unsafe { std::slice::from_raw_parts(shape, n) } };
+        // SAFETY: `shape` holds `ndim` values (caller contract).
+        let shape = unsafe { slice(shape, n, "shape")? };
         let nbytes = data_size(shape, dtype)?;
         let align = ALLOC_ALIGNMENT.max(dtype.element_bytes());
         let p = device_api(dev.device_type)?.alloc_data_space(dev, nbytes, align, dtype)?;

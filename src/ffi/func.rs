@@ -1,8 +1,9 @@
 //! Packed functions and the global registry.
 
+use super::ptr::{borrow_handle, check_type};
 use crate::abi::{type_code as tc, TVMByteArray, TVMPackedCFunc, TVMPackedCFuncFinalizer, TVMValue};
 use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
-use crate::runtime::object::{ObjPtr, ObjectHeader, ObjectType};
+use crate::runtime::object::ObjectHeader;
 use crate::runtime::packed::{Args, FuncObj, PackedFunc, Value};
 use crate::runtime::registry;
 use std::cell::RefCell;
@@ -30,30 +31,6 @@ thread_local! {
 /// Whether `arr` is this thread's byte-result buffer (which must not be freed).
 pub(crate) fn is_return_byte_array(arr: *const TVMByteArray) -> bool {
     RETURN_BUFFERS.with(|b| std::ptr::eq(&*b.borrow().byte_array, arr))
-}
-
-/// Error unless the live object behind `handle` has `T`'s type.
-///
-/// # Safety
-/// `handle` must point to a live object.
-pub(crate) unsafe fn check_type<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<()> {
-    let ti = (*(handle as *mut ObjectHeader)).type_index;
-    if ti != T::TYPE_INDEX {
-        return Err(Error::type_error(format!("handle {handle:p} is not a {what} (type index {ti})")));
-    }
-    Ok(())
-}
-
-/// A typed object from a C handle, checked against the expected type.
-///
-/// # Safety
-/// `handle` must be NULL or point to a live object.
-pub(crate) unsafe fn borrow_handle<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<ObjPtr<T>> {
-    if handle.is_null() {
-        return Err(Error::value(format!("{what} handle is NULL")));
-    }
-    check_type::<T>(handle, what)?;
-    Ok(ObjPtr::from_borrowed(handle as *mut ObjectHeader))
 }
 
 /// Move a result into the C representation: objects leave with one owned reference,

@@ -9,20 +9,24 @@
 //! except with the zero-copy calls, where the caller keeps the memory alive while the executor
 //! uses it. Names and shapes returned by the info calls live as long as the executor.
 
+use super::ptr::{out_param, slice};
 use crate::abi::{DLDataType, DLDevice, DLTensor};
 use crate::graph::factory::GraphExecutorFactory;
-use crate::graph::module::{chrome_trace, profile_table};
-use crate::graph::{Executor, Graph, Plan};
+use crate::graph::profile::{chrome_trace, profile_table};
+use crate::graph::{Executor, ExecutorFront, Graph, Key, Plan, TensorInfo};
 use crate::runtime::error::{set_last_error, Error, Result};
 use crate::runtime::module::Module;
 use once_cell::sync::Lazy;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CString};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
-/// An executor handle (opaque to C).
+/// An executor handle (opaque to C): the shared front, plus what C needs to outlive a call.
 pub struct TVMGraphExecutor {
-    exec: Mutex<Executor>,
+    front: ExecutorFront,
+    /// NUL-terminated input and output names handed out by the info calls.
+    input_names: Vec<CString>,
+    output_names: Vec<CString>,
     /// Owned text returned by the profiling calls.
     text: Mutex<CString>,
 }
@@ -55,27 +59,22 @@ fn handle(g: *const TVMGraphExecutor) -> Result<Arc<TVMGraphExecutor>> {
     })
 }
 
-impl TVMGraphExecutor {
-    fn lock(&self) -> Result<MutexGuard<'_, Executor>> {
-        match self.exec.try_lock() {
-            Ok(g) => Ok(g),
-            Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => {
-                Err(Error::runtime("graph executor is in use by another thread (use one executor per thread)"))
-            }
-        }
-    }
+/// A C string of `s` (names cannot hold NUL in C: any are dropped).
+fn c_name(s: &str) -> CString {
+    CString::new(s.replace('\0', "")).expect("NULs removed")
 }
 
 fn publish(exec: Executor) -> *mut TVMGraphExecutor {
-    let g = Arc::new(TVMGraphExecutor { exec: Mutex::new(exec), text: Mutex::new(CString::default()) });
+    let plan = exec.plan().clone();
+    let g = Arc::new(TVMGraphExecutor {
+        input_names: (0..plan.num_inputs()).map(|i| c_name(plan.input_name(i))).collect(),
+        output_names: (0..plan.num_outputs()).map(|i| c_name(&plan.output_name(i))).collect(),
+        front: ExecutorFront::new(exec),
+        text: Mutex::new(CString::default()),
+    });
     let ptr = Arc::as_ptr(&g) as *mut TVMGraphExecutor;
     LIVE.write().unwrap_or_else(|e| e.into_inner()).insert(ptr as usize, g);
     ptr
-}
-
-fn non_negative(index: i32, what: &str) -> Result<usize> {
-    usize::try_from(index).map_err(|_| Error::index(format!("{what} index {index} is negative")))
 }
 
 /// # Safety
@@ -84,10 +83,8 @@ unsafe fn device_list<'a>(devices: *const DLDevice, n: u32) -> Result<&'a [DLDev
     if n == 0 {
         return Err(Error::value("`num_devices` is 0: at least one device is required"));
     }
-    if devices.is_null() {
-        return Err(Error::value("argument `devices` is NULL"));
-    }
-    Ok(std::slice::from_raw_parts(devices, n as usize))
+    // SAFETY: forwarded contract.
+    unsafe { slice(devices, n as usize, "devices") }
 }
 
 /// Create an executor from graph JSON and the module holding its kernels. Weights are loaded
@@ -101,15 +98,13 @@ pub unsafe extern "C" fn TVMGraphExecutorCreate(
     out: *mut *mut TVMGraphExecutor,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorCreate", {
-        check_not_null!(out);
         // SAFETY: C arguments per the contract above.
+        let out = unsafe { out_param(out, "out")? };
         let json = unsafe { c_str!(graph_json)? };
         let module = unsafe { super::module::module_arg(module, "module")? };
         let devices = unsafe { device_list(devices, num_devices)? };
         let plan = Plan::new(Graph::parse(json)?, module, devices)?;
-        let exec = Executor::new(Arc::new(plan))?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = publish(exec) };
+        *out = publish(Executor::new(Arc::new(plan))?);
         Ok(0)
     })
 }
@@ -125,16 +120,14 @@ pub unsafe extern "C" fn TVMGraphExecutorCreateFromFactory(
     out: *mut *mut TVMGraphExecutor,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorCreateFromFactory", {
-        check_not_null!(out);
         // SAFETY: C arguments per the contract above.
+        let out = unsafe { out_param(out, "out")? };
         let m: Module = unsafe { super::module::module_arg(factory, "factory")? };
         let devices = unsafe { device_list(devices, num_devices)? };
         let f = m.node().as_any().downcast_ref::<GraphExecutorFactory>().ok_or_else(|| {
             Error::type_error(format!("module of type `{}` is not a GraphExecutorFactory", m.type_key()))
         })?;
-        let exec = Executor::new(f.plan(&m, devices)?)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = publish(exec) };
+        *out = publish(Executor::new(f.plan(&m, devices)?)?);
         Ok(0)
     })
 }
@@ -147,13 +140,10 @@ pub unsafe extern "C" fn TVMGraphExecutorLoadParams(
     size: usize,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorLoadParams", {
-        // SAFETY: `data` holds `size` bytes (caller contract).
         let g = handle(g)?;
-        if size > 0 {
-            check_not_null!(data);
-        }
-        let blob: &[u8] = if size == 0 { &[] } else { unsafe { std::slice::from_raw_parts(data as *const u8, size) } };
-        g.lock()?.load_params(blob)?;
+        // SAFETY: `data` holds `size` bytes (caller contract).
+        let blob = unsafe { slice(data as *const u8, size, "data")? };
+        g.front.lock()?.load_params(blob)?;
         Ok(0)
     })
 }
@@ -167,11 +157,11 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInput(
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetInput", {
         check_not_null!(data);
-        // SAFETY: C string and tensor valid for the call (caller contract).
         let g = handle(g)?;
+        // SAFETY: C string and tensor valid for the call (caller contract).
         let name = unsafe { c_str!(name)? };
-        let mut e = g.lock()?;
-        let i = e.input_index(name)?;
+        let mut e = g.front.lock()?;
+        let i = e.input(Key::Name(name))?;
         e.set_input(i, unsafe { &*data })?;
         Ok(0)
     })
@@ -186,10 +176,11 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetInputByIndex", {
         check_not_null!(data);
-        // SAFETY: the tensor is valid for the call (caller contract).
         let g = handle(g)?;
-        let i = non_negative(index, "input")?;
-        g.lock()?.set_input(i, unsafe { &*data })?;
+        let mut e = g.front.lock()?;
+        let i = e.input(Key::Index(index.into()))?;
+        // SAFETY: the tensor is valid for the call (caller contract).
+        e.set_input(i, unsafe { &*data })?;
         Ok(0)
     })
 }
@@ -203,10 +194,11 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputZeroCopy(
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetInputZeroCopy", {
         check_not_null!(data);
-        // SAFETY: the tensor is valid for the call (caller contract).
         let g = handle(g)?;
-        let i = non_negative(index, "input")?;
-        g.lock()?.set_input_zero_copy(i, unsafe { &*data })?;
+        let mut e = g.front.lock()?;
+        let i = e.input(Key::Index(index.into()))?;
+        // SAFETY: the tensor is valid for the call (caller contract).
+        e.set_input_zero_copy(i, unsafe { &*data })?;
         Ok(0)
     })
 }
@@ -220,10 +212,11 @@ pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetOutputZeroCopy", {
         check_not_null!(data);
-        // SAFETY: the tensor is valid for the call (caller contract).
         let g = handle(g)?;
-        let i = non_negative(index, "output")?;
-        g.lock()?.set_output_zero_copy(i, unsafe { &*data })?;
+        let mut e = g.front.lock()?;
+        let i = e.output(Key::Index(index.into()))?;
+        // SAFETY: the tensor is valid for the call (caller contract).
+        e.set_output_zero_copy(i, unsafe { &*data })?;
         Ok(0)
     })
 }
@@ -232,7 +225,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorRun(g: *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutorRun", {
-        handle(g)?.lock()?.run()?;
+        handle(g)?.front.lock()?.run()?;
         Ok(0)
     })
 }
@@ -242,10 +235,11 @@ pub unsafe extern "C" fn TVMGraphExecutorRun(g: *mut TVMGraphExecutor) -> c_int 
 pub unsafe extern "C" fn TVMGraphExecutorGetOutput(g: *mut TVMGraphExecutor, index: i32, out: *mut DLTensor) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetOutput", {
         check_not_null!(out);
-        // SAFETY: the tensor is valid for the call (caller contract).
         let g = handle(g)?;
-        let i = non_negative(index, "output")?;
-        g.lock()?.get_output_into(i, unsafe { &*out })?;
+        let e = g.front.lock()?;
+        let i = e.output(Key::Index(index.into()))?;
+        // SAFETY: the tensor is valid for the call (caller contract).
+        e.get_output_into(i, unsafe { &*out })?;
         Ok(0)
     })
 }
@@ -254,10 +248,9 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutput(g: *mut TVMGraphExecutor, ind
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorGetNumInputs(g: *const TVMGraphExecutor, out: *mut i32) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetNumInputs", {
-        check_not_null!(out);
-        // SAFETY: checked out-pointer.
-        let n = handle(g)?.lock()?.plan().num_inputs();
-        unsafe { *out = n as i32 };
+        // SAFETY: out-pointer (caller contract).
+        let out = unsafe { out_param(out, "out")? };
+        *out = handle(g)?.front.lock()?.plan().num_inputs() as i32;
         Ok(0)
     })
 }
@@ -266,10 +259,9 @@ pub unsafe extern "C" fn TVMGraphExecutorGetNumInputs(g: *const TVMGraphExecutor
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorGetNumOutputs(g: *const TVMGraphExecutor, out: *mut i32) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetNumOutputs", {
-        check_not_null!(out);
-        // SAFETY: checked out-pointer.
-        let n = handle(g)?.lock()?.plan().num_outputs();
-        unsafe { *out = n as i32 };
+        // SAFETY: out-pointer (caller contract).
+        let out = unsafe { out_param(out, "out")? };
+        *out = handle(g)?.front.lock()?.plan().num_outputs() as i32;
         Ok(0)
     })
 }
@@ -282,12 +274,11 @@ pub unsafe extern "C" fn TVMGraphExecutorGetInputIndex(
     out: *mut i32,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetInputIndex", {
-        check_not_null!(out);
-        // SAFETY: C string valid for the call; checked out-pointer.
+        // SAFETY: out-pointer and C string valid for the call (caller contract).
+        let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
         let name = unsafe { c_str!(name)? };
-        let i = g.lock()?.input_index(name)?;
-        unsafe { *out = i as i32 };
+        *out = g.front.lock()?.input(Key::Name(name))? as i32;
         Ok(0)
     })
 }
@@ -300,34 +291,25 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutputIndex(
     out: *mut i32,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetOutputIndex", {
-        check_not_null!(out);
-        // SAFETY: C string valid for the call; checked out-pointer.
+        // SAFETY: out-pointer and C string valid for the call (caller contract).
+        let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
         let name = unsafe { c_str!(name)? };
-        let e = g.lock()?;
-        let i = e
-            .plan()
-            .output_index(name)
-            .ok_or_else(|| Error::attribute(format!("graph has no output named `{name}`")))?;
-        unsafe { *out = i as i32 };
+        *out = g.front.lock()?.output(Key::Name(name))? as i32;
         Ok(0)
     })
 }
 
-fn fill_info(e: &Executor, eid: usize, name: &CString, is_param: bool, out: *mut TVMTensorInfo) {
-    let plan = e.plan();
-    let shape = plan.entry_shape(eid);
-    // SAFETY: `out` checked non-NULL by the callers; the pointers stay valid while the plan
-    // (owned by the executor) lives.
-    unsafe {
-        *out = TVMTensorInfo {
-            name: name.as_ptr(),
-            ndim: shape.len() as i32,
-            shape: shape.as_ptr(),
-            dtype: plan.entry_dtype(eid),
-            nbytes: plan.entry_bytes(eid),
-            is_param: is_param as i32,
-        };
+/// The C view of `info`, with `name` (owned by the executor) as its name. The shape points into
+/// the plan, which the executor keeps alive.
+fn c_info(info: &TensorInfo<'_>, name: &CString) -> TVMTensorInfo {
+    TVMTensorInfo {
+        name: name.as_ptr(),
+        ndim: info.shape.len() as i32,
+        shape: info.shape.as_ptr(),
+        dtype: info.dtype,
+        nbytes: info.nbytes,
+        is_param: info.is_param as i32,
     }
 }
 
@@ -339,16 +321,12 @@ pub unsafe extern "C" fn TVMGraphExecutorGetInputInfo(
     out: *mut TVMTensorInfo,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetInputInfo", {
-        check_not_null!(out);
+        // SAFETY: out-pointer (caller contract).
+        let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        let e = g.lock()?;
-        let n = e.plan().num_inputs();
-        let i = usize::try_from(index)
-            .ok()
-            .filter(|&i| i < n)
-            .ok_or_else(|| Error::index(format!("input index {index} out of range (the graph has {n} inputs)")))?;
-        let is_param = !e.data_inputs().contains(&i);
-        fill_info(&e, e.plan().input_entry(i), &e.plan().input_cnames[i], is_param, out);
+        let e = g.front.lock()?;
+        let i = e.input(Key::Index(index.into()))?;
+        *out = c_info(&e.input_info(i)?, &g.input_names[i]);
         Ok(0)
     })
 }
@@ -361,15 +339,12 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutputInfo(
     out: *mut TVMTensorInfo,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetOutputInfo", {
-        check_not_null!(out);
+        // SAFETY: out-pointer (caller contract).
+        let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        let e = g.lock()?;
-        let n = e.plan().num_outputs();
-        let i = usize::try_from(index)
-            .ok()
-            .filter(|&i| i < n)
-            .ok_or_else(|| Error::index(format!("output index {index} out of range (the graph has {n} outputs)")))?;
-        fill_info(&e, e.plan().output_entry(i), &e.plan().output_cnames[i], false, out);
+        let e = g.front.lock()?;
+        let i = e.output(Key::Index(index.into()))?;
+        *out = c_info(&e.output_info(i)?, &g.output_names[i]);
         Ok(0)
     })
 }
@@ -383,9 +358,10 @@ pub unsafe extern "C" fn TVMGraphExecutorProfile(
     out: *mut *const c_char,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorProfile", {
-        check_not_null!(out);
+        // SAFETY: out-pointer (caller contract).
+        let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        let timings = g.lock()?.run_profiled()?;
+        let timings = g.front.lock()?.run_profiled()?;
         let text = match format {
             0 => profile_table(&timings),
             1 => chrome_trace(&timings),
@@ -393,8 +369,7 @@ pub unsafe extern "C" fn TVMGraphExecutorProfile(
         };
         let mut slot = g.text.lock().unwrap_or_else(|e| e.into_inner());
         *slot = CString::new(text).map_err(|_| Error::internal("profile text contains NUL"))?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = slot.as_ptr() };
+        *out = slot.as_ptr();
         Ok(0)
     })
 }

@@ -12,5 +12,6 @@ pub mod func;
 pub mod graph_executor;
 pub mod module;
 pub mod object;
+mod ptr;
 
 pub(crate) use boundary::*;

@@ -1,6 +1,6 @@
 //! Modules: loading, imports, function lookup.
 
-use super::func::{borrow_handle, check_type};
+use super::ptr::{borrow_handle, check_type};
 use crate::runtime::error::Result;
 use crate::runtime::module::{Module, ModuleObj};
 use crate::runtime::object::{release, ObjectHeader};

@@ -2,6 +2,7 @@
 //! views kernels see, and the argument arrays built once, so `run()` is a loop of prebuilt
 //! calls that allocates nothing and looks nothing up.
 
+use super::front::Key;
 use super::plan::{OpKind, Plan};
 use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc, TVMValue};
 use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
@@ -9,7 +10,6 @@ use crate::runtime::ndarray::{check_contiguous, copy_from_to, NDArray, ALLOC_ALI
 use crate::runtime::packed::{Args, PackedFunc, Value};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
-use std::time::Instant;
 
 enum Call {
     Kernel(TVMBackendPackedCFunc),
@@ -44,16 +44,6 @@ impl Backing {
             Backing::External(p) => *p,
         }
     }
-}
-
-/// Timing of one op from a profiled run.
-#[derive(Clone, Debug)]
-pub struct OpTiming {
-    pub node_id: u32,
-    pub name: String,
-    pub func_name: String,
-    pub start_ns: u64,
-    pub duration_ns: u64,
 }
 
 /// A graph executor: one per thread (it is `Send`, not shared).
@@ -217,8 +207,9 @@ impl Executor {
         Ok(())
     }
 
+    /// Run op `i` (in run order) alone.
     #[inline]
-    fn run_op(&mut self, i: usize) -> Result<()> {
+    pub(crate) fn run_op(&mut self, i: usize) -> Result<()> {
         let op = &self.calls[i];
         match &op.call {
             Call::Kernel(f) => self.call_kernel(*f, i)?,
@@ -258,24 +249,14 @@ impl Executor {
         e.context(format!("graph executor: node `{}`", self.plan.graph.nodes[node_id as usize].name))
     }
 
-    /// Run every op once, timing each.
-    pub fn run_profiled(&mut self) -> Result<Vec<OpTiming>> {
-        let t0 = Instant::now();
-        let mut out = Vec::with_capacity(self.calls.len());
-        for i in 0..self.calls.len() {
-            let start = Instant::now();
-            self.run_op(i)?;
-            let end = Instant::now();
-            let node = &self.plan.graph.nodes[self.calls[i].node_id as usize];
-            out.push(OpTiming {
-                node_id: self.calls[i].node_id,
-                name: node.name.clone(),
-                func_name: node.attrs.as_ref().map(|a| a.func_name.clone()).unwrap_or_default(),
-                start_ns: (start - t0).as_nanos() as u64,
-                duration_ns: (end - start).as_nanos() as u64,
-            });
-        }
-        Ok(out)
+    /// Number of ops in run order.
+    pub(crate) fn num_ops(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// The graph node op `i` runs.
+    pub(crate) fn op_node_id(&self, i: usize) -> u32 {
+        self.calls[i].node_id
     }
 
     /// Run ops `0..=op_index_of(node)` (for debugging a node's output).
@@ -289,20 +270,16 @@ impl Executor {
         Ok(())
     }
 
+    /// The entry of input `index`, or the front's range error.
     fn check_input_index(&self, index: usize) -> Result<usize> {
-        let n = self.plan.num_inputs();
-        if index >= n {
-            return Err(Error::index(format!("input index {index} out of range (the graph has {n} inputs)")));
-        }
-        Ok(self.plan.input_entry(index))
+        let i = self.input(Key::Index(index as i64))?;
+        Ok(self.plan.input_entry(i))
     }
 
+    /// The entry of output `index`, or the front's range error.
     fn check_output_index(&self, index: usize) -> Result<usize> {
-        let n = self.plan.num_outputs();
-        if index >= n {
-            return Err(Error::index(format!("output index {index} out of range (the graph has {n} outputs)")));
-        }
-        Ok(self.plan.output_entry(index))
+        let i = self.output(Key::Index(index as i64))?;
+        Ok(self.plan.output_entry(i))
     }
 
     /// Resolve an input name to its index, or an error listing what exists.
@@ -489,6 +466,11 @@ impl Executor {
 
     /// Indices of the inputs a user feeds: not params of the plan or loaded by `load_params`.
     pub fn data_inputs(&self) -> Vec<usize> {
-        (0..self.plan.num_inputs()).filter(|&i| !self.plan.is_param_input(i) && !self.loaded_params[i]).collect()
+        (0..self.plan.num_inputs()).filter(|&i| !self.plan.is_param_input(i) && !self.is_loaded_param(i)).collect()
+    }
+
+    /// Whether input `index` was loaded as a param by this executor (`load_params`).
+    pub fn is_loaded_param(&self, index: usize) -> bool {
+        self.loaded_params[index]
     }
 }

@@ -6,13 +6,13 @@ use super::json::Graph;
 use super::module::executor_module;
 use super::plan::Plan;
 use crate::abi::DLDevice;
+use crate::runtime::byteio::{Input, Reader, Writer};
 use crate::runtime::container::map_object;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::module::{Module, ModuleNode};
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::packed::{Args, PackedFunc, Value};
 use crate::runtime::params::{read_named_records, write_ndarray, MIN_RECORD_BYTES};
-use crate::runtime::byteio::{Input, Reader, Writer};
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 

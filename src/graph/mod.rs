@@ -1,14 +1,20 @@
 //! The graph executor: graph JSON model and validation ([`json`]), the shared immutable
-//! [`plan::Plan`], per-run [`executor::Executor`] contexts, the executor as a TVM module, and
-//! the `GraphExecutorFactory` packed by `export_library`.
+//! [`plan::Plan`], per-run [`executor::Executor`] contexts, the one front door callers share
+//! ([`front`]), profiling ([`profile`]), the executor as a TVM module ([`module`]), and the
+//! `GraphExecutorFactory` packed by `export_library`.
 
 pub mod executor;
 pub mod factory;
+pub mod front;
 pub mod json;
 pub mod module;
 pub mod plan;
+pub mod profile;
 
 pub use executor::Executor;
+pub use front::{ExecutorFront, Key, TensorInfo};
+pub use json::Graph;
+pub use plan::Plan;
 
 /// Register the graph executor with the runtime: the blob loader for the factory modules
 /// `export_library` packs, and TVM's `tvm.graph_executor*` globals. Called by [`crate::init`].
@@ -21,5 +27,3 @@ pub(crate) fn install() {
         let _ = registry::register(name, f, false);
     }
 }
-pub use json::Graph;
-pub use plan::Plan;

@@ -58,9 +58,6 @@ pub struct Plan {
     pub(crate) shared_storage: Vec<Option<NDArray>>,
     /// Names of inputs whose values came with the plan (params).
     pub(crate) param_inputs: Vec<bool>,
-    /// NUL-terminated input and output names for the C API.
-    pub(crate) input_cnames: Vec<std::ffi::CString>,
-    pub(crate) output_cnames: Vec<std::ffi::CString>,
 }
 
 fn storage_device(devices: &[DLDevice], device_type: i32) -> DLDevice {
@@ -178,19 +175,7 @@ impl Plan {
         }
         let n_storage = storage.len();
         let n_inputs = graph.arg_nodes.len();
-        let cname = |s: &str| std::ffi::CString::new(s.replace('\0', "")).expect("NULs removed");
-        let input_cnames = graph.arg_nodes.iter().map(|&n| cname(&graph.nodes[n as usize].name)).collect();
-        let output_cnames = graph
-            .heads
-            .iter()
-            .map(|h| {
-                let name = &graph.nodes[h.node_id as usize].name;
-                cname(&if h.index == 0 { name.clone() } else { format!("{name}:{}", h.index) })
-            })
-            .collect();
         Ok(Plan {
-            input_cnames,
-            output_cnames,
             graph,
             module,
             devices: devices.to_vec(),

@@ -6,9 +6,9 @@
 //! There are no per-entry lengths, so an entry we cannot decode stops the load with an error
 //! naming it.
 
+use super::byteio::{Input, Reader, Writer};
 use super::error::{Error, Result};
 use super::module::Module;
-use super::byteio::{Input, Reader, Writer};
 use once_cell::sync::Lazy;
 use std::collections::HashMap;
 use std::sync::RwLock;

@@ -1,0 +1,94 @@
+//! Pointers from C become references here, and only here: out-parameters, `(pointer, length)`
+//! slices where NULL is allowed for length 0, and object handles checked against their type.
+//! Each check names the argument, so a bad call gets a message a C programmer can act on.
+
+use crate::runtime::error::{Error, Result};
+use crate::runtime::object::{ObjPtr, ObjectHeader, ObjectType};
+use std::ffi::c_void;
+
+/// The out-parameter `p` as a reference; NULL is an error naming `name`.
+///
+/// # Safety
+/// A non-NULL `p` must be valid for writes of a `T` and unaliased for `'a`.
+pub(crate) unsafe fn out_param<'a, T>(p: *mut T, name: &str) -> Result<&'a mut T> {
+    // SAFETY: the caller's contract covers a non-NULL `p`.
+    unsafe { p.as_mut() }.ok_or_else(|| Error::value(format!("argument `{name}` is NULL")))
+}
+
+/// `len` elements at `p`. NULL is allowed when `len` is 0 (C code passes it for empty arrays).
+///
+/// # Safety
+/// For `len > 0`, a non-NULL `p` must point to `len` initialised `T`s, valid and unmodified
+/// for `'a`.
+pub(crate) unsafe fn slice<'a, T>(p: *const T, len: usize, name: &str) -> Result<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::value(format!("argument `{name}` is NULL but its length is {len}")));
+    }
+    // SAFETY: non-NULL and, by the caller's contract, `len` valid elements for `'a`.
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+}
+
+/// `len` writable elements at `p`; NULL is allowed when `len` is 0.
+///
+/// # Safety
+/// For `len > 0`, a non-NULL `p` must point to `len` initialised `T`s, valid for reads and
+/// writes and unaliased for `'a`.
+pub(crate) unsafe fn slice_mut<'a, T>(p: *mut T, len: usize, name: &str) -> Result<&'a mut [T]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Error::value(format!("argument `{name}` is NULL but its length is {len}")));
+    }
+    // SAFETY: non-NULL and, by the caller's contract, `len` valid, unaliased elements.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
+}
+
+/// Error unless the live object behind `handle` has `T`'s type.
+///
+/// # Safety
+/// `handle` must point to a live object.
+pub(crate) unsafe fn check_type<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<()> {
+    // SAFETY: a live object starts with its header (caller contract).
+    let ti = unsafe { (*(handle as *mut ObjectHeader)).type_index };
+    if ti != T::TYPE_INDEX {
+        return Err(Error::type_error(format!("handle {handle:p} is not a {what} (type index {ti})")));
+    }
+    Ok(())
+}
+
+/// A new reference to the object behind a C handle, checked against the expected type.
+///
+/// # Safety
+/// `handle` must be NULL or point to a live object.
+pub(crate) unsafe fn borrow_handle<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<ObjPtr<T>> {
+    if handle.is_null() {
+        return Err(Error::value(format!("{what} handle is NULL")));
+    }
+    // SAFETY: non-NULL and live (caller contract).
+    unsafe { check_type::<T>(handle, what)? };
+    // SAFETY: a live object of type `T`; `from_borrowed` takes its own reference.
+    Ok(unsafe { ObjPtr::from_borrowed(handle as *mut ObjectHeader) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_is_allowed_only_for_empty_slices() {
+        // SAFETY: NULL with length 0, and a live array with its own length.
+        unsafe {
+            assert!(slice::<u8>(std::ptr::null(), 0, "data").unwrap().is_empty());
+            let e = slice::<u8>(std::ptr::null(), 3, "data").unwrap_err();
+            assert_eq!(e.message(), "ValueError: argument `data` is NULL but its length is 3");
+            let v = [1u8, 2, 3];
+            assert_eq!(slice(v.as_ptr(), 3, "data").unwrap(), &v);
+            assert!(slice_mut::<u8>(std::ptr::null_mut(), 0, "out").unwrap().is_empty());
+            assert!(out_param::<i32>(std::ptr::null_mut(), "out").unwrap_err().message().contains("`out` is NULL"));
+        }
+    }
+}

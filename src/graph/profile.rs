@@ -1,0 +1,108 @@
+//! Profiling an executor: per-op timings of a run, shown as a text table or a Chrome trace, and
+//! TVM's debug-executor `run_individual` encoding.
+
+use super::executor::Executor;
+use crate::runtime::error::Result;
+use std::time::Instant;
+
+/// Timing of one op from a profiled run.
+#[derive(Clone, Debug)]
+pub struct OpTiming {
+    pub node_id: u32,
+    pub name: String,
+    pub func_name: String,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+}
+
+impl Executor {
+    /// Run every op once, timing each.
+    pub fn run_profiled(&mut self) -> Result<Vec<OpTiming>> {
+        let t0 = Instant::now();
+        let mut out = Vec::with_capacity(self.num_ops());
+        for i in 0..self.num_ops() {
+            let start = Instant::now();
+            self.run_op(i)?;
+            let end = Instant::now();
+            let node_id = self.op_node_id(i);
+            let node = &self.plan().graph.nodes[node_id as usize];
+            out.push(OpTiming {
+                node_id,
+                name: node.name.clone(),
+                func_name: node.attrs.as_ref().map(|a| a.func_name.clone()).unwrap_or_default(),
+                start_ns: (start - t0).as_nanos() as u64,
+                duration_ns: (end - start).as_nanos() as u64,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Per-op timings as a Chrome trace (`chrome://tracing` / Perfetto JSON).
+pub fn chrome_trace(timings: &[OpTiming]) -> String {
+    let events: Vec<serde_json::Value> = timings
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "name": t.name, "cat": "op", "ph": "X", "pid": 1, "tid": 1,
+                "ts": t.start_ns as f64 / 1000.0, "dur": t.duration_ns as f64 / 1000.0,
+                "args": {"func_name": t.func_name, "node_id": t.node_id},
+            })
+        })
+        .collect();
+    // Written by hand so `traceEvents` comes first, as tools and users expect.
+    format!("{{\"traceEvents\":{},\"displayTimeUnit\":\"ns\"}}", serde_json::Value::Array(events))
+}
+
+/// A per-op table: node, function, time, share of the total.
+pub fn profile_table(timings: &[OpTiming]) -> String {
+    let total: u64 = timings.iter().map(|t| t.duration_ns).sum::<u64>().max(1);
+    let mut s = format!("{:<6} {:<48} {:>12} {:>7}\n", "node", "name", "time (us)", "%");
+    for t in timings {
+        s += &format!(
+            "{:<6} {:<48} {:>12.3} {:>7.2}\n",
+            t.node_id,
+            t.name,
+            t.duration_ns as f64 / 1000.0,
+            100.0 * t.duration_ns as f64 / total as f64
+        );
+    }
+    s += &format!("total {:.3} us over {} ops\n", total as f64 / 1000.0, timings.len());
+    s
+}
+
+/// `run_individual`: for every node, `repeat` mean seconds per run over `number` runs
+/// (0 for input nodes), as TVM's debug executor encodes them: i64 node count, then f64s.
+pub fn run_individual(e: &mut Executor, number: usize, repeat: usize, min_repeat_ms: f64) -> Result<Vec<u8>> {
+    let n_nodes = e.plan().graph.nodes.len();
+    let batches =
+        (0..repeat).map(|_| timed_batch(e, number.max(1), min_repeat_ms, n_nodes)).collect::<Result<Vec<_>>>()?;
+    let mut out = Vec::with_capacity(8 + n_nodes * repeat * 8);
+    out.extend_from_slice(&(n_nodes as i64).to_le_bytes());
+    for nid in 0..n_nodes {
+        for (sums, number) in &batches {
+            let mean_s = sums[nid] as f64 / 1e9 / *number as f64;
+            out.extend_from_slice(&mean_s.to_le_bytes());
+        }
+    }
+    Ok(out)
+}
+
+/// Per-node nanoseconds summed over `number` profiled runs, `number` growing until the batch
+/// lasts `min_repeat_ms`; returns the sums and the `number` they cover.
+fn timed_batch(e: &mut Executor, mut number: usize, min_repeat_ms: f64, n_nodes: usize) -> Result<(Vec<u64>, usize)> {
+    loop {
+        let mut sums = vec![0u64; n_nodes];
+        let t0 = Instant::now();
+        for _ in 0..number {
+            for t in e.run_profiled()? {
+                sums[t.node_id as usize] += t.duration_ns;
+            }
+        }
+        let elapsed_ms = t0.elapsed().as_secs_f64() * 1e3;
+        if elapsed_ms >= min_repeat_ms || number >= 1 << 20 {
+            return Ok((sums, number));
+        }
+        number = (number * 2).max(((min_repeat_ms / elapsed_ms.max(1e-3)) * number as f64) as usize + 1);
+    }
+}
