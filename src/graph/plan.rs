@@ -64,115 +64,144 @@ fn storage_device(devices: &[DLDevice], device_type: i32) -> DLDevice {
     devices.iter().copied().find(|d| d.device_type == device_type).unwrap_or(devices[0])
 }
 
+/// Storage slots and each entry's device, from the graph's storage ids, shapes and devices.
+fn storage_layout(graph: &Graph, devices: &[DLDevice]) -> Result<(Vec<StorageSpec>, Vec<DLDevice>)> {
+    let n_entries = graph.num_entries();
+    let attrs = &graph.attrs;
+    let mut input_entries = vec![false; n_entries];
+    for &nid in &graph.arg_nodes {
+        input_entries[graph.entry_id(nid, 0)] = true;
+    }
+    let mut entry_device = Vec::with_capacity(n_entries);
+    let mut slots: Vec<Option<StorageSpec>> = Vec::new();
+    for eid in 0..n_entries {
+        let dev_type = attrs.device_index.as_ref().map_or(devices[0].device_type, |d| d[eid]);
+        let dev = storage_device(devices, dev_type);
+        entry_device.push(dev);
+        let bytes = entry_bytes_checked(graph, eid)?;
+        let slot = storage_slot(&mut slots, attrs.storage_id[eid] as usize, eid, n_entries)?
+            .get_or_insert(StorageSpec { bytes: 0, device: dev, inputs_only: true });
+        if slot.device.device_type != dev.device_type {
+            return Err(Error::value(format!(
+                "graph executor: storage_id {} is used on device types {} and {}",
+                attrs.storage_id[eid], slot.device.device_type, dev.device_type
+            )));
+        }
+        slot.bytes = slot.bytes.max(bytes);
+        slot.inputs_only &= input_entries[eid];
+    }
+    let storage = slots
+        .into_iter()
+        .map(|s| {
+            let mut s = s.unwrap_or(StorageSpec { bytes: 0, device: devices[0], inputs_only: false });
+            s.bytes = s.bytes.div_ceil(4) * 4;
+            s
+        })
+        .collect();
+    Ok((storage, entry_device))
+}
+
+/// Bytes of entry `eid`, after checking the storage scope and dtype this runtime supports.
+fn entry_bytes_checked(graph: &Graph, eid: usize) -> Result<usize> {
+    let attrs = &graph.attrs;
+    if let Some(scope) = attrs.storage_scope.as_ref().map(|s| s[eid].as_str()) {
+        if !matches!(scope, "" | "global") {
+            return Err(Error::unsupported(format!(
+                "graph executor: entry {eid} uses storage scope `{scope}`, which this runtime does not support"
+            )));
+        }
+    }
+    let dtype: DLDataType = attrs.dltype[eid];
+    let bits = dtype.bits as usize * dtype.lanes as usize;
+    if bits % 8 != 0 && bits != 1 && bits != 4 {
+        return Err(Error::value(format!("graph executor: entry {eid} has dtype {dtype} of {bits} bits")));
+    }
+    data_size(&attrs.shape[eid], dtype)
+}
+
+/// The slot for storage id `sid`, growing the table (within reason) to reach it.
+fn storage_slot(
+    slots: &mut Vec<Option<StorageSpec>>,
+    sid: usize,
+    eid: usize,
+    n_entries: usize,
+) -> Result<&mut Option<StorageSpec>> {
+    if sid >= slots.len() {
+        if sid > n_entries.saturating_mul(2) + 1024 {
+            return Err(Error::value(format!(
+                "graph executor: entry {eid} has storage_id {sid}, far beyond the {n_entries} entries"
+            )));
+        }
+        slots.resize(sid + 1, None);
+    }
+    Ok(&mut slots[sid])
+}
+
+/// Every op node with its arguments (inputs then outputs) and how it runs; each function the
+/// graph names must exist in `module` (or its imports).
+fn resolve_ops(graph: &Graph, module: &Module) -> Result<Vec<OpSpec>> {
+    let mut ops = Vec::new();
+    for (nid, node) in graph.nodes.iter().enumerate() {
+        let Some(attrs) = node.attrs.as_ref().filter(|_| node.is_op()) else { continue };
+        let mut args: Vec<u32> = node.inputs.iter().map(|e| graph.entry_of(*e) as u32).collect();
+        for k in 0..attrs.num_outputs {
+            args.push(graph.entry_id(nid as u32, k) as u32);
+        }
+        let kind = op_kind(&node.name, &attrs.func_name, args.len(), module)?;
+        ops.push(OpSpec { node_id: nid as u32, kind, args, flatten: attrs.flatten_data });
+    }
+    Ok(ops)
+}
+
+fn op_kind(node: &str, func_name: &str, n_args: usize, module: &Module) -> Result<OpKind> {
+    Ok(match func_name {
+        "__nop" => OpKind::Nop,
+        "__copy" if n_args != 2 => {
+            return Err(Error::value(format!("graph executor: `__copy` node `{node}` needs 1 input and 1 output")))
+        }
+        "__copy" => OpKind::Copy,
+        name => match module.get_backend_function(name) {
+            Some(f) => OpKind::Kernel(f),
+            None => match module.get_function(name, true)? {
+                Some(f) => OpKind::Packed(f),
+                None => {
+                    return Err(Error::attribute(format!(
+                        "graph executor: node `{node}` calls `{name}`, which the module does not provide"
+                    )))
+                }
+            },
+        },
+    })
+}
+
+/// Input names to input indices, and output names (`node:k`, and `node` for k = 0) to output
+/// indices; the first of duplicate names wins.
+fn name_indices(graph: &Graph) -> (HashMap<String, usize>, HashMap<String, usize>) {
+    let mut input_index = HashMap::new();
+    for (i, &nid) in graph.arg_nodes.iter().enumerate() {
+        input_index.entry(graph.nodes[nid as usize].name.clone()).or_insert(i);
+    }
+    let mut output_index = HashMap::new();
+    for (i, h) in graph.heads.iter().enumerate() {
+        let node = &graph.nodes[h.node_id as usize];
+        output_index.entry(format!("{}:{}", node.name, h.index)).or_insert(i);
+        if h.index == 0 {
+            output_index.entry(node.name.clone()).or_insert(i);
+        }
+    }
+    (input_index, output_index)
+}
+
 impl Plan {
     /// Build a plan; every kernel named by the graph must exist in `module` (or its imports).
     pub fn new(graph: Graph, module: Module, devices: &[DLDevice]) -> Result<Plan> {
         if devices.is_empty() {
             return Err(Error::value("graph executor: at least one device is required"));
         }
-        let n_entries = graph.num_entries();
-        let attrs = &graph.attrs;
-        let mut entry_device = Vec::with_capacity(n_entries);
-        let mut storage: Vec<Option<StorageSpec>> = Vec::new();
-        let input_entries: Vec<bool> = {
-            let mut v = vec![false; n_entries];
-            for &nid in &graph.arg_nodes {
-                v[graph.entry_id(nid, 0)] = true;
-            }
-            v
-        };
-        for eid in 0..n_entries {
-            let dev_type = attrs.device_index.as_ref().map_or(devices[0].device_type, |d| d[eid]);
-            let dev = storage_device(devices, dev_type);
-            entry_device.push(dev);
-            if let Some(scope) = attrs.storage_scope.as_ref().map(|s| s[eid].as_str()) {
-                if !matches!(scope, "" | "global") {
-                    return Err(Error::unsupported(format!(
-                        "graph executor: entry {eid} uses storage scope `{scope}`, which this runtime does not support"
-                    )));
-                }
-            }
-            let dtype: DLDataType = attrs.dltype[eid];
-            let bits = dtype.bits as usize * dtype.lanes as usize;
-            if bits % 8 != 0 && bits != 1 && bits != 4 {
-                return Err(Error::value(format!("graph executor: entry {eid} has dtype {dtype} of {bits} bits")));
-            }
-            let bytes = data_size(&attrs.shape[eid], dtype)?;
-            let sid = attrs.storage_id[eid] as usize;
-            if sid >= storage.len() {
-                if sid > n_entries.saturating_mul(2) + 1024 {
-                    return Err(Error::value(format!(
-                        "graph executor: entry {eid} has storage_id {sid}, far beyond the {n_entries} entries"
-                    )));
-                }
-                storage.resize(sid + 1, None);
-            }
-            let slot = storage[sid].get_or_insert(StorageSpec { bytes: 0, device: dev, inputs_only: true });
-            if slot.device.device_type != dev.device_type {
-                return Err(Error::value(format!(
-                    "graph executor: storage_id {sid} is used on device types {} and {}",
-                    slot.device.device_type, dev.device_type
-                )));
-            }
-            slot.bytes = slot.bytes.max(bytes);
-            slot.inputs_only &= input_entries[eid];
-        }
-        let storage: Vec<StorageSpec> = storage
-            .into_iter()
-            .map(|s| {
-                let mut s = s.unwrap_or(StorageSpec { bytes: 0, device: devices[0], inputs_only: false });
-                s.bytes = s.bytes.div_ceil(4) * 4;
-                s
-            })
-            .collect();
-
-        let mut ops = Vec::new();
-        for (nid, node) in graph.nodes.iter().enumerate() {
-            let Some(attrs) = node.attrs.as_ref().filter(|_| node.is_op()) else { continue };
-            let mut args: Vec<u32> = node.inputs.iter().map(|e| graph.entry_of(*e) as u32).collect();
-            for k in 0..attrs.num_outputs {
-                args.push(graph.entry_id(nid as u32, k) as u32);
-            }
-            let kind = match attrs.func_name.as_str() {
-                "__nop" => OpKind::Nop,
-                "__copy" => {
-                    if args.len() != 2 {
-                        return Err(Error::value(format!(
-                            "graph executor: `__copy` node `{}` needs 1 input and 1 output",
-                            node.name
-                        )));
-                    }
-                    OpKind::Copy
-                }
-                name => match module.get_backend_function(name) {
-                    Some(f) => OpKind::Kernel(f),
-                    None => match module.get_function(name, true)? {
-                        Some(f) => OpKind::Packed(f),
-                        None => {
-                            return Err(Error::attribute(format!(
-                                "graph executor: node `{}` calls `{name}`, which the module does not provide",
-                                node.name
-                            )))
-                        }
-                    },
-                },
-            };
-            ops.push(OpSpec { node_id: nid as u32, kind, args, flatten: attrs.flatten_data });
-        }
-
-        let flat_shapes = attrs.shape.iter().map(|s| [s.iter().product::<i64>()]).collect();
-        let mut input_index = HashMap::new();
-        for (i, &nid) in graph.arg_nodes.iter().enumerate() {
-            input_index.entry(graph.nodes[nid as usize].name.clone()).or_insert(i);
-        }
-        let mut output_index = HashMap::new();
-        for (i, h) in graph.heads.iter().enumerate() {
-            let node = &graph.nodes[h.node_id as usize];
-            output_index.entry(format!("{}:{}", node.name, h.index)).or_insert(i);
-            if h.index == 0 {
-                output_index.entry(node.name.clone()).or_insert(i);
-            }
-        }
+        let (storage, entry_device) = storage_layout(&graph, devices)?;
+        let ops = resolve_ops(&graph, &module)?;
+        let flat_shapes = graph.attrs.shape.iter().map(|s| [s.iter().product::<i64>()]).collect();
+        let (input_index, output_index) = name_indices(&graph);
         let n_storage = storage.len();
         let n_inputs = graph.arg_nodes.len();
         Ok(Plan {

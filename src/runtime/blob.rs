@@ -43,6 +43,9 @@ fn binary_loader(type_key: &str) -> Result<BinaryLoader> {
     })
 }
 
+/// CSR import edges: `row_ptr[i]..row_ptr[i + 1]` indexes module `i`'s children.
+type ImportTree = (Vec<u64>, Vec<u64>);
+
 /// Rebuild the module tree from a blob (`data` starts at the u64 length prefix). `lib` is the
 /// library module of the `.so` the blob came from. Returns the root module.
 pub fn load_import_tree(data: &[u8], lib: Module) -> Result<Module> {
@@ -53,72 +56,9 @@ pub fn load_import_tree(data: &[u8], lib: Module) -> Result<Module> {
         .filter(|&n| n <= outer.remaining())
         .ok_or_else(|| outer.error(format!("blob length {n} exceeds the {} bytes available", outer.remaining())))?;
     let payload = outer.bytes(n, "blob payload")?;
-    let mut r = Reader::new(payload, "module blob");
-    // Each entry is at least a type-key length.
-    let count = r.count("module count", 8)?;
-    let mut modules: Vec<Module> = Vec::new();
-    let mut tree: Option<(Vec<u64>, Vec<u64>)> = None;
-    let mut lib_seen = false;
-    for i in 0..count {
-        let key = r.string(&format!("type key of entry {i}"))?;
-        match key.as_str() {
-            "_lib" => {
-                if lib_seen {
-                    return Err(r.error("more than one `_lib` entry"));
-                }
-                lib_seen = true;
-                modules.push(lib.clone());
-            }
-            "_import_tree" => {
-                if tree.is_some() {
-                    return Err(r.error("more than one `_import_tree` entry"));
-                }
-                let row_ptr = r.u64s("import tree row_ptr")?;
-                let children = r.u64s("import tree child_indices")?;
-                tree = Some((row_ptr, children));
-            }
-            _ => {
-                let loader = binary_loader(&key)?;
-                let m = loader(&mut r).map_err(|e| e.context(format!("loading blob entry {i} (`{key}`)")))?;
-                modules.push(m);
-            }
-        }
-    }
+    let (modules, tree) = read_entries(&mut Reader::new(payload, "module blob"), &lib)?;
     match tree {
-        Some((row_ptr, children)) => {
-            if modules.is_empty() {
-                return Err(Error::value("module blob: import tree given but no modules"));
-            }
-            if row_ptr.len() != modules.len() + 1 {
-                return Err(Error::value(format!(
-                    "module blob: import tree row_ptr has {} entries for {} modules (expected {})",
-                    row_ptr.len(),
-                    modules.len(),
-                    modules.len() + 1
-                )));
-            }
-            if row_ptr[0] != 0
-                || row_ptr.windows(2).any(|w| w[0] > w[1])
-                || row_ptr[modules.len()] != children.len() as u64
-            {
-                return Err(Error::value(format!(
-                    "module blob: import tree row_ptr {row_ptr:?} is not a valid CSR index over {} children",
-                    children.len()
-                )));
-            }
-            for i in 0..modules.len() {
-                for &c in &children[row_ptr[i] as usize..row_ptr[i + 1] as usize] {
-                    let child = usize::try_from(c).ok().and_then(|c| modules.get(c)).ok_or_else(|| {
-                        Error::value(format!(
-                            "module blob: import tree child index {c} out of range ({} modules)",
-                            modules.len()
-                        ))
-                    })?;
-                    modules[i].import(child).map_err(|e| e.context("module blob: import tree"))?;
-                }
-            }
-            Ok(modules[0].clone())
-        }
+        Some(tree) => link_import_tree(modules, tree),
         None => {
             // Legacy layout: the library is the root and imports every decoded module.
             for m in &modules {
@@ -129,6 +69,74 @@ pub fn load_import_tree(data: &[u8], lib: Module) -> Result<Module> {
             Ok(lib)
         }
     }
+}
+
+/// The modules of the blob in order (`_lib` standing for `lib`) and its import tree, if any.
+fn read_entries(r: &mut Reader<'_>, lib: &Module) -> Result<(Vec<Module>, Option<ImportTree>)> {
+    // Each entry is at least a type-key length.
+    let count = r.count("module count", 8)?;
+    let mut modules: Vec<Module> = Vec::new();
+    let mut tree: Option<ImportTree> = None;
+    let mut lib_seen = false;
+    for i in 0..count {
+        let key = r.string(&format!("type key of entry {i}"))?;
+        match key.as_str() {
+            "_lib" if lib_seen => return Err(r.error("more than one `_lib` entry")),
+            "_lib" => {
+                lib_seen = true;
+                modules.push(lib.clone());
+            }
+            "_import_tree" if tree.is_some() => return Err(r.error("more than one `_import_tree` entry")),
+            "_import_tree" => {
+                let row_ptr = r.u64s("import tree row_ptr")?;
+                let children = r.u64s("import tree child_indices")?;
+                tree = Some((row_ptr, children));
+            }
+            _ => {
+                let loader = binary_loader(&key)?;
+                modules.push(loader(r).map_err(|e| e.context(format!("loading blob entry {i} (`{key}`)")))?);
+            }
+        }
+    }
+    Ok((modules, tree))
+}
+
+/// Make each module import its children as the CSR tree says; the first module is the root.
+fn link_import_tree(modules: Vec<Module>, (row_ptr, children): ImportTree) -> Result<Module> {
+    check_import_tree(modules.len(), &row_ptr, &children)?;
+    for (i, m) in modules.iter().enumerate() {
+        for &c in &children[row_ptr[i] as usize..row_ptr[i + 1] as usize] {
+            let child = usize::try_from(c).ok().and_then(|c| modules.get(c)).ok_or_else(|| {
+                Error::value(format!(
+                    "module blob: import tree child index {c} out of range ({} modules)",
+                    modules.len()
+                ))
+            })?;
+            m.import(child).map_err(|e| e.context("module blob: import tree"))?;
+        }
+    }
+    Ok(modules[0].clone())
+}
+
+/// Error unless `row_ptr` is a CSR index of `n_modules` rows over `children`.
+fn check_import_tree(n_modules: usize, row_ptr: &[u64], children: &[u64]) -> Result<()> {
+    if n_modules == 0 {
+        return Err(Error::value("module blob: import tree given but no modules"));
+    }
+    if row_ptr.len() != n_modules + 1 {
+        return Err(Error::value(format!(
+            "module blob: import tree row_ptr has {} entries for {n_modules} modules (expected {})",
+            row_ptr.len(),
+            n_modules + 1
+        )));
+    }
+    if row_ptr[0] != 0 || row_ptr.windows(2).any(|w| w[0] > w[1]) || row_ptr[n_modules] != children.len() as u64 {
+        return Err(Error::value(format!(
+            "module blob: import tree row_ptr {row_ptr:?} is not a valid CSR index over {} children",
+            children.len()
+        )));
+    }
+    Ok(())
 }
 
 /// One entry of a blob to write.
