@@ -60,9 +60,9 @@ fn main() {
     // Rust API: one plan, one executor.
     let plan = Arc::new(Plan::new(Graph::parse(&json).unwrap(), module.clone(), &[dev]).unwrap());
     let mut exec = Executor::new(plan).unwrap();
-    exec.set_input(0, &x.dl_tensor).unwrap();
+    exec.set_input(0, x.tensor()).unwrap();
     exec.run().unwrap();
-    exec.get_output_into(0, &out.dl_tensor).unwrap();
+    exec.get_output_into(0, out.tensor()).unwrap();
     assert_eq!(out_value(&out), want, "Executor::run computes the chain");
 
     // C API: another executor over the same module.

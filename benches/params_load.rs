@@ -31,7 +31,7 @@ fn blob_path() -> PathBuf {
                 (format!("w{a}"), NDArray::from_bytes(&[ELEMS as i64], DLDataType::FLOAT32, &bytes).unwrap())
             })
             .collect();
-        let blob = save_params(arrays.iter().map(|(n, a)| (n.as_str(), &a.dl_tensor))).unwrap();
+        let blob = save_params(arrays.iter().map(|(n, a)| (n.as_str(), a.tensor()))).unwrap();
         assert_eq!(blob.len(), expected, "blob layout");
         std::fs::write(&path, blob).unwrap();
     }

@@ -103,7 +103,7 @@ fn ndarray(p: &Param) -> NDArray {
 /// The weights as TVM's params blob (`relay.save_param_dict` format).
 pub fn params_blob() -> Vec<u8> {
     let arrays: Vec<(&str, NDArray)> = params().iter().map(|p| (p.name, ndarray(p))).collect();
-    save_params(arrays.iter().map(|(n, a)| (*n, &a.dl_tensor))).expect("params blob")
+    save_params(arrays.iter().map(|(n, a)| (*n, a.tensor()))).expect("params blob")
 }
 
 // ---------------------------------------------------------------------------------------------

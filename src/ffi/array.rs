@@ -5,6 +5,7 @@ use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLTensor};
 use crate::runtime::error::Error;
 use crate::runtime::ndarray::{self, NDArray};
 use crate::runtime::object::{release, ObjectHeader};
+use crate::runtime::tensor::TensorRef;
 use std::ffi::{c_int, c_void};
 
 /// Allocate an array (64-byte aligned data, uninitialised). `*out` is an owned handle that
@@ -54,9 +55,9 @@ pub unsafe extern "C" fn TVMArrayFree(handle: *mut DLTensor) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayCopyFromBytes(handle: *mut DLTensor, data: *mut c_void, nbytes: usize) -> c_int {
     ffi_boundary!("TVMArrayCopyFromBytes", {
-        check_not_null!(handle);
         // SAFETY: caller contract: valid tensor and `nbytes` readable bytes.
-        unsafe { ndarray::copy_from_bytes(&*handle, slice(data as *const u8, nbytes, "data")?)? };
+        let (t, bytes) = unsafe { (TensorRef::from_ptr(handle, "handle")?, slice(data as *const u8, nbytes, "data")?) };
+        ndarray::copy_from_bytes(t, bytes)?;
         Ok(0)
     })
 }
@@ -65,9 +66,10 @@ pub unsafe extern "C" fn TVMArrayCopyFromBytes(handle: *mut DLTensor, data: *mut
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayCopyToBytes(handle: *mut DLTensor, data: *mut c_void, nbytes: usize) -> c_int {
     ffi_boundary!("TVMArrayCopyToBytes", {
-        check_not_null!(handle);
         // SAFETY: caller contract: valid tensor and `nbytes` writable bytes.
-        unsafe { ndarray::copy_to_bytes(&*handle, slice_mut(data as *mut u8, nbytes, "data")?)? };
+        let (t, bytes) =
+            unsafe { (TensorRef::from_ptr(handle, "handle")?, slice_mut(data as *mut u8, nbytes, "data")?) };
+        ndarray::copy_to_bytes(t, bytes)?;
         Ok(0)
     })
 }
@@ -76,9 +78,9 @@ pub unsafe extern "C" fn TVMArrayCopyToBytes(handle: *mut DLTensor, data: *mut c
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayCopyFromTo(from: *mut DLTensor, to: *mut DLTensor, stream: *mut c_void) -> c_int {
     ffi_boundary!("TVMArrayCopyFromTo", {
-        check_not_null!(from, to);
         // SAFETY: valid tensors (caller contract).
-        unsafe { ndarray::copy_from_to(&*from, &*to, stream)? };
+        let (from, to) = unsafe { (TensorRef::from_ptr(from, "from")?, TensorRef::from_ptr(to, "to")?) };
+        ndarray::copy_from_to(from, to, stream)?;
         Ok(0)
     })
 }

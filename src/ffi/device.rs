@@ -6,6 +6,7 @@ use crate::runtime::device::device_api;
 use crate::runtime::dtype::data_size;
 use crate::runtime::error::Error;
 use crate::runtime::ndarray::ALLOC_ALIGNMENT;
+use crate::runtime::tensor::TensorRef;
 use std::ffi::{c_char, c_int, c_void};
 
 fn dev(device_type: c_int, device_id: c_int) -> DLDevice {
@@ -75,10 +76,9 @@ pub unsafe extern "C" fn TVMDeviceFreeDataSpace(dev: DLDevice, ptr: *mut c_void)
 #[no_mangle]
 pub unsafe extern "C" fn TVMDeviceCopyDataFromTo(from: *mut DLTensor, to: *mut DLTensor, stream: *mut c_void) -> c_int {
     ffi_boundary!("TVMDeviceCopyDataFromTo", {
-        check_not_null!(from, to);
         // SAFETY: valid tensors (caller contract).
-        let (from, to) = unsafe { (&*from, &*to) };
-        let d = if from.device.device_type != crate::abi::device_type::CPU { from.device } else { to.device };
+        let (from, to) = unsafe { (TensorRef::from_ptr(from, "from")?, TensorRef::from_ptr(to, "to")?) };
+        let d = if from.device().device_type != crate::abi::device_type::CPU { from.device() } else { to.device() };
         device_api(d.device_type)?.copy_data_from_to(from, to, stream)?;
         Ok(0)
     })

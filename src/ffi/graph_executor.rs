@@ -16,6 +16,7 @@ use crate::graph::profile::{chrome_trace, profile_table};
 use crate::graph::{Executor, ExecutorFront, Graph, Key, Plan, TensorInfo};
 use crate::runtime::error::{set_last_error, Error, Result};
 use crate::runtime::module::Module;
+use crate::runtime::tensor::TensorRef;
 use once_cell::sync::Lazy;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -156,13 +157,14 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInput(
     data: *const DLTensor,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetInput", {
-        check_not_null!(data);
+        // SAFETY: the tensor is valid for the call (caller contract).
+        let data = unsafe { TensorRef::from_ptr(data, "data")? };
         let g = handle(g)?;
-        // SAFETY: C string and tensor valid for the call (caller contract).
+        // SAFETY: C string valid for the call (caller contract).
         let name = unsafe { c_str!(name)? };
         let mut e = g.front.lock()?;
         let i = e.input(Key::Name(name))?;
-        e.set_input(i, unsafe { &*data })?;
+        e.set_input(i, data)?;
         Ok(0)
     })
 }
@@ -175,12 +177,13 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(
     data: *const DLTensor,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetInputByIndex", {
-        check_not_null!(data);
+        // SAFETY: the tensor is valid for the call (caller contract).
+        let data = unsafe { TensorRef::from_ptr(data, "data")? };
         let g = handle(g)?;
         let mut e = g.front.lock()?;
         let i = e.input(Key::Index(index.into()))?;
         // SAFETY: the tensor is valid for the call (caller contract).
-        e.set_input(i, unsafe { &*data })?;
+        e.set_input(i, data)?;
         Ok(0)
     })
 }
@@ -193,12 +196,13 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputZeroCopy(
     data: *const DLTensor,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetInputZeroCopy", {
-        check_not_null!(data);
+        // SAFETY: the tensor is valid for the call (caller contract).
+        let data = unsafe { TensorRef::from_ptr(data, "data")? };
         let g = handle(g)?;
         let mut e = g.front.lock()?;
         let i = e.input(Key::Index(index.into()))?;
-        // SAFETY: the tensor is valid for the call (caller contract).
-        e.set_input_zero_copy(i, unsafe { &*data })?;
+        // SAFETY: the caller keeps the memory alive while the executor uses it (C contract).
+        unsafe { e.set_input_zero_copy(i, data)? };
         Ok(0)
     })
 }
@@ -211,12 +215,13 @@ pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(
     data: *const DLTensor,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorSetOutputZeroCopy", {
-        check_not_null!(data);
+        // SAFETY: the tensor is valid for the call (caller contract).
+        let data = unsafe { TensorRef::from_ptr(data, "data")? };
         let g = handle(g)?;
         let mut e = g.front.lock()?;
         let i = e.output(Key::Index(index.into()))?;
-        // SAFETY: the tensor is valid for the call (caller contract).
-        e.set_output_zero_copy(i, unsafe { &*data })?;
+        // SAFETY: the caller keeps the memory alive while the executor uses it (C contract).
+        unsafe { e.set_output_zero_copy(i, data)? };
         Ok(0)
     })
 }
@@ -234,12 +239,12 @@ pub unsafe extern "C" fn TVMGraphExecutorRun(g: *mut TVMGraphExecutor) -> c_int 
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorGetOutput(g: *mut TVMGraphExecutor, index: i32, out: *mut DLTensor) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetOutput", {
-        check_not_null!(out);
+        // SAFETY: the tensor is valid for the call (caller contract).
+        let out = unsafe { TensorRef::from_ptr(out, "out")? };
         let g = handle(g)?;
         let e = g.front.lock()?;
         let i = e.output(Key::Index(index.into()))?;
-        // SAFETY: the tensor is valid for the call (caller contract).
-        e.get_output_into(i, unsafe { &*out })?;
+        e.get_output_into(i, out)?;
         Ok(0)
     })
 }

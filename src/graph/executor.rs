@@ -6,8 +6,9 @@ use super::front::Key;
 use super::plan::{OpKind, Plan};
 use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc, TVMValue};
 use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
-use crate::runtime::ndarray::{check_contiguous, copy_from_to, NDArray, ALLOC_ALIGNMENT};
+use crate::runtime::ndarray::{copy_from_to, NDArray, ALLOC_ALIGNMENT};
 use crate::runtime::packed::{Args, PackedFunc, Value};
+use crate::runtime::tensor::TensorRef;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -214,7 +215,10 @@ impl Executor {
         match &op.call {
             Call::Kernel(f) => self.call_kernel(*f, i)?,
             Call::Packed(f) => {
-                let args = Args::new(&self.args[op.start..op.start + op.len], &self.codes[op.start..op.start + op.len]);
+                // SAFETY: prebuilt DLTensor pointers into `self.tensors` (see `entry_tensor`).
+                let args = unsafe {
+                    Args::new(&self.args[op.start..op.start + op.len], &self.codes[op.start..op.start + op.len])
+                };
                 // A panicking Rust function is reported with its node, like a failing kernel.
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.call_args(args))) {
                     Ok(r) => {
@@ -232,11 +236,12 @@ impl Executor {
             }
             Call::Nop => {}
             Call::Copy => {
-                // SAFETY: both arguments point into `self.tensors`.
+                // SAFETY: both arguments point into `self.tensors`, which this executor built over
+                // its own storage (or zero-copy memory its user keeps alive).
                 let (a, b) = unsafe {
                     (
-                        &*(self.args[op.start].v_handle as *const DLTensor),
-                        &*(self.args[op.start + 1].v_handle as *const DLTensor),
+                        TensorRef::new(&*(self.args[op.start].v_handle as *const DLTensor)),
+                        TensorRef::new(&*(self.args[op.start + 1].v_handle as *const DLTensor)),
                     )
                 };
                 copy_from_to(a, b, std::ptr::null_mut()).map_err(|e| self.op_error(op.node_id, e))?;
@@ -306,7 +311,7 @@ impl Executor {
             let n = spec.bytes.min(shared.nbytes());
             let src = shared.create_view(&[n as i64], DLDataType::new(1, 8, 1))?;
             let dst = own.create_view(&[n as i64], DLDataType::new(1, 8, 1))?;
-            copy_from_to(&src.dl_tensor, &dst.dl_tensor, std::ptr::null_mut())?;
+            copy_from_to(src.tensor(), dst.tensor(), std::ptr::null_mut())?;
             let data = own.data_ptr();
             self.backing[sid] = Backing::Own(own);
             self.repoint(sid, data);
@@ -314,26 +319,33 @@ impl Executor {
         Ok(())
     }
 
+    /// Entry `eid`'s tensor as kernels see it.
+    fn entry_tensor(&self, eid: usize) -> TensorRef<'_> {
+        // SAFETY: the executor built `tensors` over its own storage (sized by the plan for each
+        // entry) or zero-copy memory its user keeps alive; shapes point into the plan it holds.
+        unsafe { TensorRef::new(&self.tensors[eid]) }
+    }
+
     /// Copy `src` into input `index` (dtype and shape must match).
-    pub fn set_input(&mut self, index: usize, src: &DLTensor) -> Result<()> {
+    pub fn set_input(&mut self, index: usize, src: TensorRef<'_>) -> Result<()> {
         let eid = self.check_input_index(index)?;
         let what = format!("set_input `{}`", self.plan.input_name(index));
         self.plan.check_tensor(eid, src, &what)?;
-        check_contiguous(src, "input")?;
+        src.check_contiguous("input")?;
         let sid = self.plan.graph.attrs.storage_id[eid] as usize;
         self.make_private(sid)?;
-        copy_from_to(src, &self.tensors[eid], std::ptr::null_mut()).map_err(|e| e.context(what))
+        copy_from_to(src, self.entry_tensor(eid), std::ptr::null_mut()).map_err(|e| e.context(what))
     }
 
-    fn check_external(&self, eid: usize, t: &DLTensor, what: &str) -> Result<*mut c_void> {
+    fn check_external(&self, eid: usize, t: TensorRef<'_>, what: &str) -> Result<*mut c_void> {
         self.plan.check_tensor(eid, t, what)?;
-        check_contiguous(t, what)?;
+        t.check_contiguous(what)?;
         let want_dev = self.plan.entry_device[eid];
-        if t.device != want_dev {
-            return Err(Error::value(format!("{what}: expected device {want_dev}, got {}", t.device)));
+        if t.device() != want_dev {
+            return Err(Error::value(format!("{what}: expected device {want_dev}, got {}", t.device())));
         }
-        let addr = (t.data as usize).wrapping_add(t.byte_offset as usize);
-        if t.data.is_null() && self.plan.entry_bytes(eid) > 0 {
+        let addr = t.data_addr() as usize;
+        if t.raw().data.is_null() && self.plan.entry_bytes(eid) > 0 {
             return Err(Error::value(format!("{what}: data pointer is NULL")));
         }
         if addr % ALLOC_ALIGNMENT != 0 {
@@ -356,8 +368,12 @@ impl Executor {
     }
 
     /// Make input `index` use the caller's memory directly (64-byte aligned, same dtype, shape
-    /// and device). The caller keeps it alive while the executor uses it.
-    pub fn set_input_zero_copy(&mut self, index: usize, t: &DLTensor) -> Result<()> {
+    /// and device).
+    ///
+    /// # Safety
+    /// The tensor's data must stay valid, and written by no one else while a run reads it, until
+    /// the input is set again or the executor is dropped.
+    pub unsafe fn set_input_zero_copy(&mut self, index: usize, t: TensorRef<'_>) -> Result<()> {
         let eid = self.check_input_index(index)?;
         let what = format!("set_input_zero_copy `{}`", self.plan.input_name(index));
         let data = self.check_external(eid, t, &what)?;
@@ -368,7 +384,11 @@ impl Executor {
     }
 
     /// Make output `index` be written straight into the caller's memory.
-    pub fn set_output_zero_copy(&mut self, index: usize, t: &DLTensor) -> Result<()> {
+    ///
+    /// # Safety
+    /// The tensor's data must stay valid and unaliased while runs write it, until the output is
+    /// set again or the executor is dropped.
+    pub unsafe fn set_output_zero_copy(&mut self, index: usize, t: TensorRef<'_>) -> Result<()> {
         let eid = self.check_output_index(index)?;
         let what = format!("set_output_zero_copy `{}`", self.plan.output_name(index));
         let data = self.check_external(eid, t, &what)?;
@@ -382,12 +402,12 @@ impl Executor {
     }
 
     /// Copy output `index` into `out` (dtype and shape must match).
-    pub fn get_output_into(&self, index: usize, out: &DLTensor) -> Result<()> {
+    pub fn get_output_into(&self, index: usize, out: TensorRef<'_>) -> Result<()> {
         let eid = self.check_output_index(index)?;
         let what = format!("get_output `{}`", self.plan.output_name(index));
         self.plan.check_tensor(eid, out, &what)?;
-        check_contiguous(out, "output")?;
-        copy_from_to(&self.tensors[eid], out, std::ptr::null_mut()).map_err(|e| e.context(what))
+        out.check_contiguous("output")?;
+        copy_from_to(self.entry_tensor(eid), out, std::ptr::null_mut()).map_err(|e| e.context(what))
     }
 
     fn entry_array(&self, eid: usize) -> Result<NDArray> {
@@ -427,12 +447,12 @@ impl Executor {
         for (name, arr) in crate::runtime::params::load_params(blob)? {
             if let Some(i) = self.plan.input_index(&name) {
                 let what = format!("param `{name}`: set_input `{name}`");
-                self.plan.check_tensor(self.plan.input_entry(i), &arr.dl_tensor, &what)?;
+                self.plan.check_tensor(self.plan.input_entry(i), arr.tensor(), &what)?;
                 known.push((i, name, arr));
             }
         }
         for (i, name, arr) in known {
-            self.set_input(i, &arr.dl_tensor).map_err(|e| e.context(format!("param `{name}`")))?;
+            self.set_input(i, arr.tensor()).map_err(|e| e.context(format!("param `{name}`")))?;
             self.loaded_params[i] = true;
         }
         Ok(())

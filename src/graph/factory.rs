@@ -56,7 +56,7 @@ impl GraphExecutorFactory {
         let names: Vec<&str> = self.params.iter().map(|(n, _)| n.as_str()).collect();
         w.strings(&names);
         for (name, a) in &self.params {
-            write_ndarray(&mut w, &a.dl_tensor).map_err(|e| e.context(format!("param `{name}`")))?;
+            write_ndarray(&mut w, a.tensor()).map_err(|e| e.context(format!("param `{name}`")))?;
         }
         w.string(&self.module_name);
         Ok(w.into_bytes())

@@ -59,7 +59,7 @@ fn info_map(infos: Vec<TensorInfo<'_>>) -> Value {
 /// A copy of `arr` on `dev`, owned by the caller.
 fn copy_to_new(arr: &NDArray, dev: DLDevice) -> Result<NDArray> {
     let copy = NDArray::empty(arr.shape(), arr.dtype(), dev)?;
-    copy_from_to(&arr.dl_tensor, &copy.dl_tensor, std::ptr::null_mut())?;
+    copy_from_to(arr.tensor(), copy.tensor(), std::ptr::null_mut())?;
     Ok(copy)
 }
 
@@ -100,24 +100,23 @@ const METHODS: &[(&str, Method)] = &[
 fn set_input(m: &Module, args: Args<'_>) -> Result<Value> {
     let mut e = front_of(m).lock()?;
     let i = resolve(&e, &args, 0, Executor::input)?;
-    // SAFETY: a DLTensor argument is valid for the call.
-    e.set_input(i, unsafe { &*args.dltensor(1)? })?;
+    e.set_input(i, args.tensor(1)?)?;
     Ok(Value::Null)
 }
 
 fn set_input_zero_copy(m: &Module, args: Args<'_>) -> Result<Value> {
     let mut e = front_of(m).lock()?;
     let i = resolve(&e, &args, 0, Executor::input)?;
-    // SAFETY: as above.
-    e.set_input_zero_copy(i, unsafe { &*args.dltensor(1)? })?;
+    // SAFETY: TVM's contract for `set_input_zero_copy`: the caller keeps the memory alive.
+    unsafe { e.set_input_zero_copy(i, args.tensor(1)?)? };
     Ok(Value::Null)
 }
 
 fn set_output_zero_copy(m: &Module, args: Args<'_>) -> Result<Value> {
     let mut e = front_of(m).lock()?;
     let i = resolve(&e, &args, 0, Executor::output)?;
-    // SAFETY: as above.
-    e.set_output_zero_copy(i, unsafe { &*args.dltensor(1)? })?;
+    // SAFETY: TVM's contract for `set_output_zero_copy`: the caller keeps the memory alive.
+    unsafe { e.set_output_zero_copy(i, args.tensor(1)?)? };
     Ok(Value::Null)
 }
 
@@ -125,8 +124,7 @@ fn get_output(m: &Module, args: Args<'_>) -> Result<Value> {
     let e = front_of(m).lock()?;
     let i = resolve(&e, &args, 0, Executor::output)?;
     if args.len() >= 2 {
-        // SAFETY: as above.
-        e.get_output_into(i, unsafe { &*args.dltensor(1)? })?;
+        e.get_output_into(i, args.tensor(1)?)?;
         Ok(Value::Null)
     } else {
         Ok(Value::NDArray(e.get_output(i)?))
@@ -148,8 +146,7 @@ fn run_from_inputs(m: &Module, args: Args<'_>) -> Result<Value> {
     }
     for k in (2..args.len()).step_by(2) {
         let i = resolve(&e, &args, k, Executor::input)?;
-        // SAFETY: as above.
-        e.set_input(i, unsafe { &*args.dltensor(k + 1)? })?;
+        e.set_input(i, args.tensor(k + 1)?)?;
     }
     e.run()?;
     let outs = (0..e.plan().num_outputs())
@@ -182,8 +179,7 @@ fn debug_get_output(m: &Module, args: Args<'_>) -> Result<Value> {
     let eid = e.plan().graph.entry_id(nid as u32, 0);
     let arr = e.get_entry(eid)?;
     if args.len() >= 2 {
-        // SAFETY: as above.
-        copy_from_to(&arr.dl_tensor, unsafe { &*args.dltensor(1)? }, std::ptr::null_mut())?;
+        copy_from_to(arr.tensor(), args.tensor(1)?, std::ptr::null_mut())?;
         Ok(Value::Null)
     } else {
         Ok(Value::NDArray(copy_to_new(&arr, DLDevice::cpu(0))?))

@@ -9,6 +9,7 @@ use crate::runtime::error::{Error, Result};
 use crate::runtime::module::Module;
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::packed::PackedFunc;
+use crate::runtime::tensor::TensorRef;
 use std::collections::HashMap;
 
 /// One storage slot: its size (TVM's rule: max entry bytes rounded up to 4) and device.
@@ -226,7 +227,7 @@ impl Plan {
         for (name, arr) in params {
             let Some(index) = self.input_index(name) else { continue };
             let eid = self.input_entry(index);
-            self.check_tensor(eid, &arr.dl_tensor, &format!("param `{name}`"))?;
+            self.check_tensor(eid, arr.tensor(), &format!("param `{name}`"))?;
             let sid = self.graph.attrs.storage_id[eid] as usize;
             let spec = &self.storage[sid];
             let shareable = spec.inputs_only && arr.device() == spec.device && arr.nbytes() >= spec.bytes;
@@ -235,7 +236,7 @@ impl Plan {
             } else if spec.inputs_only {
                 let copy = NDArray::empty(&[spec.bytes.div_ceil(4) as i64], DLDataType::FLOAT32, spec.device)?;
                 let view = copy.create_view(arr.shape(), arr.dtype())?;
-                crate::runtime::ndarray::copy_from_to(&arr.dl_tensor, &view.dl_tensor, std::ptr::null_mut())?;
+                crate::runtime::ndarray::copy_from_to(arr.tensor(), view.tensor(), std::ptr::null_mut())?;
                 copy
             } else {
                 return Err(Error::value(format!(
@@ -293,13 +294,12 @@ impl Plan {
     }
 
     /// Check a tensor against entry `eid`: dtype and shape must match exactly.
-    pub fn check_tensor(&self, eid: usize, t: &crate::abi::DLTensor, what: &str) -> Result<()> {
+    pub fn check_tensor(&self, eid: usize, t: TensorRef<'_>, what: &str) -> Result<()> {
         let want_dtype = self.entry_dtype(eid);
-        if t.dtype != want_dtype {
-            return Err(Error::value(format!("{what}: expected dtype {want_dtype}, got {}", t.dtype)));
+        if t.dtype() != want_dtype {
+            return Err(Error::value(format!("{what}: expected dtype {want_dtype}, got {}", t.dtype())));
         }
-        // SAFETY: DLTensors reaching the runtime carry `ndim` shape values.
-        let shape = unsafe { crate::runtime::ndarray::shape_of(t)? };
+        let shape = t.shape()?;
         let want = self.entry_shape(eid);
         if shape != want {
             return Err(Error::value(format!("{what}: expected shape {want:?}, got {shape:?}")));

@@ -31,7 +31,7 @@ fn params_from_map(args: &Args<'_>, i: usize) -> Result<Vec<u8>> {
                 .ok_or_else(|| Error::type_error(format!("param `{k}` is not an NDArray")))
         })
         .collect::<Result<Vec<_>>>()?;
-    save_params(arrays.iter().map(|(k, a)| (*k, &a.dl_tensor)))
+    save_params(arrays.iter().map(|(k, a)| (*k, a.tensor())))
 }
 
 fn params_to_map(params: Vec<(String, super::ndarray::NDArray)>) -> Value {

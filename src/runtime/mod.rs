@@ -19,6 +19,7 @@ pub mod object;
 pub mod packed;
 pub mod params;
 pub mod registry;
+pub mod tensor;
 pub mod threading;
 
 pub use error::{Error, Result};

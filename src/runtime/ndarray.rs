@@ -6,6 +6,7 @@ use super::device::device_api;
 use super::dtype::data_size;
 use super::error::{Error, Result};
 use super::object::{type_index, ObjPtr, ObjectHeader, ObjectType};
+use super::tensor::{host_view_of, TensorRef};
 use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLTensor};
 use std::ffi::c_void;
 
@@ -119,6 +120,15 @@ impl NDArrayData {
     }
 }
 
+impl NDArrayData {
+    /// The array as a tensor reference (its shape, strides and data are its own).
+    pub fn tensor(&self) -> TensorRef<'_> {
+        // SAFETY: `build` gave the array `ndim` shape (and stride) values it owns, and its data
+        // is memory of its size on its device, owned by it or by its owner (`DataOwner`).
+        unsafe { TensorRef::new(&self.dl_tensor) }
+    }
+}
+
 impl NDArray {
     /// The handle C sees (`TVMArrayHandle`): the `DLTensor` 16 bytes into the object. Derived
     /// from the object pointer, so the header stays reachable from it (`header_of_handle`).
@@ -153,70 +163,6 @@ fn build(
         byte_offset,
     };
     Ok(NDArray::new(NDArrayData { dl_tensor, manager_ctx, shape_object: std::ptr::null_mut(), owner }))
-}
-
-/// Shape of a C `DLTensor` as a slice (empty for ndim 0).
-///
-/// # Safety
-/// `t.shape` must point to `t.ndim` values when `t.ndim > 0`.
-pub unsafe fn shape_of(t: &DLTensor) -> Result<&[i64]> {
-    let n = usize::try_from(t.ndim).map_err(|_| Error::value(format!("negative ndim {}", t.ndim)))?;
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if t.shape.is_null() {
-        return Err(Error::value(format!("tensor has ndim {n} but its shape pointer is NULL")));
-    }
-    Ok(std::slice::from_raw_parts(t.shape, n))
-}
-
-/// Strides of a C `DLTensor`, `None` when compact (NULL).
-///
-/// # Safety
-/// `t.strides`, when non-NULL, must point to `t.ndim` values.
-pub unsafe fn strides_of(t: &DLTensor) -> Option<&[i64]> {
-    if t.strides.is_null() || t.ndim <= 0 {
-        None
-    } else {
-        Some(std::slice::from_raw_parts(t.strides, t.ndim as usize))
-    }
-}
-
-/// Bytes of a tensor's data, `prod(shape) * element bytes` (TVM's `GetDataSize`).
-pub fn byte_size(t: &DLTensor) -> Result<usize> {
-    // SAFETY: DLTensors reaching the runtime carry `ndim` shape values (DLPack contract).
-    data_size(unsafe { shape_of(t)? }, t.dtype)
-}
-
-/// Whether strides are absent or equal to compact row-major strides (extent-1 dims ignored).
-pub fn is_contiguous(t: &DLTensor) -> bool {
-    // SAFETY: DLPack contract as in `byte_size`.
-    let (shape, strides) = unsafe {
-        match (shape_of(t), strides_of(t)) {
-            (Ok(s), Some(st)) => (s, st),
-            (Ok(_), None) => return true,
-            (Err(_), _) => return false,
-        }
-    };
-    let mut expected: i64 = 1;
-    for i in (0..shape.len()).rev() {
-        if shape[i] != 1 && strides[i] != expected {
-            return false;
-        }
-        expected = expected.saturating_mul(shape[i]);
-    }
-    true
-}
-
-/// Error unless `t` is contiguous; `what` names the tensor in the message.
-pub fn check_contiguous(t: &DLTensor, what: &str) -> Result<()> {
-    if is_contiguous(t) {
-        Ok(())
-    } else {
-        Err(Error::value(format!(
-            "{what} tensor is strided (non-contiguous); only compact row-major tensors are supported here"
-        )))
-    }
 }
 
 impl NDArray {
@@ -275,17 +221,19 @@ impl NDArray {
     /// # Safety
     /// `m` must be a valid `DLManagedTensor` that the caller hands over.
     pub unsafe fn from_dlpack(m: *mut DLManagedTensor) -> Result<NDArray> {
-        let t = &(*m).dl_tensor;
-        check_contiguous(t, "DLPack")?;
-        let addr = (t.data as usize).wrapping_add(t.byte_offset as usize);
+        // SAFETY: the caller hands over a valid managed tensor.
+        let t = unsafe { TensorRef::new(&(*m).dl_tensor) };
+        t.check_contiguous("DLPack")?;
+        let addr = t.data_addr() as usize;
         if addr % ALLOC_ALIGNMENT != 0 {
             return Err(Error::value(format!(
                 "DLPack tensor data is not {ALLOC_ALIGNMENT}-byte aligned (address {addr:#x})"
             )));
         }
-        let shape: Box<[i64]> = shape_of(t)?.into();
-        data_size(&shape, t.dtype)?;
-        build(t.data, shape, None, t.dtype, t.device, t.byte_offset, m as *mut c_void, DataOwner::DLPack(m))
+        let shape: Box<[i64]> = t.shape()?.into();
+        data_size(&shape, t.dtype())?;
+        let raw = t.raw();
+        build(raw.data, shape, None, raw.dtype, raw.device, raw.byte_offset, m as *mut c_void, DataOwner::DLPack(m))
     }
 
     /// Recover the array from a handle (`TVMArrayHandle`) and take a new reference.
@@ -314,12 +262,12 @@ impl NDArray {
 
     /// Copy `bytes` into this (contiguous) array; length must equal its byte size.
     pub fn copy_from_bytes(&self, bytes: &[u8]) -> Result<()> {
-        copy_from_bytes(&self.dl_tensor, bytes)
+        copy_from_bytes(self.tensor(), bytes)
     }
 
     /// Copy this (contiguous) array out into `bytes`; length must equal its byte size.
     pub fn copy_to_bytes(&self, bytes: &mut [u8]) -> Result<()> {
-        copy_to_bytes(&self.dl_tensor, bytes)
+        copy_to_bytes(self.tensor(), bytes)
     }
 
     /// The data as a byte vector (copied).
@@ -330,37 +278,35 @@ impl NDArray {
     }
 }
 
-fn host_view(t: &DLTensor, data: *mut c_void) -> DLTensor {
-    DLTensor { data, device: DLDevice::cpu(0), strides: std::ptr::null_mut(), byte_offset: 0, ..*t }
-}
-
 /// Copy host bytes into any tensor (`TVMArrayCopyFromBytes`), then synchronize.
-pub fn copy_from_bytes(t: &DLTensor, bytes: &[u8]) -> Result<()> {
-    let n = byte_size(t)?;
+pub fn copy_from_bytes(t: TensorRef<'_>, bytes: &[u8]) -> Result<()> {
+    let n = t.byte_size()?;
     if bytes.len() != n {
         return Err(Error::value(format!("copy from bytes: got {} bytes, the array holds {n} bytes", bytes.len())));
     }
-    check_contiguous(t, "destination")?;
-    let src = host_view(t, bytes.as_ptr() as *mut c_void);
-    let api = device_api(t.device.device_type)?;
-    api.copy_data_from_to(&src, t, std::ptr::null_mut())?;
-    api.stream_sync(t.device, std::ptr::null_mut())
+    t.check_contiguous("destination")?;
+    let src = host_view_of(t, bytes.as_ptr() as *mut c_void);
+    let api = device_api(t.device().device_type)?;
+    // SAFETY: `src` is `bytes` (n bytes, read only) with `t`'s shape, which outlives the call.
+    api.copy_data_from_to(unsafe { TensorRef::new(&src) }, t, std::ptr::null_mut())?;
+    api.stream_sync(t.device(), std::ptr::null_mut())
 }
 
 /// Copy any tensor out into host bytes (`TVMArrayCopyToBytes`), then synchronize.
-pub fn copy_to_bytes(t: &DLTensor, bytes: &mut [u8]) -> Result<()> {
-    let n = byte_size(t)?;
+pub fn copy_to_bytes(t: TensorRef<'_>, bytes: &mut [u8]) -> Result<()> {
+    let n = t.byte_size()?;
     if bytes.len() != n {
         return Err(Error::value(format!(
             "copy to bytes: got a buffer of {} bytes, the array holds {n} bytes",
             bytes.len()
         )));
     }
-    check_contiguous(t, "source")?;
-    let dst = host_view(t, bytes.as_mut_ptr() as *mut c_void);
-    let api = device_api(t.device.device_type)?;
-    api.copy_data_from_to(t, &dst, std::ptr::null_mut())?;
-    api.stream_sync(t.device, std::ptr::null_mut())
+    t.check_contiguous("source")?;
+    let dst = host_view_of(t, bytes.as_mut_ptr() as *mut c_void);
+    let api = device_api(t.device().device_type)?;
+    // SAFETY: `dst` is `bytes` (n writable bytes, borrowed mutably) with `t`'s shape.
+    api.copy_data_from_to(t, unsafe { TensorRef::new(&dst) }, std::ptr::null_mut())?;
+    api.stream_sync(t.device(), std::ptr::null_mut())
 }
 
 fn is_host_like(device_type: i32) -> bool {
@@ -369,20 +315,21 @@ fn is_host_like(device_type: i32) -> bool {
 }
 
 /// Copy between tensors on compatible devices (`TVMArrayCopyFromTo`), ordered on `stream`.
-pub fn copy_from_to(from: &DLTensor, to: &DLTensor, stream: *mut c_void) -> Result<()> {
-    let (a, b) = (from.device.device_type, to.device.device_type);
+pub fn copy_from_to(from: TensorRef<'_>, to: TensorRef<'_>, stream: *mut c_void) -> Result<()> {
+    let (a, b) = (from.device().device_type, to.device().device_type);
     if a != b && !is_host_like(a) && !is_host_like(b) {
         return Err(Error::value(format!(
             "cannot copy between {} and {}: one side must be the host",
-            from.device, to.device
+            from.device(),
+            to.device()
         )));
     }
-    let nf = byte_size(from)?;
-    let nt = byte_size(to)?;
+    let nf = from.byte_size()?;
+    let nt = to.byte_size()?;
     if nf != nt {
         return Err(Error::value(format!("copy size mismatch: source has {nf} bytes, destination has {nt} bytes")));
     }
-    let dev = if a != crate::abi::device_type::CPU { from.device } else { to.device };
+    let dev = if a != crate::abi::device_type::CPU { from.device() } else { to.device() };
     device_api(dev.device_type)?.copy_data_from_to(from, to, stream)
 }
 
@@ -422,24 +369,5 @@ mod tests {
             .unwrap_err()
             .message()
             .contains("cuda"));
-    }
-
-    #[test]
-    fn contiguity() {
-        let mut shape = [2i64, 3];
-        let mut strides = [3i64, 1];
-        let mut t = DLTensor {
-            data: std::ptr::null_mut(),
-            device: DLDevice::cpu(0),
-            ndim: 2,
-            dtype: DLDataType::FLOAT32,
-            shape: shape.as_mut_ptr(),
-            strides: strides.as_mut_ptr(),
-            byte_offset: 0,
-        };
-        assert!(is_contiguous(&t));
-        strides = [1, 2];
-        t.strides = strides.as_mut_ptr();
-        assert!(!is_contiguous(&t));
     }
 }

@@ -7,6 +7,7 @@ use super::error::{Error, Result};
 use super::module::{Module, ModuleObj};
 use super::ndarray::{NDArray, NDArrayData};
 use super::object::{type_index, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
+use super::tensor::TensorRef;
 use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMByteArray, TVMValue};
 use std::ffi::{c_void, CStr, CString};
 
@@ -18,7 +19,13 @@ pub struct Args<'a> {
 }
 
 impl<'a> Args<'a> {
-    pub fn new(values: &'a [TVMValue], codes: &'a [i32]) -> Self {
+    /// Arguments over parallel value and type-code arrays.
+    ///
+    /// # Safety
+    /// Every value must be valid for its type code for `'a`: strings NUL-terminated, byte
+    /// arrays, tensors (see [`TensorRef`]) and objects live and of the kind the code says. The
+    /// typed accessors follow these pointers.
+    pub unsafe fn new(values: &'a [TVMValue], codes: &'a [i32]) -> Self {
         assert_eq!(values.len(), codes.len(), "values and codes differ in length");
         Args { values, codes }
     }
@@ -202,6 +209,14 @@ impl<'a> Args<'a> {
             }
             _ => Err(Self::mismatch(i, "DLTensor*", c)),
         }
+    }
+
+    /// Tensor argument (codes DLTensor*, NDArray; NULL is an error), vouched for by the
+    /// arguments' contract ([`Args::new`]).
+    pub fn tensor(&self, i: usize) -> Result<TensorRef<'a>> {
+        let p = self.dltensor(i)?;
+        // SAFETY: non-NULL, and valid for `'a` by the contract `Args` were built under.
+        Ok(unsafe { TensorRef::new(&*p) })
     }
 
     /// Object argument (codes Object, Module, PackedFunc, NDArray, rvalue ref), new reference.
@@ -492,7 +507,9 @@ impl ArgBuffer {
     }
 
     pub fn args(&self) -> Args<'_> {
-        Args::new(&self.values, &self.codes)
+        // SAFETY: every value was made by `push` from a live Rust value this buffer owns or
+        // borrows from the caller's `Value`s, with the matching type code.
+        unsafe { Args::new(&self.values, &self.codes) }
     }
 }
 

@@ -8,8 +8,9 @@ use super::byteio::{FileInput, Input, Reader, Writer};
 use super::device::device_api;
 use super::dtype::num_elements;
 use super::error::{Error, Result};
-use super::ndarray::{byte_size, NDArray};
-use crate::abi::{device_type, DLDataType, DLDevice, DLTensor};
+use super::ndarray::NDArray;
+use super::tensor::{host_view_of, TensorRef};
+use crate::abi::{device_type, DLDataType};
 
 pub const NDARRAY_MAGIC: u64 = 0xDD5E_40F0_96B4_A13F;
 pub const NDARRAY_LIST_MAGIC: u64 = 0xF7E5_8D4F_0504_9CB7;
@@ -83,36 +84,32 @@ pub fn read_ndarray(r: &mut impl Input) -> Result<NDArray> {
 }
 
 /// Append one NDArray record (the tensor must be compact; it is copied to the host if needed).
-pub fn write_ndarray(w: &mut Writer, t: &DLTensor) -> Result<()> {
-    if t.dtype.lanes != 1 {
-        return Err(Error::value(format!("cannot save dtype {} with {} lanes", t.dtype, t.dtype.lanes)));
+pub fn write_ndarray(w: &mut Writer, t: TensorRef<'_>) -> Result<()> {
+    let dtype = t.dtype();
+    if dtype.lanes != 1 {
+        return Err(Error::value(format!("cannot save dtype {dtype} with {} lanes", dtype.lanes)));
     }
-    // SAFETY: a DLTensor reaching the runtime carries `ndim` shape values.
-    let shape = unsafe { super::ndarray::shape_of(t)? }.to_vec();
-    let nbytes = byte_size(t)?;
+    let shape = t.shape()?;
+    let nbytes = t.byte_size()?;
     w.u64(NDARRAY_MAGIC);
     w.u64(0);
     w.i32(device_type::CPU);
     w.i32(0);
-    w.i32(t.ndim);
-    w.u8(t.dtype.code);
-    w.u8(t.dtype.bits);
-    w.u16(t.dtype.lanes);
-    for &d in &shape {
+    w.i32(shape.len() as i32);
+    w.u8(dtype.code);
+    w.u8(dtype.bits);
+    w.u16(dtype.lanes);
+    for &d in shape {
         w.i64(d);
     }
     w.i64(nbytes as i64);
     let start = w.buf.len();
     w.buf.resize(start + nbytes, 0);
-    let host = DLTensor {
-        data: w.buf[start..].as_mut_ptr() as *mut std::ffi::c_void,
-        device: DLDevice::cpu(0),
-        strides: std::ptr::null_mut(),
-        byte_offset: 0,
-        ..*t
-    };
-    device_api(t.device.device_type)?.copy_data_from_to(t, &host, std::ptr::null_mut())?;
-    device_api(t.device.device_type)?.stream_sync(t.device, std::ptr::null_mut())
+    let host = host_view_of(t, w.buf[start..].as_mut_ptr() as *mut std::ffi::c_void);
+    let api = device_api(t.device().device_type)?;
+    // SAFETY: `host` is the `nbytes` just reserved in the buffer, with `t`'s shape.
+    api.copy_data_from_to(t, unsafe { TensorRef::new(&host) }, std::ptr::null_mut())?;
+    api.stream_sync(t.device(), std::ptr::null_mut())
 }
 
 /// Parse a params blob into (name, array) pairs in file order.
@@ -156,7 +153,7 @@ pub fn read_named_records(
 }
 
 /// Serialize (name, tensor) pairs as a params blob.
-pub fn save_params<'a>(params: impl IntoIterator<Item = (&'a str, &'a DLTensor)>) -> Result<Vec<u8>> {
+pub fn save_params<'a>(params: impl IntoIterator<Item = (&'a str, TensorRef<'a>)>) -> Result<Vec<u8>> {
     let params: Vec<_> = params.into_iter().collect();
     let mut w = Writer::new();
     w.u64(NDARRAY_LIST_MAGIC);
@@ -165,7 +162,7 @@ pub fn save_params<'a>(params: impl IntoIterator<Item = (&'a str, &'a DLTensor)>
     w.strings(&names);
     w.u64(params.len() as u64);
     for (name, t) in &params {
-        write_ndarray(&mut w, t).map_err(|e| e.context(format!("param `{name}`")))?;
+        write_ndarray(&mut w, *t).map_err(|e| e.context(format!("param `{name}`")))?;
     }
     Ok(w.into_bytes())
 }
@@ -177,7 +174,7 @@ mod tests {
     fn sample() -> Vec<u8> {
         let a = NDArray::from_bytes(&[2], DLDataType::FLOAT32, &[0, 0, 128, 63, 0, 0, 0, 64]).unwrap();
         let b = NDArray::from_bytes(&[], DLDataType::new(0, 8, 1), &[7]).unwrap();
-        save_params([("a", &a.dl_tensor), ("b", &b.dl_tensor)]).unwrap()
+        save_params([("a", a.tensor()), ("b", b.tensor())]).unwrap()
     }
 
     #[test]
@@ -189,7 +186,7 @@ mod tests {
         assert_eq!(p[0].1.shape(), &[2]);
         assert_eq!(p[0].1.to_vec_u8().unwrap(), vec![0, 0, 128, 63, 0, 0, 0, 64]);
         assert_eq!(p[1].1.to_vec_u8().unwrap(), vec![7]);
-        let again = save_params(p.iter().map(|(n, a)| (n.as_str(), &a.dl_tensor))).unwrap();
+        let again = save_params(p.iter().map(|(n, a)| (n.as_str(), a.tensor()))).unwrap();
         assert_eq!(again, bytes);
     }
 

@@ -1,9 +1,9 @@
 //! The CPU device: aligned host memory, `memcpy` copies, synchronous streams.
 
 use super::{DeviceApi, StreamHandle};
-use crate::abi::{DLDataType, DLDevice, DLTensor};
+use crate::abi::{DLDataType, DLDevice};
 use crate::runtime::error::{Error, Result};
-use crate::runtime::ndarray::{byte_size, check_contiguous};
+use crate::runtime::tensor::TensorRef;
 use std::collections::HashSet;
 use std::ffi::c_void;
 use std::sync::Mutex;
@@ -74,28 +74,24 @@ impl DeviceApi for CpuDeviceApi {
         Ok(())
     }
 
-    fn copy_data_from_to(&self, from: &DLTensor, to: &DLTensor, stream: StreamHandle) -> Result<()> {
+    fn copy_data_from_to(&self, from: TensorRef<'_>, to: TensorRef<'_>, stream: StreamHandle) -> Result<()> {
         self.check_stream(stream)?;
-        check_contiguous(from, "source")?;
-        check_contiguous(to, "destination")?;
-        let n = byte_size(from)?;
-        let m = byte_size(to)?;
+        from.check_contiguous("source")?;
+        to.check_contiguous("destination")?;
+        let n = from.byte_size()?;
+        let m = to.byte_size()?;
         if n != m {
             return Err(Error::value(format!("copy size mismatch: source has {n} bytes, destination has {m} bytes")));
         }
         if n == 0 {
             return Ok(());
         }
-        if from.data.is_null() || to.data.is_null() {
+        if from.raw().data.is_null() || to.raw().data.is_null() {
             return Err(Error::value("copy of a tensor whose data pointer is NULL"));
         }
-        // SAFETY: both tensors are compact and hold `n` bytes after their byte offsets (their
-        // owners' contract); `copy` tolerates overlap.
-        unsafe {
-            let src = (from.data as *const u8).add(from.byte_offset as usize);
-            let dst = (to.data as *mut u8).add(to.byte_offset as usize);
-            std::ptr::copy(src, dst, n);
-        }
+        // SAFETY: both tensors are compact and hold `n` bytes at their data addresses (the
+        // `TensorRef` contract: readable for `from`, writable for `to`); `copy` tolerates overlap.
+        unsafe { std::ptr::copy(from.data_addr() as *const u8, to.data_addr() as *mut u8, n) };
         Ok(())
     }
 

@@ -7,8 +7,9 @@ mod cpu;
 
 pub use cpu::CpuDeviceApi;
 
-use crate::abi::{device_type, DLDataType, DLDevice, DLTensor};
+use crate::abi::{device_type, DLDataType, DLDevice};
 use crate::runtime::error::{Error, Result};
+use crate::runtime::tensor::TensorRef;
 use once_cell::sync::OnceCell;
 use std::ffi::c_void;
 
@@ -33,7 +34,7 @@ pub trait DeviceApi: Send + Sync {
     /// `ptr` must be NULL or come from `alloc_data_space` of this API and not be freed yet.
     unsafe fn free_data_space(&self, dev: DLDevice, ptr: *mut c_void) -> Result<()>;
     /// Copy between two compact tensors of equal byte size, ordered on `stream`.
-    fn copy_data_from_to(&self, from: &DLTensor, to: &DLTensor, stream: StreamHandle) -> Result<()>;
+    fn copy_data_from_to(&self, from: TensorRef<'_>, to: TensorRef<'_>, stream: StreamHandle) -> Result<()>;
     fn create_stream(&self, dev: DLDevice) -> Result<StreamHandle>;
     fn free_stream(&self, dev: DLDevice, stream: StreamHandle) -> Result<()>;
     /// Make `stream` the current stream of this thread for `dev`.
