@@ -4,6 +4,7 @@
 //! function it calls `__init_<symbol>` from its imports with the symbol's constants, then serves
 //! the function from the first import that has it.
 
+use super::byteio::{Input, Reader};
 use super::container::{map_object, ArrayObj};
 use super::error::{Error, Result};
 use super::module::{Module, ModuleNode};
@@ -11,7 +12,6 @@ use super::ndarray::NDArray;
 use super::object::ObjPtr;
 use super::packed::{PackedFunc, Value};
 use super::params::{read_named_records, MIN_RECORD_BYTES};
-use super::byteio::{Input, Reader};
 use std::any::Any;
 use std::collections::HashSet;
 use std::sync::Mutex;

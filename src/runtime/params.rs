@@ -4,11 +4,11 @@
 //! i32 ndim, dtype (u8 code, u8 bits, u16 lanes), i64 shape[ndim], i64 data_byte_size, data.
 //! Params blob: magic `0xF7E58D4F05049CB7`, reserved u64, vec<str> names, u64 n, n records.
 
+use super::byteio::{FileInput, Input, Reader, Writer};
 use super::device::device_api;
 use super::dtype::num_elements;
 use super::error::{Error, Result};
 use super::ndarray::{byte_size, NDArray};
-use super::byteio::{FileInput, Input, Reader, Writer};
 use crate::abi::{device_type, DLDataType, DLDevice, DLTensor};
 
 pub const NDARRAY_MAGIC: u64 = 0xDD5E_40F0_96B4_A13F;
