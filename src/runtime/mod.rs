@@ -20,6 +20,7 @@ pub mod packed;
 pub mod params;
 pub mod registry;
 pub mod threading;
+pub mod workspace;
 
 pub use error::{Error, Result};
 pub use module::{Module, ModuleNode};
