@@ -65,7 +65,6 @@ pub struct ThreadPool {
     /// Serializes launches: one launch owns the workers at a time.
     launch: Mutex<()>,
     num_threads: usize,
-    cpus: Option<Vec<usize>>,
 }
 
 thread_local! {
@@ -220,15 +219,11 @@ impl ThreadPool {
                     .expect("spawning a thread-pool worker")
             })
             .collect();
-        ThreadPool { shared, workers, launch: Mutex::new(()), num_threads, cpus }
+        ThreadPool { shared, workers, launch: Mutex::new(()), num_threads }
     }
 
     pub fn num_threads(&self) -> usize {
         self.num_threads
-    }
-
-    pub fn cpus(&self) -> Option<&[usize]> {
-        self.cpus.as_deref()
     }
 
     /// Run `f(task, env, cdata)` for `num_task` tasks (0 = all threads, more than the pool is

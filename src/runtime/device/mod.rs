@@ -17,8 +17,6 @@ pub type StreamHandle = *mut c_void;
 
 /// What a device backend provides.
 pub trait DeviceApi: Send + Sync {
-    /// The registry name (`cpu`, `cuda`, ...).
-    fn name(&self) -> &'static str;
     /// Allocate `nbytes` aligned to `alignment` (a power of two).
     fn alloc_data_space(
         &self,
