@@ -71,7 +71,7 @@ pub extern "C" fn TVMBackendAllocWorkspace(
 ) -> *mut c_void {
     // Hot path for kernels: a cached CPU block, no error possible.
     if device_type == crate::abi::device_type::CPU {
-        if let Some(p) = usize::try_from(nbytes).ok().and_then(crate::runtime::threading::alloc_workspace_fast) {
+        if let Some(p) = usize::try_from(nbytes).ok().and_then(crate::runtime::workspace::alloc_workspace_fast) {
             return p;
         }
     }
@@ -83,7 +83,7 @@ pub extern "C" fn TVMBackendAllocWorkspace(
 /// Free memory from `TVMBackendAllocWorkspace`.
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendFreeWorkspace(device_type: c_int, device_id: c_int, ptr: *mut c_void) -> c_int {
-    if device_type == crate::abi::device_type::CPU && crate::runtime::threading::free_workspace_fast(ptr) {
+    if device_type == crate::abi::device_type::CPU && crate::runtime::workspace::free_workspace_fast(ptr) {
         return 0;
     }
     ffi_boundary!("TVMBackendFreeWorkspace", {

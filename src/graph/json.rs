@@ -342,89 +342,117 @@ impl Graph {
         self.node_row_ptr[node_id + 1] - self.node_row_ptr[node_id]
     }
 
+    /// Check the structure once, in a fixed order (the first problem found is reported).
     fn validate(&self) -> Result<()> {
+        self.check_row_ptr()?;
+        self.check_attr_lengths()?;
+        for (i, node) in self.nodes.iter().enumerate() {
+            self.check_node_kind(i, node)?;
+            self.check_node_inputs(i, node)?;
+            self.check_control_deps(node)?;
+        }
+        self.check_arg_nodes()?;
+        self.check_heads()?;
+        self.check_entry_sizes()?;
+        self.check_storage_devices()
+    }
+
+    /// `node_row_ptr`: one entry per node plus one, starting at 0, never decreasing.
+    fn check_row_ptr(&self) -> Result<()> {
         let n = self.nodes.len();
-        if self.node_row_ptr.len() != n + 1 {
-            return Err(err(format!(
-                "node_row_ptr has {} entries for {n} nodes (expected {})",
-                self.node_row_ptr.len(),
-                n + 1
-            )));
+        let rp = &self.node_row_ptr;
+        if rp.len() != n + 1 {
+            return Err(err(format!("node_row_ptr has {} entries for {n} nodes (expected {})", rp.len(), n + 1)));
         }
-        if self.node_row_ptr[0] != 0 {
-            return Err(err(format!("node_row_ptr[0] must be 0, got {}", self.node_row_ptr[0])));
+        if rp[0] != 0 {
+            return Err(err(format!("node_row_ptr[0] must be 0, got {}", rp[0])));
         }
-        for i in 0..n {
-            if self.node_row_ptr[i + 1] < self.node_row_ptr[i] {
-                return Err(err(format!("node_row_ptr is decreasing at {}", i + 1)));
-            }
+        match (0..n).find(|&i| rp[i + 1] < rp[i]) {
+            Some(i) => Err(err(format!("node_row_ptr is decreasing at {}", i + 1))),
+            None => Ok(()),
         }
+    }
+
+    /// Every per-entry attribute list has one item per entry.
+    fn check_attr_lengths(&self) -> Result<()> {
         let total = self.num_entries();
         let a = &self.attrs;
-        for (name, len) in [("dltype", a.dltype.len()), ("storage_id", a.storage_id.len()), ("shape", a.shape.len())] {
+        let required = [("dltype", a.dltype.len()), ("storage_id", a.storage_id.len()), ("shape", a.shape.len())];
+        let optional = [
+            ("device_index", a.device_index.as_ref().map(Vec::len)),
+            ("storage_scope", a.storage_scope.as_ref().map(Vec::len)),
+        ];
+        let present = optional.into_iter().filter_map(|(name, len)| len.map(|len| (name, len)));
+        for (name, len) in required.into_iter().chain(present) {
             if len != total {
                 return Err(err(format!("attrs.{name} has {len} entries but the graph has {total}")));
             }
         }
-        if let Some(d) = &a.device_index {
-            if d.len() != total {
-                return Err(err(format!("attrs.device_index has {} entries but the graph has {total}", d.len())));
-            }
-        }
-        if let Some(s) = &a.storage_scope {
-            if s.len() != total {
-                return Err(err(format!("attrs.storage_scope has {} entries but the graph has {total}", s.len())));
-            }
-        }
-        for (i, node) in self.nodes.iter().enumerate() {
-            let outs = self.num_outputs_of(i);
-            match &node.attrs {
-                Some(at) if node.is_op() => {
-                    if at.num_outputs != outs {
-                        return Err(err(format!(
-                            "node `{}`: num_outputs is {} but node_row_ptr gives it {outs} outputs",
-                            node.name, at.num_outputs
-                        )));
-                    }
-                    if at.func_name.is_empty() {
-                        return Err(err(format!("node `{}`: empty func_name", node.name)));
-                    }
-                }
-                _ => {
-                    if outs != 1 {
-                        return Err(err(format!(
-                            "input node `{}` must have 1 output, node_row_ptr gives {outs}",
-                            node.name
-                        )));
-                    }
-                    if !node.inputs.is_empty() {
-                        return Err(err(format!("input node `{}` must not have inputs", node.name)));
-                    }
-                }
-            }
-            for (j, e) in node.inputs.iter().enumerate() {
-                if e.node_id as usize >= i {
+        Ok(())
+    }
+
+    /// An op node has the outputs its attrs declare and a function; any other node is an
+    /// input: one output, no inputs.
+    fn check_node_kind(&self, i: usize, node: &Node) -> Result<()> {
+        let outs = self.num_outputs_of(i);
+        match &node.attrs {
+            Some(at) if node.is_op() => {
+                if at.num_outputs != outs {
                     return Err(err(format!(
-                        "node `{}` inputs[{j}] refers to node {}, which does not come before it (nodes must be in topological order)",
-                        node.name, e.node_id
+                        "node `{}`: num_outputs is {} but node_row_ptr gives it {outs} outputs",
+                        node.name, at.num_outputs
                     )));
                 }
-                if e.index >= self.num_outputs_of(e.node_id as usize) {
-                    return Err(err(format!(
-                        "node `{}` inputs[{j}] refers to output {} of node {}, which has {} outputs",
-                        node.name,
-                        e.index,
-                        e.node_id,
-                        self.num_outputs_of(e.node_id as usize)
-                    )));
+                if at.func_name.is_empty() {
+                    return Err(err(format!("node `{}`: empty func_name", node.name)));
                 }
             }
-            for &d in &node.control_deps {
-                if d as usize >= n {
-                    return Err(err(format!("node `{}` control_deps refers to node {d} of {n}", node.name)));
+            _ => {
+                if outs != 1 {
+                    return Err(err(format!(
+                        "input node `{}` must have 1 output, node_row_ptr gives {outs}",
+                        node.name
+                    )));
+                }
+                if !node.inputs.is_empty() {
+                    return Err(err(format!("input node `{}` must not have inputs", node.name)));
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Inputs of node `i` are existing outputs of earlier nodes (topological order).
+    fn check_node_inputs(&self, i: usize, node: &Node) -> Result<()> {
+        for (j, e) in node.inputs.iter().enumerate() {
+            if e.node_id as usize >= i {
+                return Err(err(format!(
+                    "node `{}` inputs[{j}] refers to node {}, which does not come before it (nodes must be in topological order)",
+                    node.name, e.node_id
+                )));
+            }
+            let outs = self.num_outputs_of(e.node_id as usize);
+            if e.index >= outs {
+                return Err(err(format!(
+                    "node `{}` inputs[{j}] refers to output {} of node {}, which has {outs} outputs",
+                    node.name, e.index, e.node_id
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_control_deps(&self, node: &Node) -> Result<()> {
+        let n = self.nodes.len();
+        match node.control_deps.iter().find(|&&d| d as usize >= n) {
+            Some(d) => Err(err(format!("node `{}` control_deps refers to node {d} of {n}", node.name))),
+            None => Ok(()),
+        }
+    }
+
+    /// `arg_nodes` name existing input (non-op) nodes.
+    fn check_arg_nodes(&self) -> Result<()> {
+        let n = self.nodes.len();
         for (i, &a_id) in self.arg_nodes.iter().enumerate() {
             let node = self
                 .nodes
@@ -434,27 +462,45 @@ impl Graph {
                 return Err(err(format!("arg_nodes[{i}] = {a_id} (`{}`) is an op, not an input", node.name)));
             }
         }
+        Ok(())
+    }
+
+    /// `heads` name existing outputs.
+    fn check_heads(&self) -> Result<()> {
+        let n = self.nodes.len();
         for (i, h) in self.heads.iter().enumerate() {
             if h.node_id as usize >= n || h.index >= self.num_outputs_of(h.node_id as usize) {
                 return Err(err(format!("heads[{i}] = [{}, {}] is out of range", h.node_id, h.index)));
             }
         }
-        for (eid, shape) in a.shape.iter().enumerate() {
-            data_size(shape, a.dltype[eid]).map_err(|e| {
-                err(format!("entry {eid}: shape {shape:?} with dtype {}: {}", a.dltype[eid], e.detail()))
-            })?;
+        Ok(())
+    }
+
+    /// Every entry's shape and dtype give a representable byte size.
+    fn check_entry_sizes(&self) -> Result<()> {
+        let a = &self.attrs;
+        for (eid, (shape, &dtype)) in a.shape.iter().zip(&a.dltype).enumerate() {
+            data_size(shape, dtype)
+                .map_err(|e| err(format!("entry {eid}: shape {shape:?} with dtype {dtype}: {}", e.detail())))?;
         }
-        if let Some(dev) = &a.device_index {
-            let mut sid_dev: BTreeMap<u32, (i32, usize)> = BTreeMap::new();
-            for (eid, &sid) in a.storage_id.iter().enumerate() {
-                let d = dev[eid];
-                if let Some(&(other, first)) = sid_dev.get(&sid) {
-                    if other != d {
-                        return Err(err(format!(
-                            "storage_id {sid} is shared by entry {first} on device type {other} and entry {eid} on device type {d}"
-                        )));
-                    }
-                } else {
+        Ok(())
+    }
+
+    /// Entries sharing a storage id are on the same device type.
+    fn check_storage_devices(&self) -> Result<()> {
+        let Some(dev) = &self.attrs.device_index else {
+            return Ok(());
+        };
+        let mut sid_dev: BTreeMap<u32, (i32, usize)> = BTreeMap::new();
+        for (eid, (&sid, &d)) in self.attrs.storage_id.iter().zip(dev).enumerate() {
+            match sid_dev.get(&sid) {
+                Some(&(other, first)) if other != d => {
+                    return Err(err(format!(
+                        "storage_id {sid} is shared by entry {first} on device type {other} and entry {eid} on device type {d}"
+                    )));
+                }
+                Some(_) => {}
+                None => {
                     sid_dev.insert(sid, (d, eid));
                 }
             }

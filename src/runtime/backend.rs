@@ -6,7 +6,7 @@
 
 use super::device::device_api;
 use super::error::{Error, Result};
-use super::threading;
+use super::{threading, workspace};
 use crate::abi::{DLDataType, DLDevice, FTVMParallelLambda, TVMParallelGroupEnv};
 use std::ffi::{c_int, c_void};
 
@@ -37,7 +37,7 @@ pub fn alloc_workspace(
 ) -> Result<*mut c_void> {
     let n = usize::try_from(nbytes).map_err(|_| Error::value(format!("workspace of {nbytes} bytes is too large")))?;
     if device_type == crate::abi::device_type::CPU {
-        return threading::alloc_workspace(n);
+        return workspace::alloc_workspace(n);
     }
     let dev = device(device_type, device_id);
     let hint = DLDataType::new(dtype_code_hint as u8, dtype_bits_hint as u8, 1);
@@ -50,7 +50,7 @@ pub fn alloc_workspace(
 /// `ptr` must come from [`alloc_workspace`] on this thread (CPU: checked) and not be freed yet.
 pub unsafe fn free_workspace(device_type: c_int, device_id: c_int, ptr: *mut c_void) -> Result<()> {
     if device_type == crate::abi::device_type::CPU {
-        return threading::free_workspace(ptr);
+        return workspace::free_workspace(ptr);
     }
     // SAFETY: forwarded contract.
     unsafe { device_api(device_type)?.free_workspace(device(device_type, device_id), ptr) }

@@ -21,6 +21,7 @@ pub mod params;
 pub mod registry;
 pub mod tensor;
 pub mod threading;
+pub mod workspace;
 
 pub use error::{Error, Result};
 pub use module::{Module, ModuleNode};

@@ -1,4 +1,4 @@
-//! Thread pools for `TVMBackendParallelLaunch`, and per-thread workspace pools.
+//! Thread pools for `TVMBackendParallelLaunch`.
 //!
 //! A [`ThreadPool`] is a value with its own workers (optionally pinned to a CPU set), so several
 //! pools can serve disjoint core groups. A launching thread uses its *current* pool (set with
@@ -10,7 +10,7 @@
 use super::error::{error_from_callee, last_error_generation, Error, Result};
 use crate::abi::{FTVMParallelLambda, TVMParallelGroupEnv};
 use once_cell::sync::Lazy;
-use std::cell::{Cell, RefCell, UnsafeCell};
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -65,7 +65,6 @@ pub struct ThreadPool {
     /// Serializes launches: one launch owns the workers at a time.
     launch: Mutex<()>,
     num_threads: usize,
-    cpus: Option<Vec<usize>>,
 }
 
 thread_local! {
@@ -220,15 +219,11 @@ impl ThreadPool {
                     .expect("spawning a thread-pool worker")
             })
             .collect();
-        ThreadPool { shared, workers, launch: Mutex::new(()), num_threads, cpus }
+        ThreadPool { shared, workers, launch: Mutex::new(()), num_threads }
     }
 
     pub fn num_threads(&self) -> usize {
         self.num_threads
-    }
-
-    pub fn cpus(&self) -> Option<&[usize]> {
-        self.cpus.as_deref()
     }
 
     /// Run `f(task, env, cdata)` for `num_task` tasks (0 = all threads, more than the pool is
@@ -353,112 +348,6 @@ pub unsafe fn barrier(task_id: c_int, penv: *mut TVMParallelGroupEnv) -> Result<
     Ok(())
 }
 
-/// Per-thread cache of CPU workspaces: blocks are reused (no allocation on the hot path) and
-/// freed when the thread exits. Frees are LIFO-fast but may come in any order.
-struct WorkspacePool {
-    free: Vec<(usize, *mut c_void)>,
-    used: Vec<(*mut c_void, usize)>,
-}
-
-impl Drop for WorkspacePool {
-    fn drop(&mut self) {
-        for (_, p) in self.free.drain(..) {
-            // SAFETY: blocks came from posix_memalign.
-            unsafe { libc::free(p) };
-        }
-        for (p, _) in self.used.drain(..) {
-            // SAFETY: as above (never freed by the kernel that took it).
-            unsafe { libc::free(p) };
-        }
-    }
-}
-
-thread_local! {
-    // UnsafeCell, not RefCell: the pool is only touched inside the functions below, which call
-    // no user code, so no second borrow can exist; this keeps the hot path to a few loads.
-    static WORKSPACES: UnsafeCell<WorkspacePool> =
-        const { UnsafeCell::new(WorkspacePool { free: Vec::new(), used: Vec::new() }) };
-}
-
-const PAGE: usize = 4096;
-
-fn with_pool<R>(f: impl FnOnce(&mut WorkspacePool) -> R) -> R {
-    // SAFETY: thread-local; no reference outlives the call and `f` does not re-enter (see above).
-    WORKSPACES.with(|w| f(unsafe { &mut *w.get() }))
-}
-
-/// The common case, kept inline: the most recently freed block fits and the bookkeeping
-/// vectors have room, so nothing is allocated.
-#[inline]
-pub fn alloc_workspace_fast(nbytes: usize) -> Option<*mut c_void> {
-    let size = nbytes.max(1).div_ceil(PAGE) * PAGE;
-    with_pool(|w| match w.free.last() {
-        Some(&(s, p)) if s >= size && w.used.len() < w.used.capacity() => {
-            w.free.pop();
-            w.used.push((p, s));
-            Some(p)
-        }
-        _ => None,
-    })
-}
-
-/// The common case of a free: the block allocated last, with room to cache it.
-#[inline]
-pub fn free_workspace_fast(ptr: *mut c_void) -> bool {
-    with_pool(|w| match w.used.last() {
-        Some(&(p, s)) if p == ptr && w.free.len() < w.free.capacity() => {
-            w.used.pop();
-            w.free.push((s, p));
-            true
-        }
-        _ => false,
-    })
-}
-
-/// A 64-byte aligned block of at least `nbytes` from this thread's pool.
-pub fn alloc_workspace(nbytes: usize) -> Result<*mut c_void> {
-    if let Some(p) = alloc_workspace_fast(nbytes) {
-        return Ok(p);
-    }
-    let size = nbytes.max(1).div_ceil(PAGE) * PAGE;
-    with_pool(|w| {
-        // Smallest cached block that fits.
-        let pick =
-            w.free.iter().enumerate().filter(|(_, (s, _))| *s >= size).min_by_key(|(_, (s, _))| *s).map(|(i, _)| i);
-        let (s, p) = match pick {
-            Some(i) => w.free.swap_remove(i),
-            None => {
-                let mut p: *mut c_void = std::ptr::null_mut();
-                // SAFETY: valid out-pointer, power-of-two alignment ≥ sizeof(void*).
-                if unsafe { libc::posix_memalign(&mut p, 64, size) } != 0 || p.is_null() {
-                    return Err(Error::internal(format!("out of memory: workspace of {nbytes} bytes")));
-                }
-                (size, p)
-            }
-        };
-        w.used.push((p, s));
-        // Room for the fast paths of the next free and alloc.
-        w.free.reserve(1);
-        Ok(p)
-    })
-}
-
-/// Return a block to this thread's pool; a pointer this thread did not allocate is an error.
-pub fn free_workspace(ptr: *mut c_void) -> Result<()> {
-    if free_workspace_fast(ptr) {
-        return Ok(());
-    }
-    with_pool(|w| {
-        let i = w.used.iter().rposition(|&(p, _)| p == ptr).ok_or_else(|| {
-            Error::value(format!("TVMBackendFreeWorkspace: {ptr:p} was not allocated as a workspace by this thread"))
-        })?;
-        let (p, s) = w.used.remove(i);
-        w.free.push((s, p));
-        w.used.reserve(1);
-        Ok(())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -529,21 +418,5 @@ mod tests {
     fn nested_launch_runs_inline() {
         let pool = ThreadPool::new(2, None);
         pool.launch(Some(nested), &pool as *const ThreadPool as *mut c_void, 0).unwrap();
-    }
-
-    #[test]
-    fn workspaces_reuse_and_check_owner() {
-        let a = alloc_workspace(1 << 20).unwrap();
-        assert_eq!(a as usize % 64, 0);
-        free_workspace(a).unwrap();
-        let b = alloc_workspace(1000).unwrap();
-        assert_eq!(a, b, "a cached block is reused");
-        let c = alloc_workspace(10).unwrap();
-        free_workspace(b).unwrap(); // out of order
-        free_workspace(c).unwrap();
-        assert!(free_workspace(c).unwrap_err().message().contains("was not allocated"));
-        let addr = a as usize;
-        let other = std::thread::spawn(move || free_workspace(addr as *mut c_void).is_err());
-        assert!(other.join().unwrap());
     }
 }

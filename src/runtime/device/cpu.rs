@@ -44,10 +44,6 @@ impl Default for CpuDeviceApi {
 }
 
 impl DeviceApi for CpuDeviceApi {
-    fn name(&self) -> &'static str {
-        "cpu"
-    }
-
     fn alloc_data_space(
         &self,
         _dev: DLDevice,

@@ -18,8 +18,6 @@ pub type StreamHandle = *mut c_void;
 
 /// What a device backend provides.
 pub trait DeviceApi: Send + Sync {
-    /// The registry name (`cpu`, `cuda`, ...).
-    fn name(&self) -> &'static str;
     /// Allocate `nbytes` aligned to `alignment` (a power of two).
     fn alloc_data_space(
         &self,
@@ -82,4 +80,96 @@ pub fn device_api(dev_type: i32) -> Result<&'static dyn DeviceApi> {
     Err(Error::value(format!(
         "device type {dev_type} ({name}) is not supported by this runtime: no device API is registered for it"
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::ndarray::{copy_from_to, NDArray};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Host memory served under another device type, counting the calls that reach it.
+    struct HostBacked {
+        cpu: CpuDeviceApi,
+        allocs: AtomicUsize,
+        frees: AtomicUsize,
+        copies: AtomicUsize,
+    }
+
+    impl DeviceApi for HostBacked {
+        fn alloc_data_space(
+            &self,
+            dev: DLDevice,
+            nbytes: usize,
+            alignment: usize,
+            type_hint: DLDataType,
+        ) -> Result<*mut c_void> {
+            self.allocs.fetch_add(1, Ordering::SeqCst);
+            self.cpu.alloc_data_space(dev, nbytes, alignment, type_hint)
+        }
+        unsafe fn free_data_space(&self, dev: DLDevice, ptr: *mut c_void) -> Result<()> {
+            self.frees.fetch_add(1, Ordering::SeqCst);
+            // SAFETY: forwarded contract; the memory came from the CPU API.
+            unsafe { self.cpu.free_data_space(dev, ptr) }
+        }
+        fn copy_data_from_to(&self, from: TensorRef<'_>, to: TensorRef<'_>, stream: StreamHandle) -> Result<()> {
+            self.copies.fetch_add(1, Ordering::SeqCst);
+            self.cpu.copy_data_from_to(from, to, stream)
+        }
+        fn create_stream(&self, dev: DLDevice) -> Result<StreamHandle> {
+            self.cpu.create_stream(dev)
+        }
+        fn free_stream(&self, dev: DLDevice, stream: StreamHandle) -> Result<()> {
+            self.cpu.free_stream(dev, stream)
+        }
+        fn set_stream(&self, dev: DLDevice, stream: StreamHandle) -> Result<()> {
+            self.cpu.set_stream(dev, stream)
+        }
+        fn stream_sync(&self, dev: DLDevice, stream: StreamHandle) -> Result<()> {
+            self.cpu.stream_sync(dev, stream)
+        }
+        fn sync_stream_from_to(&self, dev: DLDevice, src: StreamHandle, dst: StreamHandle) -> Result<()> {
+            self.cpu.sync_stream_from_to(dev, src, dst)
+        }
+    }
+
+    /// Registered for `ext_dev`, which no other test expects to be unsupported.
+    static EXT: HostBacked = HostBacked {
+        cpu: CpuDeviceApi::new(),
+        allocs: AtomicUsize::new(0),
+        frees: AtomicUsize::new(0),
+        copies: AtomicUsize::new(0),
+    };
+
+    #[test]
+    fn a_registered_api_serves_its_device_type() {
+        let ext = DLDevice { device_type: device_type::EXT_DEV, device_id: 0 };
+        register_device_api(device_type::EXT_DEV, &EXT).unwrap();
+
+        let arr = NDArray::empty(&[4], DLDataType::FLOAT32, ext).unwrap();
+        assert_eq!(EXT.allocs.load(Ordering::SeqCst), 1);
+        assert_eq!(arr.device().device_type, device_type::EXT_DEV);
+        assert_eq!(arr.data_ptr() as usize % crate::runtime::ndarray::ALLOC_ALIGNMENT, 0);
+
+        let bytes: Vec<u8> = (1..=16).collect();
+        let src = NDArray::from_bytes(&[4], DLDataType::FLOAT32, &bytes).unwrap();
+        copy_from_to(src.tensor(), arr.tensor(), std::ptr::null_mut()).unwrap();
+        let back = NDArray::empty(&[4], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
+        copy_from_to(arr.tensor(), back.tensor(), std::ptr::null_mut()).unwrap();
+        assert_eq!(EXT.copies.load(Ordering::SeqCst), 2);
+        assert_eq!(back.to_vec_u8().unwrap(), bytes);
+
+        drop(arr);
+        assert_eq!(EXT.frees.load(Ordering::SeqCst), 1);
+
+        let again = register_device_api(device_type::EXT_DEV, &EXT).unwrap_err();
+        assert!(again.message().contains("device type 12 is already registered"), "{}", again.message());
+        for t in [MAX_DEVICE_TYPES as i32, -1] {
+            let e = register_device_api(t, &EXT).unwrap_err();
+            assert!(e.message().contains(&format!("device type {t} is out of range")), "{}", e.message());
+        }
+
+        assert!(std::ptr::addr_eq(device_api(device_type::CPU).unwrap(), &CPU));
+        assert!(std::ptr::addr_eq(device_api(device_type::EXT_DEV).unwrap(), &EXT));
+    }
 }
