@@ -371,8 +371,11 @@ impl Executor {
     /// and device).
     ///
     /// # Safety
-    /// The tensor's data must stay valid, and written by no one else while a run reads it, until
-    /// the input is set again or the executor is dropped.
+    /// The tensor's data must stay valid for reads and writes until the input is set again or
+    /// the executor is dropped, and for as long as any array returned by `get_input`,
+    /// `get_output` or `get_entry` for this storage lives (those arrays borrow it without owning
+    /// it). No one else may write it while the executor uses it. The executor itself may write it
+    /// (`set_input`, or a run when the graph shares the storage with another entry).
     pub unsafe fn set_input_zero_copy(&mut self, index: usize, t: TensorRef<'_>) -> Result<()> {
         let eid = self.check_input_index(index)?;
         let what = format!("set_input_zero_copy `{}`", self.plan.input_name(index));
@@ -386,8 +389,10 @@ impl Executor {
     /// Make output `index` be written straight into the caller's memory.
     ///
     /// # Safety
-    /// The tensor's data must stay valid and unaliased while runs write it, until the output is
-    /// set again or the executor is dropped.
+    /// The tensor's data must stay valid for reads and writes until the output is set again or
+    /// the executor is dropped, and for as long as any array returned by `get_input`,
+    /// `get_output` or `get_entry` for this storage lives (those arrays borrow it without owning
+    /// it). No one else may read or write it while a run writes it.
     pub unsafe fn set_output_zero_copy(&mut self, index: usize, t: TensorRef<'_>) -> Result<()> {
         let eid = self.check_output_index(index)?;
         let what = format!("set_output_zero_copy `{}`", self.plan.output_name(index));

@@ -18,9 +18,11 @@ pub fn parallel_launch(f: FTVMParallelLambda, cdata: *mut c_void, num_task: i32)
 /// Barrier across the tasks of one launch.
 ///
 /// # Safety
-/// `penv` must be NULL or the environment of a running launch.
+/// As for [`threading::barrier`]: `penv` must be NULL or the environment that a launch still
+/// running passed to the calling task, and `task_id` must be that task's own id.
 pub unsafe fn parallel_barrier(task_id: c_int, penv: *mut TVMParallelGroupEnv) -> Result<()> {
-    threading::barrier(task_id, penv)
+    // SAFETY: this function's contract is `barrier`'s.
+    unsafe { threading::barrier(task_id, penv) }
 }
 
 fn device(device_type: c_int, device_id: c_int) -> DLDevice {
@@ -47,7 +49,9 @@ pub fn alloc_workspace(
 /// Free memory from [`alloc_workspace`].
 ///
 /// # Safety
-/// `ptr` must come from [`alloc_workspace`] on this thread (CPU: checked) and not be freed yet.
+/// `ptr` must come from [`alloc_workspace`] with the same device type and id, on this thread,
+/// and not be freed yet; nothing may use the memory afterwards. (For CPU the pointer is looked
+/// up in the thread's pool, so a foreign pointer is reported as an error.)
 pub unsafe fn free_workspace(device_type: c_int, device_id: c_int, ptr: *mut c_void) -> Result<()> {
     if device_type == crate::abi::device_type::CPU {
         return workspace::free_workspace(ptr);

@@ -27,7 +27,10 @@ pub fn register(name: &str, ptr: *mut c_void) -> Result<()> {
 /// Call a registered `void (*)(void*)` refcount hook on `obj`, if registered.
 ///
 /// # Safety
-/// `obj` must be NULL or an object of the frontend that registered the hook.
+/// `slot` must be NULL or hold a function of C type `void (*)(void*)` (as `register` expects;
+/// `register` itself cannot check it), and `obj` must be NULL or an object of the frontend that
+/// registered the hook, in a state where that function may be called on it from this thread (for
+/// Python's `Py_IncRef` / `Py_DecRef`: with the GIL held).
 pub unsafe fn call_ref_hook(slot: &AtomicPtr<c_void>, obj: *mut c_void) {
     let p = slot.load(Ordering::Acquire);
     if !p.is_null() && !obj.is_null() {

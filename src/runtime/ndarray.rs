@@ -58,7 +58,8 @@ impl ObjectType for NDArrayData {
 /// # Safety
 /// `p` must come from `Box::<[i64]>::into_raw` with `len` elements, and not be freed yet.
 unsafe fn free_dims(p: *mut i64, len: usize) {
-    drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, len)));
+    // SAFETY: by this function's contract `p`/`len` are exactly a boxed slice not yet freed.
+    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, len)) });
 }
 
 impl Drop for NDArrayData {
@@ -210,7 +211,9 @@ impl NDArray {
     /// An array over memory this runtime does not own (nothing is freed on drop).
     ///
     /// # Safety
-    /// `data` must hold the array's bytes for as long as the array is used.
+    /// `data` must point to memory on `device` valid for reads and writes of the array's byte
+    /// size (`shape` × `dtype`), suitably aligned for `dtype`, and stay valid for as long as the
+    /// returned array or any view or handle derived from it is alive. Nothing frees it.
     pub unsafe fn borrowed(data: *mut c_void, shape: &[i64], dtype: DLDataType, device: DLDevice) -> Result<NDArray> {
         data_size(shape, dtype)?;
         build(data, shape.into(), None, dtype, device, 0, std::ptr::null_mut(), DataOwner::External)
@@ -219,7 +222,11 @@ impl NDArray {
     /// Adopt a DLPack tensor (compact, 64-byte aligned); its deleter runs when the array dies.
     ///
     /// # Safety
-    /// `m` must be a valid `DLManagedTensor` that the caller hands over.
+    /// `m` must be non-null and point to a valid `DLManagedTensor` (its `dl_tensor` shape/strides
+    /// arrays hold `ndim` values and its data is valid for the described bytes) that stays valid
+    /// until its deleter runs. On success the caller hands ownership over: the array calls the
+    /// deleter exactly once, possibly on another thread. On error nothing is taken over and the
+    /// caller still owns `m`.
     pub unsafe fn from_dlpack(m: *mut DLManagedTensor) -> Result<NDArray> {
         // SAFETY: the caller hands over a valid managed tensor.
         let t = unsafe { TensorRef::new(&(*m).dl_tensor) };
@@ -239,22 +246,35 @@ impl NDArray {
     /// Recover the array from a handle (`TVMArrayHandle`) and take a new reference.
     ///
     /// # Safety
-    /// `handle` must be the `DLTensor` of a live NDArray container.
+    /// `handle` must be the `DLTensor` of a live NDArray container made by this runtime (as
+    /// returned by [`NDArray::as_dltensor_ptr`]), kept alive by some reference for the duration
+    /// of the call. A bare `DLTensor` not embedded in such a container is not allowed: the type
+    /// check reads the header in front of it.
     pub unsafe fn from_handle_borrowed(handle: *mut DLTensor) -> Result<NDArray> {
-        let header = (handle as *mut u8).sub(DLTENSOR_OFFSET) as *mut ObjectHeader;
-        if (*header).type_index != type_index::NDARRAY {
+        // SAFETY: by this function's contract `handle` lies `DLTENSOR_OFFSET` bytes into a live
+        // container, so stepping back stays inside it and reaches the header.
+        let header = unsafe { (handle as *mut u8).sub(DLTENSOR_OFFSET) } as *mut ObjectHeader;
+        // SAFETY: the header is live (same reason).
+        if unsafe { (*header).type_index } != type_index::NDARRAY {
             return Err(Error::type_error("handle is not an NDArray created by this runtime"));
         }
-        Ok(NDArray::from_borrowed(header))
+        // SAFETY: a live container of this runtime with the NDArray type index is an
+        // `Obj<NDArrayData>` (contract above); the caller keeps its own reference.
+        Ok(unsafe { NDArray::from_borrowed(header) })
     }
 
     /// Header of the container that owns `handle`, checked to be an NDArray.
     ///
     /// # Safety
-    /// `handle` must be the `DLTensor` of a live NDArray container.
+    /// `handle` must be the `DLTensor` of a live NDArray container made by this runtime (as
+    /// returned by [`NDArray::as_dltensor_ptr`]), kept alive for the duration of the call. The
+    /// returned header is only valid while some reference keeps the container alive.
     pub unsafe fn header_of_handle(handle: *mut DLTensor) -> Result<*mut ObjectHeader> {
-        let header = (handle as *mut u8).sub(DLTENSOR_OFFSET) as *mut ObjectHeader;
-        if (*header).type_index != type_index::NDARRAY {
+        // SAFETY: by this function's contract `handle` lies `DLTENSOR_OFFSET` bytes into a live
+        // container, so stepping back stays inside it and reaches the header.
+        let header = unsafe { (handle as *mut u8).sub(DLTENSOR_OFFSET) } as *mut ObjectHeader;
+        // SAFETY: the header is live (same reason).
+        if unsafe { (*header).type_index } != type_index::NDARRAY {
             return Err(Error::type_error("handle is not an NDArray created by this runtime"));
         }
         Ok(header)

@@ -95,18 +95,27 @@ impl<T: ObjectType> ObjPtr<T> {
     /// Take over one owned reference from a handle.
     ///
     /// # Safety
-    /// `header` must be a live object of payload type `T` carrying a reference the caller owns.
+    /// `header` must be non-null and point to a live object laid out as `Obj<T>` (header followed
+    /// by a `T` payload, e.g. made by [`ObjPtr::new`]), and the caller must own one reference to
+    /// it, which passes to the returned pointer (it is released on drop).
     pub unsafe fn from_raw(header: *mut ObjectHeader) -> Self {
-        ObjPtr { ptr: NonNull::new_unchecked(header as *mut Obj<T>), _marker: PhantomData }
+        // SAFETY: `header` is non-null by this function's contract (`# Safety` above).
+        let ptr = unsafe { NonNull::new_unchecked(header as *mut Obj<T>) };
+        ObjPtr { ptr, _marker: PhantomData }
     }
 
     /// A new reference to a live object of type `T` from a borrowed handle.
     ///
     /// # Safety
-    /// `header` must point to a live object whose payload type is `T`.
+    /// `header` must be non-null and point to a live object laid out as `Obj<T>`, kept alive by
+    /// some reference for the duration of this call. The caller keeps its own reference.
     pub unsafe fn from_borrowed(header: *mut ObjectHeader) -> Self {
-        retain(header);
-        Self::from_raw(header)
+        // SAFETY: `header` is live by this function's contract; the new count is the reference
+        // handed to `from_raw`, whose layout requirement is ours as well.
+        unsafe {
+            retain(header);
+            Self::from_raw(header)
+        }
     }
 
     pub fn ptr_eq(a: &Self, b: &Self) -> bool {
@@ -156,21 +165,31 @@ impl<T: ObjectType> Drop for ObjPtr<T> {
 /// Increment the reference count.
 ///
 /// # Safety
-/// `header` must point to a live object.
+/// `header` must be non-null and point to a live object (one whose count is at least one and
+/// stays so for the duration of the call). The caller then owns the added reference.
 pub unsafe fn retain(header: *mut ObjectHeader) {
-    (*header).ref_count.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: `header` points to a live object by this function's contract; the count is atomic.
+    unsafe { (*header).ref_count.fetch_add(1, Ordering::Relaxed) };
 }
 
 /// Decrement the reference count and run the deleter when it reaches zero.
 ///
 /// # Safety
-/// `header` must point to a live object and the caller must own one reference.
+/// `header` must be non-null and point to a live object, and the caller must own one reference,
+/// which this call consumes: `header` must not be used through that reference afterwards.
 pub unsafe fn release(header: *mut ObjectHeader) {
-    if (*header).ref_count.fetch_sub(1, Ordering::Release) == 1 {
+    // SAFETY: live by this function's contract (the caller's reference keeps it alive).
+    if unsafe { (*header).ref_count.fetch_sub(1, Ordering::Release) } == 1 {
+        // SAFETY: ours was the last reference, so the object is still allocated and unshared.
         // Acquire load rather than a fence (same effect; ThreadSanitizer understands it).
-        (*header).ref_count.load(Ordering::Acquire);
-        if let Some(deleter) = (*header).deleter {
-            deleter(header);
+        let deleter = unsafe {
+            (*header).ref_count.load(Ordering::Acquire);
+            (*header).deleter
+        };
+        if let Some(deleter) = deleter {
+            // SAFETY: the count reached zero; the deleter installed with the object frees it
+            // exactly once, and `header` is not touched afterwards.
+            unsafe { deleter(header) };
         }
     }
 }
@@ -186,16 +205,27 @@ unsafe impl Send for ObjectRef {}
 unsafe impl Sync for ObjectRef {}
 
 impl ObjectRef {
+    /// Take over one owned reference from a handle.
+    ///
     /// # Safety
-    /// `header` must be a live object carrying a reference the caller owns.
+    /// `header` must be non-null and point to a live object (any type) whose header is an
+    /// [`ObjectHeader`], and the caller must own one reference, which passes to the result.
     pub unsafe fn from_raw(header: *mut ObjectHeader) -> Self {
-        ObjectRef { ptr: NonNull::new_unchecked(header) }
+        // SAFETY: `header` is non-null by this function's contract (`# Safety` above).
+        ObjectRef { ptr: unsafe { NonNull::new_unchecked(header) } }
     }
+    /// A new reference from a borrowed handle.
+    ///
     /// # Safety
-    /// `header` must point to a live object.
+    /// `header` must be non-null and point to a live object, kept alive by some reference for the
+    /// duration of this call. The caller keeps its own reference.
     pub unsafe fn from_borrowed(header: *mut ObjectHeader) -> Self {
-        retain(header);
-        Self::from_raw(header)
+        // SAFETY: `header` is live by this function's contract; the new count is the reference
+        // handed to `from_raw`.
+        unsafe {
+            retain(header);
+            Self::from_raw(header)
+        }
     }
     pub fn as_header(&self) -> *mut ObjectHeader {
         self.ptr.as_ptr()

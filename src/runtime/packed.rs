@@ -30,9 +30,13 @@ impl<'a> Args<'a> {
         Args { values, codes }
     }
 
+    /// Arguments over C arrays of `n` values and type codes.
+    ///
     /// # Safety
-    /// For `n > 0`, `values` and `codes` must point to `n` elements valid for `'a`; every
-    /// pointer-typed value must be valid for its type code for `'a`.
+    /// For `n > 0`, `values` and `codes` must each be NULL (reported as an error) or point to `n`
+    /// initialised, aligned elements that stay valid and unmodified for `'a`; every value must
+    /// then be valid for its type code for `'a`, as for [`Args::new`]. For `n == 0` the pointers
+    /// are not read.
     pub unsafe fn from_raw(values: *const TVMValue, codes: *const i32, n: usize) -> Result<Self> {
         if n == 0 {
             return Ok(Args { values: &[], codes: &[] });
@@ -40,7 +44,10 @@ impl<'a> Args<'a> {
         if values.is_null() || codes.is_null() {
             return Err(Error::value(format!("{n} arguments but the value or type-code array is NULL")));
         }
-        Ok(Args { values: std::slice::from_raw_parts(values, n), codes: std::slice::from_raw_parts(codes, n) })
+        // SAFETY: both are non-NULL here and, by this function's contract, point to `n` elements
+        // valid and unmodified for `'a`.
+        let (values, codes) = unsafe { (std::slice::from_raw_parts(values, n), std::slice::from_raw_parts(codes, n)) };
+        Ok(Args { values, codes })
     }
 
     pub fn len(&self) -> usize {
@@ -384,23 +391,36 @@ impl Value {
     /// Take ownership of a value in the C representation: objects are adopted (no retain).
     ///
     /// # Safety
-    /// `v`/`code` must be a valid value; object-like codes must carry an owned reference.
+    /// `v` must hold the union member that `code` names (integer for int/bool, and so on).
+    /// For object, module and packed-function codes a non-NULL `v_handle` must be a live object
+    /// carrying one reference the caller owns; for the NDArray code a non-NULL `v_handle` must
+    /// be the `DLTensor` of a live NDArray container of this runtime (see
+    /// [`NDArray::header_of_handle`]) carrying such a reference. That reference passes to the
+    /// result, also when the object turns out to be of an unexpected type. A `DLTensor*` or
+    /// opaque handle is copied as a raw pointer and not followed.
     pub unsafe fn adopt_c(v: TVMValue, code: i32) -> Result<Value> {
         Ok(match code {
-            tc::INT => Value::Int(v.v_int64),
-            tc::BOOL => Value::Bool(v.v_int64 != 0),
-            tc::FLOAT => Value::Float(v.v_float64),
+            // SAFETY (union reads in this match): by this function's contract `v` holds the
+            // member that `code` names, and each arm reads only that member.
+            tc::INT => Value::Int(unsafe { v.v_int64 }),
+            tc::BOOL => Value::Bool(unsafe { v.v_int64 } != 0),
+            tc::FLOAT => Value::Float(unsafe { v.v_float64 }),
             tc::NULLPTR => Value::Null,
-            tc::OPAQUE_HANDLE => Value::Handle(v.v_handle),
-            tc::DATA_TYPE => Value::DataType(v.v_type),
-            tc::DEVICE => Value::Device(v.v_device),
-            tc::DLTENSOR_HANDLE => Value::DLTensor(v.v_handle as *mut DLTensor),
-            tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE if !v.v_handle.is_null() => {
-                Value::from_object(ObjectRef::from_raw(v.v_handle as *mut ObjectHeader))
+            tc::OPAQUE_HANDLE => Value::Handle(unsafe { v.v_handle }),
+            tc::DATA_TYPE => Value::DataType(unsafe { v.v_type }),
+            tc::DEVICE => Value::Device(unsafe { v.v_device }),
+            tc::DLTENSOR_HANDLE => Value::DLTensor(unsafe { v.v_handle } as *mut DLTensor),
+            tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE if !unsafe { v.v_handle }.is_null() => {
+                // SAFETY: a non-NULL object handle carrying an owned reference (contract above),
+                // which the result adopts.
+                Value::from_object(unsafe { ObjectRef::from_raw(v.v_handle as *mut ObjectHeader) })
             }
-            tc::NDARRAY_HANDLE if !v.v_handle.is_null() => {
-                let header = NDArray::header_of_handle(v.v_handle as *mut DLTensor)?;
-                Value::from_object(ObjectRef::from_raw(header))
+            tc::NDARRAY_HANDLE if !unsafe { v.v_handle }.is_null() => {
+                // SAFETY: the handle is the `DLTensor` of a live NDArray container of this
+                // runtime (contract above).
+                let header = unsafe { NDArray::header_of_handle(v.v_handle as *mut DLTensor) }?;
+                // SAFETY: the container carries an owned reference, which the result adopts.
+                Value::from_object(unsafe { ObjectRef::from_raw(header) })
             }
             tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE | tc::NDARRAY_HANDLE => Value::Null,
             _ => return Err(Error::type_error(format!("cannot take a return value of type code {code}"))),

@@ -314,7 +314,9 @@ fn run_inline(
 /// `TVMBackendParallelBarrier`: wait until every task of the launch reaches this point.
 ///
 /// # Safety
-/// `penv` must be NULL or the environment a running launch passed to this task.
+/// `penv` must be NULL or the environment that a launch still running passed to the calling
+/// task, and `task_id` must be that task's own id. (A wrong id or a task that skips the barrier
+/// makes the others wait forever, but is not undefined behaviour.)
 pub unsafe fn barrier(task_id: c_int, penv: *mut TVMParallelGroupEnv) -> Result<()> {
     if penv.is_null() {
         return Err(Error::value("TVMBackendParallelBarrier: `penv` is NULL"));
@@ -359,10 +361,13 @@ mod tests {
     }
 
     unsafe extern "C" fn task(id: c_int, env: *mut TVMParallelGroupEnv, cdata: *mut c_void) -> c_int {
-        let s = &*(cdata as *const Sum);
-        let n = (*env).num_task;
+        // SAFETY: the test launches this with `cdata` pointing to a `Sum` that outlives the launch.
+        let s = unsafe { &*(cdata as *const Sum) };
+        // SAFETY: the pool passes each task a valid environment for the launch.
+        let n = unsafe { (*env).num_task };
         s.parts[id as usize].store(id as i64 + 1, Ordering::SeqCst);
-        if barrier(id, env).is_err() {
+        // SAFETY: `env` is this launch's environment and `id` this task's id.
+        if unsafe { barrier(id, env) }.is_err() {
             return -1;
         }
         // After the barrier every task sees every part.
@@ -407,7 +412,8 @@ mod tests {
     }
 
     unsafe extern "C" fn nested(_: c_int, _env: *mut TVMParallelGroupEnv, c: *mut c_void) -> c_int {
-        let pool = &*(c as *const ThreadPool);
+        // SAFETY: the test passes a pointer to a pool that outlives the launch.
+        let pool = unsafe { &*(c as *const ThreadPool) };
         match pool.launch(Some(task_noop), std::ptr::null_mut(), 0) {
             Ok(()) => 0,
             Err(_) => -1,

@@ -29,7 +29,9 @@ pub trait DeviceApi: Send + Sync {
     /// Free memory from [`DeviceApi::alloc_data_space`].
     ///
     /// # Safety
-    /// `ptr` must be NULL or come from `alloc_data_space` of this API and not be freed yet.
+    /// `ptr` must be NULL or come from `alloc_data_space` of this same API object for the same
+    /// `dev`, and not be freed yet. No one may use the memory after this call (for asynchronous
+    /// devices, all work touching it must be complete or ordered before the free).
     unsafe fn free_data_space(&self, dev: DLDevice, ptr: *mut c_void) -> Result<()>;
     /// Copy between two compact tensors of equal byte size, ordered on `stream`.
     fn copy_data_from_to(&self, from: TensorRef<'_>, to: TensorRef<'_>, stream: StreamHandle) -> Result<()>;
@@ -45,10 +47,16 @@ pub trait DeviceApi: Send + Sync {
     fn alloc_workspace(&self, dev: DLDevice, nbytes: usize, type_hint: DLDataType) -> Result<*mut c_void> {
         self.alloc_data_space(dev, nbytes.max(1), crate::runtime::ndarray::ALLOC_ALIGNMENT, type_hint)
     }
+    /// Free memory from [`DeviceApi::alloc_workspace`].
+    ///
     /// # Safety
-    /// `ptr` must come from `alloc_workspace` of this API and not be freed yet.
+    /// `ptr` must come from `alloc_workspace` of this same API object for the same `dev`, and not
+    /// be freed yet; no one may use the memory after this call. (An implementation that overrides
+    /// `alloc_workspace` must override this too.)
     unsafe fn free_workspace(&self, dev: DLDevice, ptr: *mut c_void) -> Result<()> {
-        self.free_data_space(dev, ptr)
+        // SAFETY: the default `alloc_workspace` allocates with `alloc_data_space`, so by this
+        // function's contract `ptr` came from there for `dev` and is not freed yet.
+        unsafe { self.free_data_space(dev, ptr) }
     }
 }
 
