@@ -100,7 +100,8 @@ pub unsafe extern "C" fn TVMBackendRegisterEnvCAPI(name: *const c_char, ptr: *mu
     ffi_boundary!("TVMBackendRegisterEnvCAPI", {
         // SAFETY: C string argument.
         let name = unsafe { c_str!(name)? };
-        env_capi::register(name, ptr)?;
+        // SAFETY: the frontend passes its own function of the named API (C contract).
+        unsafe { env_capi::register(name, ptr)? };
         Ok(0)
     })
 }

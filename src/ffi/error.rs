@@ -41,7 +41,7 @@ pub unsafe extern "C" fn TVMAPISetLastPythonError(py_object: *mut c_void) {
         set_last_error_text("PythonError: a Python exception was raised in a callback");
         // After the text (which clears the slot): the object is the current error.
         // SAFETY: `py_object` is the frontend's object (C contract).
-        unsafe { env_capi::call_ref_hook(&env_capi::PY_INC_REF, py_object) };
+        unsafe { env_capi::inc_ref(py_object) };
         python::replace(py_object);
         Ok(())
     })

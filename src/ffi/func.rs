@@ -43,7 +43,7 @@ pub(crate) fn value_to_c(v: Value) -> Result<(TVMValue, c_int)> {
         Value::Float(f) => (TVMValue { v_float64: f }, tc::FLOAT),
         Value::Handle(h) => (TVMValue { v_handle: h }, tc::OPAQUE_HANDLE),
         Value::Device(d) => (TVMValue { v_device: d }, tc::DEVICE),
-        Value::DLTensor(t) => (TVMValue { v_handle: t as *mut c_void }, tc::DLTENSOR_HANDLE),
+        Value::DLTensor(t) => (TVMValue { v_handle: t.as_ptr() as *mut c_void }, tc::DLTENSOR_HANDLE),
         Value::DataType(t) => return value_to_c(Value::Str(t.to_string())),
         Value::Str(_) | Value::RawStr(_) => {
             let c = match v {

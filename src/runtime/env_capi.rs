@@ -5,13 +5,20 @@ use super::error::{Error, Result};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-pub static PY_ERR_CHECK_SIGNALS: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-pub static PY_INC_REF: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-pub static PY_DEC_REF: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-pub static PY_GIL_STATE_ENSURE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-pub static PY_GIL_STATE_RELEASE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+// Private: only `register` (whose caller vouches for the function) may store into them.
+static PY_ERR_CHECK_SIGNALS: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+static PY_INC_REF: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+static PY_DEC_REF: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+static PY_GIL_STATE_ENSURE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+static PY_GIL_STATE_RELEASE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 
-pub fn register(name: &str, ptr: *mut c_void) -> Result<()> {
+/// Store the frontend's function `ptr` under its C API name.
+///
+/// # Safety
+/// `ptr` must be NULL or a function with the C prototype of the API it is named after
+/// (`void Py_IncRef(void*)`, `void Py_DecRef(void*)`, `int PyErr_CheckSignals(void)`, ...),
+/// callable for the rest of the process.
+pub unsafe fn register(name: &str, ptr: *mut c_void) -> Result<()> {
     let slot = match name {
         "PyErr_CheckSignals" => &PY_ERR_CHECK_SIGNALS,
         "Py_IncRef" => &PY_INC_REF,
@@ -24,19 +31,33 @@ pub fn register(name: &str, ptr: *mut c_void) -> Result<()> {
     Ok(())
 }
 
-/// Call a registered `void (*)(void*)` refcount hook on `obj`, if registered.
+/// Take a reference to a frontend object through the registered `Py_IncRef`, if any.
 ///
 /// # Safety
-/// `slot` must be NULL or hold a function of C type `void (*)(void*)` (as `register` expects;
-/// `register` itself cannot check it), and `obj` must be NULL or an object of the frontend that
-/// registered the hook, in a state where that function may be called on it from this thread (for
-/// Python's `Py_IncRef` / `Py_DecRef`: with the GIL held).
-pub unsafe fn call_ref_hook(slot: &AtomicPtr<c_void>, obj: *mut c_void) {
+/// `obj` must be NULL or a live object of the frontend that registered the hook, and the hook
+/// must be callable on it from this thread now (for Python: with the GIL held).
+pub unsafe fn inc_ref(obj: *mut c_void) {
+    // SAFETY: forwarded contract; the slot holds NULL or a `void(void*)` (`register`'s contract).
+    unsafe { call_ref_hook(&PY_INC_REF, obj) }
+}
+
+/// Release a frontend object through the registered `Py_DecRef`, if any.
+///
+/// # Safety
+/// As for [`inc_ref`]; the caller gives up the reference it held.
+pub unsafe fn dec_ref(obj: *mut c_void) {
+    // SAFETY: as in `inc_ref`.
+    unsafe { call_ref_hook(&PY_DEC_REF, obj) }
+}
+
+/// # Safety
+/// `slot` holds NULL or a `void (*)(void*)`; `obj` as for [`inc_ref`].
+unsafe fn call_ref_hook(slot: &AtomicPtr<c_void>, obj: *mut c_void) {
     let p = slot.load(Ordering::Acquire);
     if !p.is_null() && !obj.is_null() {
-        // SAFETY: the frontend registered a `void(void*)` function under this name.
+        // SAFETY: `register`'s caller stored a `void(void*)` function under this name.
         let f: unsafe extern "C" fn(*mut c_void) = unsafe { std::mem::transmute(p) };
-        // SAFETY: `obj` is the frontend's object.
+        // SAFETY: `obj` is the frontend's object, usable from this thread (contract).
         unsafe { f(obj) };
     }
 }

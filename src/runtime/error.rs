@@ -122,8 +122,10 @@ fn store(c: CString, keep_python: bool) {
     if !keep_python {
         // A new error replaces a stored frontend error object (one slot, as in TVM).
         let old = python::replace(std::ptr::null_mut());
-        // SAFETY: `old` is the frontend object stored by TVMAPISetLastPythonError.
-        unsafe { super::env_capi::call_ref_hook(&super::env_capi::PY_DEC_REF, old) };
+        // SAFETY: `old` is the frontend object stored by TVMAPISetLastPythonError, whose
+        // reference the slot owned. As in TVM, only the frontend stores one, on a thread that
+        // calls into the runtime holding its interpreter lock, so the hook may run here.
+        unsafe { super::env_capi::dec_ref(old) };
     }
     LAST_ERROR.with(|e| {
         let mut e = e.borrow_mut();

@@ -7,7 +7,7 @@ use super::error::{Error, Result};
 use super::module::{Module, ModuleObj};
 use super::ndarray::{NDArray, NDArrayData};
 use super::object::{type_index, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
-use super::tensor::TensorRef;
+use super::tensor::{RawTensor, TensorRef};
 use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMByteArray, TVMValue};
 use std::ffi::{c_void, CStr, CString};
 
@@ -276,7 +276,7 @@ impl<'a> Args<'a> {
                 tc::OPAQUE_HANDLE => Value::Handle(v.v_handle),
                 tc::DATA_TYPE => Value::DataType(v.v_type),
                 tc::DEVICE => Value::Device(v.v_device),
-                tc::DLTENSOR_HANDLE => Value::DLTensor(v.v_handle as *mut DLTensor),
+                tc::DLTENSOR_HANDLE => Value::DLTensor(RawTensor::new(v.v_handle as *mut DLTensor)),
                 tc::STR => {
                     let b = self.bytes(i)?;
                     match std::str::from_utf8(b) {
@@ -307,8 +307,8 @@ pub enum Value {
     Handle(*mut c_void),
     DataType(DLDataType),
     Device(DLDevice),
-    /// A borrowed `DLTensor*` (not owned by the value).
-    DLTensor(*mut DLTensor),
+    /// A borrowed `DLTensor*` (not owned by the value), vouched for when it was made.
+    DLTensor(RawTensor),
     Str(String),
     /// A string that is not valid UTF-8, kept byte for byte.
     RawStr(CString),
@@ -409,7 +409,8 @@ impl Value {
             tc::OPAQUE_HANDLE => Value::Handle(unsafe { v.v_handle }),
             tc::DATA_TYPE => Value::DataType(unsafe { v.v_type }),
             tc::DEVICE => Value::Device(unsafe { v.v_device }),
-            tc::DLTENSOR_HANDLE => Value::DLTensor(unsafe { v.v_handle } as *mut DLTensor),
+            // SAFETY: a returned tensor is valid for the caller by the contract above.
+            tc::DLTENSOR_HANDLE => Value::DLTensor(unsafe { RawTensor::new(v.v_handle as *mut DLTensor) }),
             tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE if !unsafe { v.v_handle }.is_null() => {
                 // SAFETY: a non-NULL object handle carrying an owned reference (contract above),
                 // which the result adopts.
@@ -495,7 +496,7 @@ impl ArgBuffer {
             Value::Handle(h) => (TVMValue { v_handle: *h }, tc::OPAQUE_HANDLE),
             Value::DataType(t) => (TVMValue { v_type: *t }, tc::DATA_TYPE),
             Value::Device(d) => (TVMValue { v_device: *d }, tc::DEVICE),
-            Value::DLTensor(t) => (TVMValue { v_handle: *t as *mut c_void }, tc::DLTENSOR_HANDLE),
+            Value::DLTensor(t) => (TVMValue { v_handle: t.as_ptr() as *mut c_void }, tc::DLTENSOR_HANDLE),
             // Owned copies are stored first and pointers taken from where they then live.
             Value::Str(s) => {
                 let c = CString::new(s.as_str()).map_err(|_| Error::value("string argument contains a NUL byte"))?;

@@ -112,6 +112,24 @@ impl<'a> TensorRef<'a> {
     }
 }
 
+/// A `DLTensor*` carried in a [`crate::runtime::Value`] without being followed. Made only by an
+/// `unsafe` constructor, so a value passed on as an argument keeps [`crate::runtime::Args`]'
+/// contract: safe code cannot smuggle an arbitrary address to a function that reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawTensor(*mut DLTensor);
+
+impl RawTensor {
+    /// # Safety
+    /// `p` must satisfy [`TensorRef::new`]'s contract for as long as the value (or any copy of
+    /// it) may be passed as an argument.
+    pub unsafe fn new(p: *mut DLTensor) -> Self {
+        RawTensor(p)
+    }
+    pub fn as_ptr(self) -> *mut DLTensor {
+        self.0
+    }
+}
+
 /// A compact host tensor over `bytes`, shaped like `like` (same dtype and shape).
 ///
 /// The returned struct borrows `like`'s shape pointer: use it only while `like` lives.
