@@ -30,14 +30,14 @@ pub fn init() {
 #[cfg(test)]
 mod header_tests {
     /// The checked-in header must equal what cbindgen generates from the current sources.
-    /// Outside CI, `cargo build` rewrites it; commit the result.
+    /// The build writes only `$OUT_DIR`; `bash scripts/update_header.sh` copies it to include/.
     #[test]
     fn header_is_up_to_date() {
         let generated = include_str!(concat!(env!("OUT_DIR"), "/tvm_runtime.h"));
         let checked_in = include_str!("../include/tvm_runtime.h");
         assert!(
             generated == checked_in,
-            "include/tvm_runtime.h is stale: run `cargo build` outside CI and commit the regenerated header"
+            "include/tvm_runtime.h is stale: run `bash scripts/update_header.sh` and commit the regenerated header"
         );
     }
 }

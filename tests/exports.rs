@@ -138,3 +138,243 @@ fn library_can_be_opened_twice_and_beside_another_copy() {
     use_library(&a);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---- every export runs inside the panic boundary (a source check) ----
+//
+// A panic that unwinds out of an `extern "C"` function aborts the host process, so each
+// `#[no_mangle]` function in src/ffi/ must consist of one `ffi_boundary!("OwnName", { ... })`
+// (src/ffi/boundary.rs), which turns panics and errors into the function's error value and the
+// last-error message. The literal must be the function's own name: it is what the message
+// reports.
+
+/// Exports with a deliberate fast path before their boundary. Each is a kernel hot path whose
+/// fast path (src/runtime/threading.rs `alloc_workspace_fast` / `free_workspace_fast`) returns
+/// before any fallible work; the slow path must still run inside `ffi_boundary!` with the
+/// export's own name, which is checked below.
+const FAST_PATH_BEFORE_BOUNDARY: &[&str] = &["TVMBackendAllocWorkspace", "TVMBackendFreeWorkspace"];
+
+/// `src` with comments and char literals blanked to spaces, and brackets inside string literals
+/// too, keeping every byte offset: brackets and names there are not mistaken for code, while the
+/// text of strings (the boundary's name literal) stays readable.
+fn blank_comments_and_literals(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = b.to_vec();
+    let mut i = 0;
+    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for c in &mut out[from..to] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                let end = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |p| i + p);
+                blank(&mut out, i, end);
+                i = end;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let (mut depth, mut j) = (1, i + 2);
+                while j < b.len() && depth > 0 {
+                    if b[j] == b'/' && b.get(j + 1) == Some(&b'*') {
+                        depth += 1;
+                        j += 2;
+                    } else if b[j] == b'*' && b.get(j + 1) == Some(&b'/') {
+                        depth -= 1;
+                        j += 2;
+                    } else {
+                        j += 1;
+                    }
+                }
+                blank(&mut out, i, j);
+                i = j;
+            }
+            b'r' if (b.get(i + 1) == Some(&b'"') || b.get(i + 1) == Some(&b'#'))
+                && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')) =>
+            {
+                // Raw string r"..." / r#"..."#.
+                let hashes = b[i + 1..].iter().take_while(|&&c| c == b'#').count();
+                if b.get(i + 1 + hashes) != Some(&b'"') {
+                    i += 1;
+                    continue;
+                }
+                let close = format!("\"{}", "#".repeat(hashes)).into_bytes();
+                let start = i + 2 + hashes;
+                let end =
+                    b[start..].windows(close.len()).position(|w| w == close.as_slice()).map_or(b.len(), |p| start + p);
+                blank(&mut out, start, end);
+                i = end + close.len();
+            }
+            b'"' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'"' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                // Keep the quotes and the text, blank only braces and parentheses inside.
+                for c in &mut out[i + 1..j.min(b.len())] {
+                    if matches!(*c, b'{' | b'}' | b'(' | b')') {
+                        *c = b' ';
+                    }
+                }
+                i = j + 1;
+            }
+            b'\'' => {
+                // A char literal ('x', '\n', '\u{..}') or a lifetime ('a): only the former closes.
+                let lit_end = if b.get(i + 1) == Some(&b'\\') {
+                    b[i + 2..].iter().position(|&c| c == b'\'').map(|p| i + 2 + p)
+                } else if b.get(i + 2) == Some(&b'\'') {
+                    Some(i + 2)
+                } else {
+                    None
+                };
+                match lit_end {
+                    Some(e) => {
+                        blank(&mut out, i + 1, e);
+                        i = e + 1;
+                    }
+                    None => i += 1,
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    String::from_utf8(out).expect("blanking keeps UTF-8 (only ASCII bytes are replaced)")
+}
+
+/// Offset just past the bracket that closes the one at `open` (`{`/`}` or `(`/`)`).
+fn matching_close(code: &str, open: usize) -> usize {
+    let b = code.as_bytes();
+    let (o, c) = (b[open], if b[open] == b'{' { b'}' } else { b')' });
+    let mut depth = 0usize;
+    for (k, &ch) in b.iter().enumerate().skip(open) {
+        if ch == o {
+            depth += 1;
+        } else if ch == c {
+            depth -= 1;
+            if depth == 0 {
+                return k + 1;
+            }
+        }
+    }
+    panic!("unbalanced `{}` at byte {open}", o as char);
+}
+
+/// Every `#[no_mangle]` function in `src` as (name, body without the outer braces).
+fn exported_bodies(file: &str, src: &str) -> Vec<(String, String)> {
+    let code = blank_comments_and_literals(src);
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(p) = code[from..].find("no_mangle") {
+        let at = from + p;
+        from = at + "no_mangle".len();
+        let before = code[..at].trim_end();
+        if !(before.ends_with("#[") || before.ends_with("#[unsafe(")) {
+            continue; // an identifier that merely contains the word
+        }
+        // The item after the attribute: `pub [unsafe] extern "C" fn NAME(...) [-> T] { ... }`.
+        let fn_at =
+            code[from..].find("fn ").map(|q| from + q).unwrap_or_else(|| panic!("{file}: no fn after #[no_mangle]"));
+        let name: String =
+            code[fn_at + 3..].trim_start().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let params = fn_at + code[fn_at..].find('(').unwrap();
+        let after_params = matching_close(&code, params);
+        let open = after_params + code[after_params..].find('{').unwrap();
+        let close = matching_close(&code, open);
+        out.push((name, code[open + 1..close - 1].to_string()));
+        from = close;
+    }
+    out
+}
+
+/// Why `body` is not "the whole body is `ffi_boundary!("name", ...)`", if it is not.
+/// With `fast_path`, statements may come before the boundary, which must still be there.
+fn boundary_problem(name: &str, body: &str, fast_path: bool) -> Option<String> {
+    let literal = format!("\"{name}\"");
+    let mut search = 0;
+    let mut found = None;
+    while let Some(p) = body[search..].find("ffi_boundary!") {
+        let at = search + p;
+        search = at + 1;
+        let rest = body[at + "ffi_boundary!".len()..].trim_start();
+        if let Some(args) = rest.strip_prefix('(') {
+            if args.trim_start().starts_with(&literal) {
+                found = Some(at);
+                break;
+            }
+            let got = args.trim_start().split(',').next().unwrap_or("").trim();
+            return Some(format!("its ffi_boundary! names {got}, not {literal}"));
+        }
+    }
+    let Some(at) = found else {
+        return Some(format!("its body has no `ffi_boundary!({literal}, {{ ... }})`"));
+    };
+    if !fast_path && !body[..at].trim().is_empty() {
+        return Some(format!("code runs before its ffi_boundary!: {:?}", body[..at].trim()));
+    }
+    let open = at + body[at..].find('(').unwrap();
+    let end = matching_close(body, open);
+    let tail = body[end..].trim();
+    if !(tail.is_empty() || tail == ";") {
+        return Some(format!("code runs after its ffi_boundary!: {tail:?}"));
+    }
+    None
+}
+
+#[test]
+fn every_export_runs_inside_the_panic_boundary() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/ffi");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .collect();
+    files.sort();
+    let (mut seen, mut problems) = (Vec::new(), Vec::new());
+    for path in &files {
+        let file = path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap().display().to_string();
+        let src = std::fs::read_to_string(path).unwrap();
+        for (name, body) in exported_bodies(&file, &src) {
+            let fast_path = FAST_PATH_BEFORE_BOUNDARY.contains(&name.as_str());
+            if let Some(why) = boundary_problem(&name, &body, fast_path) {
+                problems.push(format!("{file}: {name}: {why}"));
+            }
+            seen.push(name);
+        }
+    }
+    // The scan itself must have worked: every TVM export and every allow-listed name was found.
+    let unseen: Vec<_> =
+        TVM_EXPORTS.iter().chain(FAST_PATH_BEFORE_BOUNDARY).filter(|n| !seen.iter().any(|s| s == *n)).collect();
+    assert!(unseen.is_empty(), "the scan of src/ffi/ did not find these exports: {unseen:?}");
+    assert!(
+        problems.is_empty(),
+        "#[no_mangle] functions not wholly inside ffi_boundary!(\"<own name>\", ...) (a panic would abort the host):\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn the_boundary_scan_rejects_what_it_should() {
+    let ok = r#"#[no_mangle] pub extern "C" fn A(x: i32) -> c_int { ffi_boundary!("A", { let s = "}{"; Ok(x) }) }"#;
+    let [(name, body)] = &exported_bodies("t", ok)[..] else { panic!("one export expected") };
+    assert_eq!(name, "A");
+    assert_eq!(boundary_problem(name, body, false), None);
+    for (bad, why) in [
+        (r#"#[no_mangle] pub extern "C" fn A() {}"#, "no boundary"),
+        (r#"#[no_mangle] pub extern "C" fn A() { ffi_boundary!("B", { Ok(()) }) }"#, "wrong name"),
+        (r#"#[no_mangle] pub extern "C" fn A() { f(); ffi_boundary!("A", { Ok(()) }) }"#, "code before"),
+        (r#"#[no_mangle] pub extern "C" fn A() { ffi_boundary!("A", { Ok(()) }); f() }"#, "code after"),
+        (
+            r#"#[no_mangle] pub extern "C" fn A() { // ffi_boundary!("A", {})
+            f() }"#,
+            "only in a comment",
+        ),
+    ] {
+        let [(name, body)] = &exported_bodies("t", bad)[..] else { panic!("{why}: one export expected") };
+        assert!(boundary_problem(name, body, false).is_some(), "{why}: accepted {bad}");
+    }
+    let fast = r#"#[no_mangle] pub extern "C" fn A() -> c_int { if f() { return 0; } ffi_boundary!("A", { Ok(1) }) }"#;
+    let [(name, body)] = &exported_bodies("t", fast)[..] else { panic!("one export expected") };
+    assert!(boundary_problem(name, body, false).is_some());
+    assert_eq!(boundary_problem(name, body, true), None);
+}

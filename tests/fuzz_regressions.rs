@@ -17,14 +17,27 @@ impl SymbolSource for NoSymbols {
     }
 }
 
+/// The inputs in `fuzz/regressions/<target>/` (README.md files excluded). A missing, unreadable
+/// or empty directory fails the test: a regression suite that silently replays nothing would
+/// pass forever.
 fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions").join(target);
-    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
+        panic!("{}: cannot read the regression inputs of fuzz target `{target}`: {e}", dir.display())
+    });
     let mut out: Vec<_> = entries
-        .flatten()
-        .filter(|e| e.path().is_file())
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .map(|e| e.unwrap_or_else(|e| panic!("{}: cannot list an entry: {e}", dir.display())))
+        .filter(|e| e.path().is_file() && e.file_name() != "README.md")
+        .map(|e| {
+            let data = std::fs::read(e.path()).unwrap_or_else(|err| panic!("{}: {err}", e.path().display()));
+            (e.file_name().to_string_lossy().into_owned(), data)
+        })
         .collect();
+    assert!(
+        !out.is_empty(),
+        "{}: no regression inputs for fuzz target `{target}`; the test would replay nothing (see fuzz/regressions/README.md)",
+        dir.display()
+    );
     out.sort();
     out
 }

@@ -30,7 +30,7 @@ pub extern "C" fn TVMGetLastError() -> *const c_char {
 /// The backtrace of the last error. This runtime records none: always NULL.
 #[no_mangle]
 pub extern "C" fn TVMGetLastBacktrace() -> *const c_char {
-    std::ptr::null()
+    ffi_boundary!("TVMGetLastBacktrace", { Ok(std::ptr::null()) })
 }
 
 /// Store a frontend (Python) error object for this thread, taking a reference through the
@@ -50,7 +50,7 @@ pub unsafe extern "C" fn TVMAPISetLastPythonError(py_object: *mut c_void) {
 /// The frontend error object stored on this thread, or NULL. Borrowed.
 #[no_mangle]
 pub extern "C" fn TVMGetLastPythonError() -> *mut c_void {
-    python::get()
+    ffi_boundary!("TVMGetLastPythonError", { Ok(python::get()) })
 }
 
 /// Forget (and release) the frontend error object stored on this thread; the last error
@@ -68,4 +68,6 @@ pub extern "C" fn TVMDropLastPythonError() {
 /// TVM's C++-only helper that rethrows the last error as a C++ exception. This runtime has no
 /// C++ exceptions: the error stays available through `TVMGetLastError`, and this returns.
 #[no_mangle]
-pub extern "C" fn TVMThrowLastError() {}
+pub extern "C" fn TVMThrowLastError() {
+    ffi_boundary!("TVMThrowLastError", { Ok(()) })
+}

@@ -397,6 +397,9 @@ pub unsafe extern "C" fn TVMGraphExecutorFree(g: *mut TVMGraphExecutor) -> c_int
 }
 
 // ---- microTVM CRT names ----
+//
+// Each alias runs inside its own boundary too: the call it forwards to already stores its
+// errors, so an alias passes that call's status through (`Ok(-1)` keeps the stored message).
 
 /// CRT name of `TVMGraphExecutorCreate` (uses `devices[0]`).
 #[no_mangle]
@@ -406,37 +409,49 @@ pub unsafe extern "C" fn TVMGraphExecutor_Create(
     devices: *const DLDevice,
     executor: *mut *mut TVMGraphExecutor,
 ) -> c_int {
-    TVMGraphExecutorCreate(sym_json, module_handle, devices, 1, executor)
+    ffi_boundary!("TVMGraphExecutor_Create", {
+        // SAFETY: the caller's arguments, forwarded (same contract).
+        Ok(unsafe { TVMGraphExecutorCreate(sym_json, module_handle, devices, 1, executor) })
+    })
 }
 
 /// CRT name: index of an input, or -1 (with the error set) when unknown.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_GetInputIndex(executor: *mut TVMGraphExecutor, name: *const c_char) -> c_int {
-    let mut i = -1;
-    if TVMGraphExecutorGetInputIndex(executor, name, &mut i) != 0 {
-        return -1;
-    }
-    i
+    ffi_boundary!("TVMGraphExecutor_GetInputIndex", {
+        let mut i = -1;
+        // SAFETY: the caller's arguments, forwarded; `i` is a valid out-pointer.
+        if unsafe { TVMGraphExecutorGetInputIndex(executor, name, &mut i) } != 0 {
+            return Ok(-1);
+        }
+        Ok(i)
+    })
 }
 
 /// CRT name: number of inputs, or -1 on error.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_GetNumInputs(executor: *mut TVMGraphExecutor) -> c_int {
-    let mut n = -1;
-    if TVMGraphExecutorGetNumInputs(executor, &mut n) != 0 {
-        return -1;
-    }
-    n
+    ffi_boundary!("TVMGraphExecutor_GetNumInputs", {
+        let mut n = -1;
+        // SAFETY: the caller's handle, forwarded; `n` is a valid out-pointer.
+        if unsafe { TVMGraphExecutorGetNumInputs(executor, &mut n) } != 0 {
+            return Ok(-1);
+        }
+        Ok(n)
+    })
 }
 
 /// CRT name: number of outputs, or -1 on error.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_GetNumOutputs(executor: *mut TVMGraphExecutor) -> c_int {
-    let mut n = -1;
-    if TVMGraphExecutorGetNumOutputs(executor, &mut n) != 0 {
-        return -1;
-    }
-    n
+    ffi_boundary!("TVMGraphExecutor_GetNumOutputs", {
+        let mut n = -1;
+        // SAFETY: the caller's handle, forwarded; `n` is a valid out-pointer.
+        if unsafe { TVMGraphExecutorGetNumOutputs(executor, &mut n) } != 0 {
+            return Ok(-1);
+        }
+        Ok(n)
+    })
 }
 
 /// CRT name of `TVMGraphExecutorSetInput` (copies, with checks; errors go to the last error).
@@ -446,7 +461,11 @@ pub unsafe extern "C" fn TVMGraphExecutor_SetInput(
     name: *const c_char,
     data_in: *mut DLTensor,
 ) {
-    TVMGraphExecutorSetInput(executor, name, data_in);
+    ffi_boundary!("TVMGraphExecutor_SetInput", {
+        // SAFETY: the caller's arguments, forwarded (same contract).
+        unsafe { TVMGraphExecutorSetInput(executor, name, data_in) };
+        Ok(())
+    })
 }
 
 /// CRT name of `TVMGraphExecutorGetOutput`.
@@ -456,7 +475,10 @@ pub unsafe extern "C" fn TVMGraphExecutor_GetOutput(
     index: i32,
     out: *mut DLTensor,
 ) -> c_int {
-    TVMGraphExecutorGetOutput(executor, index, out)
+    ffi_boundary!("TVMGraphExecutor_GetOutput", {
+        // SAFETY: the caller's arguments, forwarded (same contract).
+        Ok(unsafe { TVMGraphExecutorGetOutput(executor, index, out) })
+    })
 }
 
 /// CRT name of `TVMGraphExecutorLoadParams`.
@@ -466,25 +488,36 @@ pub unsafe extern "C" fn TVMGraphExecutor_LoadParams(
     param_blob: *const c_char,
     param_size: u32,
 ) -> c_int {
-    TVMGraphExecutorLoadParams(executor, param_blob as *const c_void, param_size as usize)
+    ffi_boundary!("TVMGraphExecutor_LoadParams", {
+        // SAFETY: the caller's arguments, forwarded (same contract).
+        Ok(unsafe { TVMGraphExecutorLoadParams(executor, param_blob as *const c_void, param_size as usize) })
+    })
 }
 
 /// CRT name of `TVMGraphExecutorRun` (errors go to the last error).
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_Run(executor: *mut TVMGraphExecutor) {
-    TVMGraphExecutorRun(executor);
+    ffi_boundary!("TVMGraphExecutor_Run", {
+        // SAFETY: the caller's handle, forwarded.
+        unsafe { TVMGraphExecutorRun(executor) };
+        Ok(())
+    })
 }
 
 /// CRT name: frees `*executor` and sets it to NULL.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_Release(executor: *mut *mut TVMGraphExecutor) -> c_int {
-    if executor.is_null() {
-        set_last_error(&Error::value("argument `executor` is NULL"));
-        return -1;
-    }
-    let rc = TVMGraphExecutorFree(*executor);
-    if rc == 0 {
-        *executor = std::ptr::null_mut();
-    }
-    rc
+    ffi_boundary!("TVMGraphExecutor_Release", {
+        if executor.is_null() {
+            set_last_error(&Error::value("argument `executor` is NULL"));
+            return Ok(-1);
+        }
+        // SAFETY: checked non-NULL; `*executor` is the caller's handle.
+        let rc = unsafe { TVMGraphExecutorFree(*executor) };
+        if rc == 0 {
+            // SAFETY: as above.
+            unsafe { *executor = std::ptr::null_mut() };
+        }
+        Ok(rc)
+    })
 }
