@@ -36,16 +36,28 @@ thread_local! {
 
 const PAGE: usize = 4096;
 
-fn with_pool<R>(f: impl FnOnce(&mut WorkspacePool) -> R) -> R {
+/// Run `f` on this thread's pool; `None` once the thread's locals are being torn down (a kernel
+/// called from a thread-exit destructor), where panicking would abort the process.
+fn with_pool<R>(f: impl FnOnce(&mut WorkspacePool) -> R) -> Option<R> {
     // SAFETY: thread-local; no reference outlives the call and `f` does not re-enter (see above).
-    WORKSPACES.with(|w| f(unsafe { &mut *w.get() }))
+    WORKSPACES.try_with(|w| f(unsafe { &mut *w.get() })).ok()
+}
+
+fn thread_exiting() -> Error {
+    Error::runtime("workspace: this thread is exiting (its workspace pool is already gone)")
+}
+
+/// `nbytes` rounded up to whole pages (at least one); `None` when that overflows.
+#[inline]
+fn block_size(nbytes: usize) -> Option<usize> {
+    nbytes.max(1).checked_next_multiple_of(PAGE)
 }
 
 /// The common case, kept inline: the most recently freed block fits and the bookkeeping
 /// vectors have room, so nothing is allocated.
 #[inline]
 pub fn alloc_workspace_fast(nbytes: usize) -> Option<*mut c_void> {
-    let size = nbytes.max(1).div_ceil(PAGE) * PAGE;
+    let size = block_size(nbytes)?;
     with_pool(|w| match w.free.last() {
         Some(&(s, p)) if s >= size && w.used.len() < w.used.capacity() => {
             w.free.pop();
@@ -54,6 +66,7 @@ pub fn alloc_workspace_fast(nbytes: usize) -> Option<*mut c_void> {
         }
         _ => None,
     })
+    .flatten()
 }
 
 /// The common case of a free: the block allocated last, with room to cache it.
@@ -67,6 +80,7 @@ pub fn free_workspace_fast(ptr: *mut c_void) -> bool {
         }
         _ => false,
     })
+    .unwrap_or(false)
 }
 
 /// A 64-byte aligned block of at least `nbytes` from this thread's pool.
@@ -74,7 +88,7 @@ pub fn alloc_workspace(nbytes: usize) -> Result<*mut c_void> {
     if let Some(p) = alloc_workspace_fast(nbytes) {
         return Ok(p);
     }
-    let size = nbytes.max(1).div_ceil(PAGE) * PAGE;
+    let size = block_size(nbytes).ok_or_else(|| Error::value(format!("workspace of {nbytes} bytes is too large")))?;
     with_pool(|w| {
         // Smallest cached block that fits.
         let pick =
@@ -95,6 +109,7 @@ pub fn alloc_workspace(nbytes: usize) -> Result<*mut c_void> {
         w.free.reserve(1);
         Ok(p)
     })
+    .unwrap_or_else(|| Err(thread_exiting()))
 }
 
 /// Return a block to this thread's pool; a pointer this thread did not allocate is an error.
@@ -111,6 +126,7 @@ pub fn free_workspace(ptr: *mut c_void) -> Result<()> {
         w.used.reserve(1);
         Ok(())
     })
+    .unwrap_or_else(|| Err(thread_exiting()))
 }
 
 #[cfg(test)]
@@ -131,5 +147,19 @@ mod tests {
         let addr = a as usize;
         let other = std::thread::spawn(move || free_workspace(addr as *mut c_void).is_err());
         assert!(other.join().unwrap());
+    }
+
+    #[test]
+    fn sizes_near_the_top_of_the_address_space_fail_cleanly() {
+        // A cached block exists, so the fast path is tried first; it must not wrap the size
+        // around to one page and hand that block out.
+        let a = alloc_workspace(4096).unwrap();
+        free_workspace(a).unwrap();
+        for n in [usize::MAX, usize::MAX - PAGE + 2] {
+            assert_eq!(alloc_workspace_fast(n), None);
+            assert!(alloc_workspace(n).unwrap_err().message().contains("too large"), "{n}");
+        }
+        assert_eq!(alloc_workspace(4096).unwrap(), a, "the cached block is still there");
+        free_workspace(a).unwrap();
     }
 }
