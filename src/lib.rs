@@ -8,7 +8,7 @@
 //! the executor's globals, the exported functions kernels call back into) is installed by
 //! [`init`], the one place that knows every layer.
 
-#![warn(unsafe_op_in_unsafe_fn)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod abi;
 pub mod ffi;
