@@ -51,43 +51,80 @@ extern "C" {
 /*
  Allocate an array (64-byte aligned data, uninitialised). `*out` is an owned handle that
  points at the array's `DLTensor`.
+
+ # Safety
+ `shape` must point to `ndim` readable `int64_t`s (NULL allowed when `ndim` is 0); `out` must be
+ NULL (an error) or valid for writing one handle.
  */
 int TVMArrayAlloc(const int64_t *shape, int ndim, int dtype_code, int dtype_bits, int dtype_lanes, int device_type, int device_id, DLTensor **out);
 
 /*
  Release an array handle (NULL is a no-op); memory is freed with the last reference.
+
+ # Safety
+ `handle` must be NULL or an array handle of this runtime (the `DLTensor` inside a live
+ container, not a bare `DLTensor`) holding one reference that the caller owns and gives up.
  */
 int TVMArrayFree(DLTensor *handle);
 
 /*
  Copy `nbytes` host bytes into the array (must equal its byte size), then synchronize.
+
+ # Safety
+ `handle` must be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values, data valid
+ for the bytes it describes); `data` must be readable for `nbytes` bytes (NULL allowed when
+ `nbytes` is 0).
  */
 int TVMArrayCopyFromBytes(DLTensor *handle, void *data, size_t nbytes);
 
 /*
  Copy the array into `nbytes` host bytes (must equal its byte size), then synchronize.
+
+ # Safety
+ `handle` must be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values, data valid
+ for the bytes it describes); `data` must be writable for `nbytes` bytes not overlapping the
+ tensor's memory (NULL allowed when `nbytes` is 0).
  */
 int TVMArrayCopyToBytes(DLTensor *handle, void *data, size_t nbytes);
 
 /*
  Copy between arrays of equal byte size on compatible devices, ordered on `stream`.
+
+ # Safety
+ `from` and `to` must each be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values,
+ data valid for the bytes it describes on its device) that stays valid until the copy is done;
+ `stream` as for the device's stream calls.
  */
 int TVMArrayCopyFromTo(DLTensor *from, DLTensor *to, void *stream);
 
 /*
  Adopt a DLPack tensor (compact, 64-byte aligned data). On success the array owns `from`
  and calls its deleter when released; on failure the caller still owns it.
+
+ # Safety
+ `from` must be NULL (an error) or a valid `DLManagedTensor` (shape and strides holding `ndim`
+ values, data valid for the bytes it describes) that stays valid until its deleter runs; after a
+ success the caller must not use or delete it. `out` must be NULL (an error) or writable.
  */
 int TVMArrayFromDLPack(DLManagedTensor *from, DLTensor **out);
 
 /*
  Export an array as a new `DLManagedTensor` sharing its memory; the array stays alive until
  the tensor's deleter runs.
+
+ # Safety
+ `from` must be NULL (an error) or an array handle of this runtime (the `DLTensor` inside a live
+ container); `out` must be NULL (an error) or writable. The caller must run the result's deleter
+ exactly once (e.g. with `TVMDLManagedTensorCallDeleter`).
  */
 int TVMArrayToDLPack(DLTensor *from, DLManagedTensor **out);
 
 /*
  Call a managed tensor's deleter (NULL or a NULL deleter is a no-op).
+
+ # Safety
+ `dltensor` must be NULL or a valid `DLManagedTensor` whose deleter has not run yet; it must not
+ be used after this call.
  */
 void TVMDLManagedTensorCallDeleter(DLManagedTensor *dltensor);
 
@@ -95,12 +132,22 @@ void TVMDLManagedTensorCallDeleter(DLManagedTensor *dltensor);
  Find `func_name` among the imports of the module behind `mod_node` (the value of the
  library's `__tvm_module_ctx`), then among globals. `*out` is borrowed: do not free it; it
  stays valid while the module lives.
+
+ # Safety
+ `mod_node` must be NULL (an error) or a live object of this runtime (the value of
+ `__tvm_module_ctx`; its type is checked); `func_name` must be NULL (an error) or a
+ NUL-terminated string; `out` must be NULL (an error) or valid for writing one handle.
  */
 int TVMBackendGetFuncFromEnv(void *mod_node, const char *func_name, void **out);
 
 /*
  Register a symbol of a statically linked library (usually from a static constructor,
  possibly before `main`). Re-registering a name overwrites it.
+
+ # Safety
+ `name` must be NULL (an error) or a NUL-terminated string; `ptr` must be the address of the
+ statically linked symbol `name` (a kernel, a context slot or a blob), valid for the rest of the
+ process: it is later called, written or read as that symbol.
  */
 int TVMBackendRegisterSystemLibSymbol(const char *name, void *ptr);
 
@@ -111,98 +158,169 @@ void *TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes, 
 
 /*
  Free memory from `TVMBackendAllocWorkspace`.
+
+ # Safety
+ `ptr` must come from `TVMBackendAllocWorkspace` with the same device type and id on this thread,
+ and not be freed yet; nothing may use the memory afterwards. (A CPU pointer is looked up in the
+ thread's pool, so a foreign one is reported as an error.)
  */
 int TVMBackendFreeWorkspace(int device_type, int device_id, void *ptr);
 
 /*
  Register a frontend C API hook: `PyErr_CheckSignals`, `Py_IncRef`, `Py_DecRef`,
  `PyGILState_Ensure` or `PyGILState_Release`; any other name is an error.
+
+ # Safety
+ `name` must be NULL (an error) or a NUL-terminated string; `ptr` must be NULL or a function with
+ the C prototype of the API it is named after, callable for the rest of the process.
  */
 int TVMBackendRegisterEnvCAPI(const char *name, void *ptr);
 
 /*
  Run `flambda(task_id, env, cdata)` for every task of a launch; `num_task == 0` means all
  workers. Returns -1 with the failing task's message if any task fails.
+
+ # Safety
+ `flambda` must be NULL (an error) or a function that may run concurrently on the pool's threads
+ with `cdata`, and `cdata` must be valid for whatever `flambda` does with it until this returns.
  */
 int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void *cdata, int num_task);
 
 /*
  Wait until every task of the launch reaches this barrier.
+
+ # Safety
+ `penv` must be NULL or the environment that a launch still running passed to the calling task,
+ and `task_id` must be that task's own id.
  */
 int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv *penv);
 
 /*
  If `*handle` is NULL, set it to a non-NULL marker and return `f(cdata)`; else return 0.
  Not thread-safe (as in TVM).
+
+ # Safety
+ `handle` must be NULL (an error) or valid for reads and writes of one `void *`, with no other
+ thread using the same flag during the call; `f` must be NULL (an error) or safe to call with
+ `cdata`.
  */
 int TVMBackendRunOnce(void **handle, int (*f)(void*), void *cdata, int _nbytes);
 
 /*
  Relax VM only: not supported by this runtime (returns -1 with a message).
+
+ # Safety
+ None: the arguments are ignored (the call always fails).
  */
 int TVMBackendAnyListSetPackedArg(void *_anylist, int _index, TVMValue *_args, int *_type_codes, int _arg_offset);
 
 /*
  Relax VM only: not supported by this runtime (returns -1 with a message).
+
+ # Safety
+ None: the arguments are ignored (the call always fails).
  */
 int TVMBackendAnyListResetItem(void *_anylist, int _index);
 
 /*
  Relax VM only: not supported by this runtime (returns -1 with a message).
+
+ # Safety
+ None: the arguments are ignored (the call always fails).
  */
 int TVMBackendAnyListMoveFromPackedReturn(void *_anylist, int _index, TVMValue *_args, int *_type_codes, int _ret_offset);
 
 /*
  Allocate `nbytes` on `dev` aligned to `alignment` (a power of two). Free with
  `TVMDeviceFreeDataSpace`.
+
+ # Safety
+ `out_data` must be NULL (an error) or valid for writing one pointer.
  */
 int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment, DLDataType type_hint, void **out_data);
 
 /*
  Allocate room for a tensor of `shape`/`dtype`. `mem_scope` NULL, "" or "global" is flat
  memory; other scopes are not supported on these devices.
+
+ # Safety
+ `shape` must point to `ndim` readable `int64_t`s (NULL allowed when `ndim` is 0); `mem_scope`
+ must be NULL or a NUL-terminated string; `out_data` must be NULL (an error) or valid for writing
+ one pointer.
  */
 int TVMDeviceAllocDataSpaceWithScope(DLDevice dev, int ndim, const int64_t *shape, DLDataType dtype, const char *mem_scope, void **out_data);
 
 /*
  Free memory from `TVMDeviceAllocDataSpace*`.
+
+ # Safety
+ `ptr` must be NULL or memory from `TVMDeviceAllocDataSpace` or
+ `TVMDeviceAllocDataSpaceWithScope` for the same `dev`, not freed yet; no one may use it
+ afterwards (queued device work on it must be complete or ordered before the free).
  */
 int TVMDeviceFreeDataSpace(DLDevice dev, void *ptr);
 
 /*
  Copy between compact tensors of equal byte size (honouring both byte offsets), ordered on
  `stream`, without synchronizing. The non-CPU side's device API does the copy.
+
+ # Safety
+ `from` and `to` must each be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values,
+ data valid for the bytes it describes on its device), and stay valid until the copy queued on
+ `stream` is done.
  */
 int TVMDeviceCopyDataFromTo(DLTensor *from, DLTensor *to, void *stream);
 
 /*
  Create a stream on a device (owned handle; free with `TVMStreamFree`).
+
+ # Safety
+ `out` must be NULL (an error) or valid for writing one pointer.
  */
 int TVMStreamCreate(int device_type, int device_id, void **out);
 
 /*
  Free a stream from `TVMStreamCreate`.
+
+ # Safety
+ None: stream handles are passed to the device API, which checks them (NULL is the default
+ stream; unknown handles are errors).
  */
 int TVMStreamFree(int device_type, int device_id, void *stream);
 
 /*
  Make `handle` the calling thread's current stream for the device.
+
+ # Safety
+ None: stream handles are passed to the device API, which checks them (NULL is the default
+ stream; unknown handles are errors).
  */
 int TVMSetStream(int device_type, int device_id, void *handle);
 
 /*
  Wait until the work queued on `stream` (NULL: the default stream) is done.
+
+ # Safety
+ None: stream handles are passed to the device API, which checks them (NULL is the default
+ stream; unknown handles are errors).
  */
 int TVMSynchronize(int device_type, int device_id, void *stream);
 
 /*
  Make `dst` wait for the work queued on `src` so far.
+
+ # Safety
+ None: stream handles are passed to the device API, which checks them (NULL is the default
+ stream; unknown handles are errors).
  */
 int TVMStreamStreamSynchronize(int device_type, int device_id, void *src, void *dst);
 
 /*
  Store `msg` as the calling thread's last error (used by callbacks and kernels before
  returning -1). A NULL `msg` stores an empty message.
+
+ # Safety
+ `msg` must be NULL or a NUL-terminated string.
  */
 void TVMAPISetLastError(const char *msg);
 
@@ -220,6 +338,11 @@ const char *TVMGetLastBacktrace(void);
 /*
  Store a frontend (Python) error object for this thread, taking a reference through the
  registered `Py_IncRef`; it replaces (and releases) the previous one.
+
+ # Safety
+ `py_object` must be NULL or a live object of the frontend that registered `Py_IncRef`, and the
+ registered `Py_IncRef`/`Py_DecRef` hooks must be callable from this thread now (for Python: with
+ the GIL held).
  */
 void TVMAPISetLastPythonError(void *py_object);
 
@@ -243,63 +366,111 @@ void TVMThrowLastError(void);
 /*
  Call a packed function. Arguments are borrowed; object results come with one owned
  reference; string/bytes results live in thread-local buffers until the next such call.
+
+ # Safety
+ `func` must be NULL (an error) or a live object handle of this runtime (its type is checked);
+ `arg_values` and `type_codes` must each point to `num_args` elements (NULL allowed when
+ `num_args` is 0), every value valid for its type code during the call; `ret_val` and
+ `ret_type_code` must be NULL (an error) or writable.
  */
 int TVMFuncCall(void *func, TVMValue *arg_values, int *type_codes, int num_args, TVMValue *ret_val, int *ret_type_code);
 
 /*
  Wrap a C callback as a packed function (owned handle out). `fin(resource_handle)` runs when
  the last reference is released.
+
+ # Safety
+ `func` must be NULL (an error) or a callback callable from any thread with `resource_handle`
+ while the function lives; `fin`, if not NULL, is called once with `resource_handle`; `out` must
+ be NULL (an error) or valid for writing one handle.
  */
 int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void *resource_handle, TVMPackedCFuncFinalizer fin, void **out);
 
 /*
  Set a C callback's return value. Strings and bytes are copied; objects get a new reference
  (the callback keeps its own). `num_ret` must be 1.
+
+ # Safety
+ `ret` must be NULL (an error) or exactly the return slot the runtime passed to the callback that
+ is running on this thread; `value` and `type_code` must be NULL (an error) or point to one value
+ valid for its type code.
  */
 int TVMCFuncSetReturn(void *ret, TVMValue *value, int *type_code, int num_ret);
 
 /*
  Turn a callback argument into a value the callback may return as its own: object-like
  values gain a reference (rvalue references are moved out). Strings and bytes cannot.
+
+ # Safety
+ `value` and `code` must be NULL (an error) or valid for reads and writes of one value and its
+ type code, the value valid for that code (for an rvalue reference, `v_handle` points to a slot
+ holding NULL or an owned object handle, which is moved out).
  */
 int TVMCbArgToReturn(TVMValue *value, int *code);
 
 /*
  Release a function handle (NULL is a no-op, as in TVM).
+
+ # Safety
+ `func` must be NULL or a live object handle of this runtime (its type is checked) holding one
+ reference that the caller owns and gives up.
  */
 int TVMFuncFree(void *func);
 
 /*
  Register `f` as a global named `name` (the registry takes its own reference).
  An existing name is an error unless `override` is non-zero.
+
+ # Safety
+ `name` must be NULL (an error) or a NUL-terminated string; `f` must be NULL (an error) or a live
+ object handle of this runtime (its type is checked).
  */
 int TVMFuncRegisterGlobal(const char *name, void *f, int override_);
 
 /*
  Look up a global function: `*out` is an owned handle, or NULL when the name is unknown.
+
+ # Safety
+ `name` must be NULL (an error) or a NUL-terminated string; `out` must be NULL (an error) or
+ valid for writing one handle.
  */
 int TVMFuncGetGlobal(const char *name, void **out);
 
 /*
  List global names. The array and strings live in thread-local storage until the next call
  on this thread.
+
+ # Safety
+ `out_size` and `out_array` must be NULL (an error) or writable. The returned array and strings
+ must not be used after the next call on this thread or the thread's exit.
  */
 int TVMFuncListGlobalNames(int *out_size, const char ***out_array);
 
 /*
  Remove a global function (no error if it does not exist).
+
+ # Safety
+ `name` must be NULL (an error) or a NUL-terminated string.
  */
 int TVMFuncRemoveGlobal(const char *name);
 
 /*
  Release a byte array. The thread-local result buffer of `TVMFuncCall` is not freed (no-op);
  this runtime hands out no other byte arrays, so anything else is an error.
+
+ # Safety
+ None: `arr` is only compared with this thread's result buffer, never dereferenced.
  */
 int TVMByteArrayFree(TVMByteArray *arr);
 
 /*
  Create an executor from graph JSON and the module holding its kernels. Weights are loaded
  afterwards with `TVMGraphExecutorLoadParams`.
+
+ # Safety
+ `graph_json` must be NULL (an error) or a NUL-terminated string; `module` NULL (an error) or a
+ live object handle of this runtime (its type is checked); `devices` must point to `num_devices`
+ devices; `out` must be NULL (an error) or valid for writing one handle.
  */
 int TVMGraphExecutorCreate(const char *graph_json, void *module, const DLDevice *devices, uint32_t num_devices, TVMGraphExecutor **out);
 
@@ -307,184 +478,320 @@ int TVMGraphExecutorCreate(const char *graph_json, void *module, const DLDevice 
  Create an executor from a `GraphExecutorFactory` module (what `TVMModLoadFromFile` returns
  for a library packed by `export_library`), with its weights. All executors created from one
  factory for the same devices share kernels and one copy of the weights.
+
+ # Safety
+ `factory` must be NULL (an error) or a live object handle of this runtime (its type is checked);
+ `devices` must point to `num_devices` devices; `out` must be NULL (an error) or valid for
+ writing one handle.
  */
 int TVMGraphExecutorCreateFromFactory(void *factory, const DLDevice *devices, uint32_t num_devices, TVMGraphExecutor **out);
 
 /*
  Copy weights from a params blob (TVM's format) into the matching inputs.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `data` must be readable
+ for `size` bytes (NULL allowed when `size` is 0) during the call.
  */
 int TVMGraphExecutorLoadParams(TVMGraphExecutor *g, const void *data, size_t size);
 
 /*
  Copy `data` into the input named `name` (dtype and shape must match).
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `name` must be NULL (an
+ error) or a NUL-terminated string; `data` NULL (an error) or a valid `DLTensor` during the call.
  */
 int TVMGraphExecutorSetInput(TVMGraphExecutor *g, const char *name, const DLTensor *data);
 
 /*
  Copy `data` into input `index` (dtype and shape must match).
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `data` must be NULL (an
+ error) or a valid `DLTensor` during the call.
  */
 int TVMGraphExecutorSetInputByIndex(TVMGraphExecutor *g, int32_t index, const DLTensor *data);
 
 /*
  Use the caller's memory for input `index` (64-byte aligned; kept alive by the caller).
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `data` must be NULL (an
+ error) or a valid `DLTensor` whose memory stays valid for reads and writes, and is written by no
+ one else, until the input is set again or the executor is freed.
  */
 int TVMGraphExecutorSetInputZeroCopy(TVMGraphExecutor *g, int32_t index, const DLTensor *data);
 
 /*
  Write output `index` straight into the caller's memory on every run.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `data` must be NULL (an
+ error) or a valid `DLTensor` whose memory stays valid for reads and writes until the output is
+ set again or the executor is freed; no one else may read or write it during a run.
  */
 int TVMGraphExecutorSetOutputZeroCopy(TVMGraphExecutor *g, int32_t index, const DLTensor *data);
 
 /*
  Run the whole graph once on the calling thread.
+
+ # Safety
+ None: `g` is only looked up among live executors (a bad handle is an error).
  */
 int TVMGraphExecutorRun(TVMGraphExecutor *g);
 
 /*
  Copy output `index` into `out` (dtype and shape must match).
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+ error) or a valid `DLTensor` during the call.
  */
 int TVMGraphExecutorGetOutput(TVMGraphExecutor *g, int32_t index, DLTensor *out);
 
 /*
  Number of graph inputs, weights included (indices for the by-index calls).
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+ error) or writable.
  */
 int TVMGraphExecutorGetNumInputs(const TVMGraphExecutor *g, int32_t *out);
 
 /*
  Number of graph outputs.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+ error) or writable.
  */
 int TVMGraphExecutorGetNumOutputs(const TVMGraphExecutor *g, int32_t *out);
 
 /*
  Index of the input named `name`; an unknown name is an error listing the inputs.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `name` must be NULL (an
+ error) or a NUL-terminated string; `out` NULL (an error) or writable.
  */
 int TVMGraphExecutorGetInputIndex(const TVMGraphExecutor *g, const char *name, int32_t *out);
 
 /*
  Index of the output named `name` (`node` or `node:k`); unknown names are an error.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `name` must be NULL (an
+ error) or a NUL-terminated string; `out` NULL (an error) or writable.
  */
 int TVMGraphExecutorGetOutputIndex(const TVMGraphExecutor *g, const char *name, int32_t *out);
 
 /*
  Name, shape, dtype and size of input `index`, and whether it is a weight.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+ error) or writable; its pointers must not be used after the executor is freed.
  */
 int TVMGraphExecutorGetInputInfo(const TVMGraphExecutor *g, int32_t index, TVMTensorInfo *out);
 
 /*
  Name, shape, dtype and size of output `index`.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+ error) or writable; its pointers must not be used after the executor is freed.
  */
 int TVMGraphExecutorGetOutputInfo(const TVMGraphExecutor *g, int32_t index, TVMTensorInfo *out);
 
 /*
  Run once timing every op. `format` 0 gives a text table, 1 a Chrome trace (JSON for
  chrome://tracing or Perfetto). `*out` is owned by the executor until its next profile call.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+ error) or writable; the text must not be used after the next profile call on `g` or its free.
  */
 int TVMGraphExecutorProfile(TVMGraphExecutor *g, int format, const char **out);
 
 /*
  Destroy an executor (NULL is a no-op). A second free of the same handle is an error.
+
+ # Safety
+ None: `g` is only looked up among live executors (a bad handle is an error).
  */
 int TVMGraphExecutorFree(TVMGraphExecutor *g);
 
 /*
  CRT name of `TVMGraphExecutorCreate` (uses `devices[0]`).
+
+ # Safety
+ As `TVMGraphExecutorCreate` with one device: `devices` must point to at least one device.
  */
 int TVMGraphExecutor_Create(const char *sym_json, void *module_handle, const DLDevice *devices, TVMGraphExecutor **executor);
 
 /*
  CRT name: index of an input, or -1 (with the error set) when unknown.
+
+ # Safety
+ As `TVMGraphExecutorGetInputIndex`: `name` must be NULL (an error) or a NUL-terminated string.
  */
 int TVMGraphExecutor_GetInputIndex(TVMGraphExecutor *executor, const char *name);
 
 /*
  CRT name: number of inputs, or -1 on error.
+
+ # Safety
+ None: `executor` is only looked up among live executors (a bad handle is an error).
  */
 int TVMGraphExecutor_GetNumInputs(TVMGraphExecutor *executor);
 
 /*
  CRT name: number of outputs, or -1 on error.
+
+ # Safety
+ None: `executor` is only looked up among live executors (a bad handle is an error).
  */
 int TVMGraphExecutor_GetNumOutputs(TVMGraphExecutor *executor);
 
 /*
  CRT name of `TVMGraphExecutorSetInput` (copies, with checks; errors go to the last error).
+
+ # Safety
+ As `TVMGraphExecutorSetInput`.
  */
 void TVMGraphExecutor_SetInput(TVMGraphExecutor *executor, const char *name, DLTensor *data_in);
 
 /*
  CRT name of `TVMGraphExecutorGetOutput`.
+
+ # Safety
+ As `TVMGraphExecutorGetOutput`.
  */
 int TVMGraphExecutor_GetOutput(TVMGraphExecutor *executor, int32_t index, DLTensor *out);
 
 /*
  CRT name of `TVMGraphExecutorLoadParams`.
+
+ # Safety
+ As `TVMGraphExecutorLoadParams`: `param_blob` must be readable for `param_size` bytes.
  */
 int TVMGraphExecutor_LoadParams(TVMGraphExecutor *executor, const char *param_blob, uint32_t param_size);
 
 /*
  CRT name of `TVMGraphExecutorRun` (errors go to the last error).
+
+ # Safety
+ None: `executor` is only looked up among live executors (a bad handle is an error).
  */
 void TVMGraphExecutor_Run(TVMGraphExecutor *executor);
 
 /*
  CRT name: frees `*executor` and sets it to NULL.
+
+ # Safety
+ `executor` must be NULL (an error) or valid for reads and writes of one handle; the handle it
+ holds is checked as in `TVMGraphExecutorFree`.
  */
 int TVMGraphExecutor_Release(TVMGraphExecutor **executor);
 
 /*
  Load a module from a file through `runtime.module.loadfile_<format>`; `format` NULL or ""
  means the file extension. `*out` is an owned handle.
+
+ # Safety
+ `file_name` must be NULL (an error) or a NUL-terminated string, `format` NULL or one; `out` must
+ be NULL (an error) or valid for writing one handle.
  */
 int TVMModLoadFromFile(const char *file_name, const char *format, void **out);
 
 /*
  Make `mod_` import `dep` (it takes its own reference). Cycles are rejected.
+
+ # Safety
+ `mod_` and `dep` must each be NULL (an error) or a live object handle of this runtime (their
+ types are checked).
  */
 int TVMModImport(void *mod_, void *dep);
 
 /*
  Look up a function; with `query_imports` non-zero, imports are searched depth-first.
  `*out` is an owned handle, or NULL when absent (still success).
+
+ # Safety
+ `mod_` must be NULL (an error) or a live object handle of this runtime (its type is checked);
+ `func_name` must be NULL (an error) or a NUL-terminated string; `out` must be NULL (an error) or
+ valid for writing one handle.
  */
 int TVMModGetFunction(void *mod_, const char *func_name, int query_imports, void **out);
 
 /*
  Release a module handle (NULL is a no-op, as in TVM). Functions taken from it stay valid.
+
+ # Safety
+ `mod_` must be NULL or a live object handle of this runtime (its type is checked) holding one
+ reference that the caller owns and gives up.
  */
 int TVMModFree(void *mod_);
 
 /*
  The type index of an object (read from its header).
+
+ # Safety
+ `obj` must be NULL (an error) or a live object handle of this runtime; `out_tindex` must be NULL
+ (an error) or writable.
  */
 int TVMObjectGetTypeIndex(void *obj, unsigned int *out_tindex);
 
 /*
  Index of a registered type key.
+
+ # Safety
+ `type_key` must be NULL (an error) or a NUL-terminated string; `out_tindex` must be NULL (an
+ error) or writable.
  */
 int TVMObjectTypeKey2Index(const char *type_key, unsigned int *out_tindex);
 
 /*
  Key of a type index, as a `malloc`ed string the caller must `free`.
+
+ # Safety
+ `out_type_key` must be NULL (an error) or valid for writing one pointer; the caller frees the
+ string with `free`.
  */
 int TVMObjectTypeIndex2Key(unsigned int tindex, char **out_type_key);
 
 /*
  Add a reference. NULL is tolerated.
+
+ # Safety
+ `obj` must be NULL or a live object handle of this runtime.
  */
 int TVMObjectRetain(void *obj);
 
 /*
  Drop a reference; the object is destroyed with the last one. NULL is tolerated.
+
+ # Safety
+ `obj` must be NULL or a live object handle of this runtime holding one reference that the caller
+ owns and gives up.
  */
 int TVMObjectFree(void *obj);
 
 /*
  Whether type `child_type_index` is `parent_type_index` or derives from it.
+
+ # Safety
+ `is_derived` must be NULL (an error) or writable.
  */
 int TVMObjectDerivedFrom(uint32_t child_type_index, uint32_t parent_type_index, int *is_derived);
 
 /*
  The type index of the container behind an array handle.
+
+ # Safety
+ `handle` must be NULL (an error) or an array handle of this runtime (the `DLTensor` inside a
+ live container, not a bare `DLTensor`); `out_tindex` must be NULL (an error) or writable.
  */
 int TVMArrayGetTypeIndex(DLTensor *handle, unsigned int *out_tindex);
 

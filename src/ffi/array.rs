@@ -10,6 +10,10 @@ use std::ffi::{c_int, c_void};
 
 /// Allocate an array (64-byte aligned data, uninitialised). `*out` is an owned handle that
 /// points at the array's `DLTensor`.
+///
+/// # Safety
+/// `shape` must point to `ndim` readable `int64_t`s (NULL allowed when `ndim` is 0); `out` must be
+/// NULL (an error) or valid for writing one handle.
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayAlloc(
     shape: *const i64,
@@ -39,6 +43,10 @@ pub unsafe extern "C" fn TVMArrayAlloc(
 }
 
 /// Release an array handle (NULL is a no-op); memory is freed with the last reference.
+///
+/// # Safety
+/// `handle` must be NULL or an array handle of this runtime (the `DLTensor` inside a live
+/// container, not a bare `DLTensor`) holding one reference that the caller owns and gives up.
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayFree(handle: *mut DLTensor) -> c_int {
     ffi_boundary!("TVMArrayFree", {
@@ -52,6 +60,11 @@ pub unsafe extern "C" fn TVMArrayFree(handle: *mut DLTensor) -> c_int {
 }
 
 /// Copy `nbytes` host bytes into the array (must equal its byte size), then synchronize.
+///
+/// # Safety
+/// `handle` must be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values, data valid
+/// for the bytes it describes); `data` must be readable for `nbytes` bytes (NULL allowed when
+/// `nbytes` is 0).
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayCopyFromBytes(handle: *mut DLTensor, data: *mut c_void, nbytes: usize) -> c_int {
     ffi_boundary!("TVMArrayCopyFromBytes", {
@@ -63,6 +76,11 @@ pub unsafe extern "C" fn TVMArrayCopyFromBytes(handle: *mut DLTensor, data: *mut
 }
 
 /// Copy the array into `nbytes` host bytes (must equal its byte size), then synchronize.
+///
+/// # Safety
+/// `handle` must be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values, data valid
+/// for the bytes it describes); `data` must be writable for `nbytes` bytes not overlapping the
+/// tensor's memory (NULL allowed when `nbytes` is 0).
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayCopyToBytes(handle: *mut DLTensor, data: *mut c_void, nbytes: usize) -> c_int {
     ffi_boundary!("TVMArrayCopyToBytes", {
@@ -75,6 +93,11 @@ pub unsafe extern "C" fn TVMArrayCopyToBytes(handle: *mut DLTensor, data: *mut c
 }
 
 /// Copy between arrays of equal byte size on compatible devices, ordered on `stream`.
+///
+/// # Safety
+/// `from` and `to` must each be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values,
+/// data valid for the bytes it describes on its device) that stays valid until the copy is done;
+/// `stream` as for the device's stream calls.
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayCopyFromTo(from: *mut DLTensor, to: *mut DLTensor, stream: *mut c_void) -> c_int {
     ffi_boundary!("TVMArrayCopyFromTo", {
@@ -87,6 +110,11 @@ pub unsafe extern "C" fn TVMArrayCopyFromTo(from: *mut DLTensor, to: *mut DLTens
 
 /// Adopt a DLPack tensor (compact, 64-byte aligned data). On success the array owns `from`
 /// and calls its deleter when released; on failure the caller still owns it.
+///
+/// # Safety
+/// `from` must be NULL (an error) or a valid `DLManagedTensor` (shape and strides holding `ndim`
+/// values, data valid for the bytes it describes) that stays valid until its deleter runs; after a
+/// success the caller must not use or delete it. `out` must be NULL (an error) or writable.
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayFromDLPack(from: *mut DLManagedTensor, out: *mut *mut DLTensor) -> c_int {
     ffi_boundary!("TVMArrayFromDLPack", {
@@ -112,6 +140,11 @@ unsafe extern "C" fn dlpack_deleter(m: *mut DLManagedTensor) {
 
 /// Export an array as a new `DLManagedTensor` sharing its memory; the array stays alive until
 /// the tensor's deleter runs.
+///
+/// # Safety
+/// `from` must be NULL (an error) or an array handle of this runtime (the `DLTensor` inside a live
+/// container); `out` must be NULL (an error) or writable. The caller must run the result's deleter
+/// exactly once (e.g. with `TVMDLManagedTensorCallDeleter`).
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayToDLPack(from: *mut DLTensor, out: *mut *mut DLManagedTensor) -> c_int {
     ffi_boundary!("TVMArrayToDLPack", {
@@ -131,6 +164,10 @@ pub unsafe extern "C" fn TVMArrayToDLPack(from: *mut DLTensor, out: *mut *mut DL
 }
 
 /// Call a managed tensor's deleter (NULL or a NULL deleter is a no-op).
+///
+/// # Safety
+/// `dltensor` must be NULL or a valid `DLManagedTensor` whose deleter has not run yet; it must not
+/// be used after this call.
 #[no_mangle]
 pub unsafe extern "C" fn TVMDLManagedTensorCallDeleter(dltensor: *mut DLManagedTensor) {
     ffi_boundary!("TVMDLManagedTensorCallDeleter", {

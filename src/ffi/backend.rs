@@ -29,6 +29,11 @@ pub(crate) fn context_functions() -> ContextFunctions {
 /// Find `func_name` among the imports of the module behind `mod_node` (the value of the
 /// library's `__tvm_module_ctx`), then among globals. `*out` is borrowed: do not free it; it
 /// stays valid while the module lives.
+///
+/// # Safety
+/// `mod_node` must be NULL (an error) or a live object of this runtime (the value of
+/// `__tvm_module_ctx`; its type is checked); `func_name` must be NULL (an error) or a
+/// NUL-terminated string; `out` must be NULL (an error) or valid for writing one handle.
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendGetFuncFromEnv(
     mod_node: *mut c_void,
@@ -50,6 +55,11 @@ pub unsafe extern "C" fn TVMBackendGetFuncFromEnv(
 
 /// Register a symbol of a statically linked library (usually from a static constructor,
 /// possibly before `main`). Re-registering a name overwrites it.
+///
+/// # Safety
+/// `name` must be NULL (an error) or a NUL-terminated string; `ptr` must be the address of the
+/// statically linked symbol `name` (a kernel, a context slot or a blob), valid for the rest of the
+/// process: it is later called, written or read as that symbol.
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendRegisterSystemLibSymbol(name: *const c_char, ptr: *mut c_void) -> c_int {
     ffi_boundary!("TVMBackendRegisterSystemLibSymbol", {
@@ -81,6 +91,11 @@ pub extern "C" fn TVMBackendAllocWorkspace(
 }
 
 /// Free memory from `TVMBackendAllocWorkspace`.
+///
+/// # Safety
+/// `ptr` must come from `TVMBackendAllocWorkspace` with the same device type and id on this thread,
+/// and not be freed yet; nothing may use the memory afterwards. (A CPU pointer is looked up in the
+/// thread's pool, so a foreign one is reported as an error.)
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendFreeWorkspace(device_type: c_int, device_id: c_int, ptr: *mut c_void) -> c_int {
     if device_type == crate::abi::device_type::CPU && crate::runtime::workspace::free_workspace_fast(ptr) {
@@ -95,6 +110,10 @@ pub unsafe extern "C" fn TVMBackendFreeWorkspace(device_type: c_int, device_id: 
 
 /// Register a frontend C API hook: `PyErr_CheckSignals`, `Py_IncRef`, `Py_DecRef`,
 /// `PyGILState_Ensure` or `PyGILState_Release`; any other name is an error.
+///
+/// # Safety
+/// `name` must be NULL (an error) or a NUL-terminated string; `ptr` must be NULL or a function with
+/// the C prototype of the API it is named after, callable for the rest of the process.
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendRegisterEnvCAPI(name: *const c_char, ptr: *mut c_void) -> c_int {
     ffi_boundary!("TVMBackendRegisterEnvCAPI", {
@@ -108,6 +127,10 @@ pub unsafe extern "C" fn TVMBackendRegisterEnvCAPI(name: *const c_char, ptr: *mu
 
 /// Run `flambda(task_id, env, cdata)` for every task of a launch; `num_task == 0` means all
 /// workers. Returns -1 with the failing task's message if any task fails.
+///
+/// # Safety
+/// `flambda` must be NULL (an error) or a function that may run concurrently on the pool's threads
+/// with `cdata`, and `cdata` must be valid for whatever `flambda` does with it until this returns.
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendParallelLaunch(
     flambda: FTVMParallelLambda,
@@ -121,6 +144,10 @@ pub unsafe extern "C" fn TVMBackendParallelLaunch(
 }
 
 /// Wait until every task of the launch reaches this barrier.
+///
+/// # Safety
+/// `penv` must be NULL or the environment that a launch still running passed to the calling task,
+/// and `task_id` must be that task's own id.
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendParallelBarrier(task_id: c_int, penv: *mut TVMParallelGroupEnv) -> c_int {
     ffi_boundary!("TVMBackendParallelBarrier", {
@@ -132,6 +159,11 @@ pub unsafe extern "C" fn TVMBackendParallelBarrier(task_id: c_int, penv: *mut TV
 
 /// If `*handle` is NULL, set it to a non-NULL marker and return `f(cdata)`; else return 0.
 /// Not thread-safe (as in TVM).
+///
+/// # Safety
+/// `handle` must be NULL (an error) or valid for reads and writes of one `void *`, with no other
+/// thread using the same flag during the call; `f` must be NULL (an error) or safe to call with
+/// `cdata`.
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendRunOnce(
     handle: *mut *mut c_void,
@@ -161,6 +193,9 @@ fn relax_only(function: &str) -> Error {
 }
 
 /// Relax VM only: not supported by this runtime (returns -1 with a message).
+///
+/// # Safety
+/// None: the arguments are ignored (the call always fails).
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendAnyListSetPackedArg(
     _anylist: *mut c_void,
@@ -173,12 +208,18 @@ pub unsafe extern "C" fn TVMBackendAnyListSetPackedArg(
 }
 
 /// Relax VM only: not supported by this runtime (returns -1 with a message).
+///
+/// # Safety
+/// None: the arguments are ignored (the call always fails).
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendAnyListResetItem(_anylist: *mut c_void, _index: c_int) -> c_int {
     ffi_boundary!("TVMBackendAnyListResetItem", { Err(relax_only("TVMBackendAnyListResetItem")) })
 }
 
 /// Relax VM only: not supported by this runtime (returns -1 with a message).
+///
+/// # Safety
+/// None: the arguments are ignored (the call always fails).
 #[no_mangle]
 pub unsafe extern "C" fn TVMBackendAnyListMoveFromPackedReturn(
     _anylist: *mut c_void,

@@ -85,7 +85,8 @@ pub unsafe fn c_str_arg<'a>(p: *const c_char, name: &str) -> Result<&'a str> {
     if p.is_null() {
         return Err(Error::value(format!("argument `{name}` is NULL")));
     }
-    CStr::from_ptr(p).to_str().map_err(|_| Error::value(format!("argument `{name}` is not valid UTF-8")))
+    // SAFETY: non-NULL, and NUL-terminated and live for `'a` by this function's contract.
+    unsafe { CStr::from_ptr(p) }.to_str().map_err(|_| Error::value(format!("argument `{name}` is not valid UTF-8")))
 }
 
 /// `c_str_arg` with the argument's own name.

@@ -15,6 +15,9 @@ fn dev(device_type: c_int, device_id: c_int) -> DLDevice {
 
 /// Allocate `nbytes` on `dev` aligned to `alignment` (a power of two). Free with
 /// `TVMDeviceFreeDataSpace`.
+///
+/// # Safety
+/// `out_data` must be NULL (an error) or valid for writing one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn TVMDeviceAllocDataSpace(
     dev: DLDevice,
@@ -34,6 +37,11 @@ pub unsafe extern "C" fn TVMDeviceAllocDataSpace(
 
 /// Allocate room for a tensor of `shape`/`dtype`. `mem_scope` NULL, "" or "global" is flat
 /// memory; other scopes are not supported on these devices.
+///
+/// # Safety
+/// `shape` must point to `ndim` readable `int64_t`s (NULL allowed when `ndim` is 0); `mem_scope`
+/// must be NULL or a NUL-terminated string; `out_data` must be NULL (an error) or valid for writing
+/// one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn TVMDeviceAllocDataSpaceWithScope(
     dev: DLDevice,
@@ -62,6 +70,11 @@ pub unsafe extern "C" fn TVMDeviceAllocDataSpaceWithScope(
 }
 
 /// Free memory from `TVMDeviceAllocDataSpace*`.
+///
+/// # Safety
+/// `ptr` must be NULL or memory from `TVMDeviceAllocDataSpace` or
+/// `TVMDeviceAllocDataSpaceWithScope` for the same `dev`, not freed yet; no one may use it
+/// afterwards (queued device work on it must be complete or ordered before the free).
 #[no_mangle]
 pub unsafe extern "C" fn TVMDeviceFreeDataSpace(dev: DLDevice, ptr: *mut c_void) -> c_int {
     ffi_boundary!("TVMDeviceFreeDataSpace", {
@@ -73,6 +86,11 @@ pub unsafe extern "C" fn TVMDeviceFreeDataSpace(dev: DLDevice, ptr: *mut c_void)
 
 /// Copy between compact tensors of equal byte size (honouring both byte offsets), ordered on
 /// `stream`, without synchronizing. The non-CPU side's device API does the copy.
+///
+/// # Safety
+/// `from` and `to` must each be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values,
+/// data valid for the bytes it describes on its device), and stay valid until the copy queued on
+/// `stream` is done.
 #[no_mangle]
 pub unsafe extern "C" fn TVMDeviceCopyDataFromTo(from: *mut DLTensor, to: *mut DLTensor, stream: *mut c_void) -> c_int {
     ffi_boundary!("TVMDeviceCopyDataFromTo", {
@@ -85,6 +103,9 @@ pub unsafe extern "C" fn TVMDeviceCopyDataFromTo(from: *mut DLTensor, to: *mut D
 }
 
 /// Create a stream on a device (owned handle; free with `TVMStreamFree`).
+///
+/// # Safety
+/// `out` must be NULL (an error) or valid for writing one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn TVMStreamCreate(device_type: c_int, device_id: c_int, out: *mut *mut c_void) -> c_int {
     ffi_boundary!("TVMStreamCreate", {
@@ -98,6 +119,10 @@ pub unsafe extern "C" fn TVMStreamCreate(device_type: c_int, device_id: c_int, o
 }
 
 /// Free a stream from `TVMStreamCreate`.
+///
+/// # Safety
+/// None: stream handles are passed to the device API, which checks them (NULL is the default
+/// stream; unknown handles are errors).
 #[no_mangle]
 pub unsafe extern "C" fn TVMStreamFree(device_type: c_int, device_id: c_int, stream: *mut c_void) -> c_int {
     ffi_boundary!("TVMStreamFree", {
@@ -107,6 +132,10 @@ pub unsafe extern "C" fn TVMStreamFree(device_type: c_int, device_id: c_int, str
 }
 
 /// Make `handle` the calling thread's current stream for the device.
+///
+/// # Safety
+/// None: stream handles are passed to the device API, which checks them (NULL is the default
+/// stream; unknown handles are errors).
 #[no_mangle]
 pub unsafe extern "C" fn TVMSetStream(device_type: c_int, device_id: c_int, handle: *mut c_void) -> c_int {
     ffi_boundary!("TVMSetStream", {
@@ -116,6 +145,10 @@ pub unsafe extern "C" fn TVMSetStream(device_type: c_int, device_id: c_int, hand
 }
 
 /// Wait until the work queued on `stream` (NULL: the default stream) is done.
+///
+/// # Safety
+/// None: stream handles are passed to the device API, which checks them (NULL is the default
+/// stream; unknown handles are errors).
 #[no_mangle]
 pub unsafe extern "C" fn TVMSynchronize(device_type: c_int, device_id: c_int, stream: *mut c_void) -> c_int {
     ffi_boundary!("TVMSynchronize", {
@@ -125,6 +158,10 @@ pub unsafe extern "C" fn TVMSynchronize(device_type: c_int, device_id: c_int, st
 }
 
 /// Make `dst` wait for the work queued on `src` so far.
+///
+/// # Safety
+/// None: stream handles are passed to the device API, which checks them (NULL is the default
+/// stream; unknown handles are errors).
 #[no_mangle]
 pub unsafe extern "C" fn TVMStreamStreamSynchronize(
     device_type: c_int,

@@ -6,6 +6,9 @@ use std::ffi::{c_char, c_void, CStr};
 
 /// Store `msg` as the calling thread's last error (used by callbacks and kernels before
 /// returning -1). A NULL `msg` stores an empty message.
+///
+/// # Safety
+/// `msg` must be NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn TVMAPISetLastError(msg: *const c_char) {
     ffi_boundary!("TVMAPISetLastError", {
@@ -35,6 +38,11 @@ pub extern "C" fn TVMGetLastBacktrace() -> *const c_char {
 
 /// Store a frontend (Python) error object for this thread, taking a reference through the
 /// registered `Py_IncRef`; it replaces (and releases) the previous one.
+///
+/// # Safety
+/// `py_object` must be NULL or a live object of the frontend that registered `Py_IncRef`, and the
+/// registered `Py_IncRef`/`Py_DecRef` hooks must be callable from this thread now (for Python: with
+/// the GIL held).
 #[no_mangle]
 pub unsafe extern "C" fn TVMAPISetLastPythonError(py_object: *mut c_void) {
     ffi_boundary!("TVMAPISetLastPythonError", {

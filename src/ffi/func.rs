@@ -81,6 +81,12 @@ pub(crate) fn value_to_c(v: Value) -> Result<(TVMValue, c_int)> {
 
 /// Call a packed function. Arguments are borrowed; object results come with one owned
 /// reference; string/bytes results live in thread-local buffers until the next such call.
+///
+/// # Safety
+/// `func` must be NULL (an error) or a live object handle of this runtime (its type is checked);
+/// `arg_values` and `type_codes` must each point to `num_args` elements (NULL allowed when
+/// `num_args` is 0), every value valid for its type code during the call; `ret_val` and
+/// `ret_type_code` must be NULL (an error) or writable.
 #[no_mangle]
 pub unsafe extern "C" fn TVMFuncCall(
     func: *mut c_void,
@@ -132,6 +138,11 @@ impl Drop for CCallback {
 
 /// Wrap a C callback as a packed function (owned handle out). `fin(resource_handle)` runs when
 /// the last reference is released.
+///
+/// # Safety
+/// `func` must be NULL (an error) or a callback callable from any thread with `resource_handle`
+/// while the function lives; `fin`, if not NULL, is called once with `resource_handle`; `out` must
+/// be NULL (an error) or valid for writing one handle.
 #[no_mangle]
 pub unsafe extern "C" fn TVMFuncCreateFromCFunc(
     func: TVMPackedCFunc,
@@ -172,6 +183,11 @@ pub unsafe extern "C" fn TVMFuncCreateFromCFunc(
 
 /// Set a C callback's return value. Strings and bytes are copied; objects get a new reference
 /// (the callback keeps its own). `num_ret` must be 1.
+///
+/// # Safety
+/// `ret` must be NULL (an error) or exactly the return slot the runtime passed to the callback that
+/// is running on this thread; `value` and `type_code` must be NULL (an error) or point to one value
+/// valid for its type code.
 #[no_mangle]
 pub unsafe extern "C" fn TVMCFuncSetReturn(
     ret: *mut c_void,
@@ -195,6 +211,11 @@ pub unsafe extern "C" fn TVMCFuncSetReturn(
 
 /// Turn a callback argument into a value the callback may return as its own: object-like
 /// values gain a reference (rvalue references are moved out). Strings and bytes cannot.
+///
+/// # Safety
+/// `value` and `code` must be NULL (an error) or valid for reads and writes of one value and its
+/// type code, the value valid for that code (for an rvalue reference, `v_handle` points to a slot
+/// holding NULL or an owned object handle, which is moved out).
 #[no_mangle]
 pub unsafe extern "C" fn TVMCbArgToReturn(value: *mut TVMValue, code: *mut c_int) -> c_int {
     ffi_boundary!("TVMCbArgToReturn", {
@@ -231,6 +252,10 @@ pub unsafe extern "C" fn TVMCbArgToReturn(value: *mut TVMValue, code: *mut c_int
 }
 
 /// Release a function handle (NULL is a no-op, as in TVM).
+///
+/// # Safety
+/// `func` must be NULL or a live object handle of this runtime (its type is checked) holding one
+/// reference that the caller owns and gives up.
 #[no_mangle]
 pub unsafe extern "C" fn TVMFuncFree(func: *mut c_void) -> c_int {
     ffi_boundary!("TVMFuncFree", {
@@ -249,6 +274,10 @@ pub unsafe extern "C" fn TVMFuncFree(func: *mut c_void) -> c_int {
 
 /// Register `f` as a global named `name` (the registry takes its own reference).
 /// An existing name is an error unless `override` is non-zero.
+///
+/// # Safety
+/// `name` must be NULL (an error) or a NUL-terminated string; `f` must be NULL (an error) or a live
+/// object handle of this runtime (its type is checked).
 #[no_mangle]
 pub unsafe extern "C" fn TVMFuncRegisterGlobal(name: *const c_char, f: *mut c_void, override_: c_int) -> c_int {
     ffi_boundary!("TVMFuncRegisterGlobal", {
@@ -263,6 +292,10 @@ pub unsafe extern "C" fn TVMFuncRegisterGlobal(name: *const c_char, f: *mut c_vo
 }
 
 /// Look up a global function: `*out` is an owned handle, or NULL when the name is unknown.
+///
+/// # Safety
+/// `name` must be NULL (an error) or a NUL-terminated string; `out` must be NULL (an error) or
+/// valid for writing one handle.
 #[no_mangle]
 pub unsafe extern "C" fn TVMFuncGetGlobal(name: *const c_char, out: *mut *mut c_void) -> c_int {
     ffi_boundary!("TVMFuncGetGlobal", {
@@ -278,6 +311,10 @@ pub unsafe extern "C" fn TVMFuncGetGlobal(name: *const c_char, out: *mut *mut c_
 
 /// List global names. The array and strings live in thread-local storage until the next call
 /// on this thread.
+///
+/// # Safety
+/// `out_size` and `out_array` must be NULL (an error) or writable. The returned array and strings
+/// must not be used after the next call on this thread or the thread's exit.
 #[no_mangle]
 pub unsafe extern "C" fn TVMFuncListGlobalNames(out_size: *mut c_int, out_array: *mut *mut *const c_char) -> c_int {
     ffi_boundary!("TVMFuncListGlobalNames", {
@@ -301,6 +338,9 @@ pub unsafe extern "C" fn TVMFuncListGlobalNames(out_size: *mut c_int, out_array:
 }
 
 /// Remove a global function (no error if it does not exist).
+///
+/// # Safety
+/// `name` must be NULL (an error) or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn TVMFuncRemoveGlobal(name: *const c_char) -> c_int {
     ffi_boundary!("TVMFuncRemoveGlobal", {
@@ -313,6 +353,9 @@ pub unsafe extern "C" fn TVMFuncRemoveGlobal(name: *const c_char) -> c_int {
 
 /// Release a byte array. The thread-local result buffer of `TVMFuncCall` is not freed (no-op);
 /// this runtime hands out no other byte arrays, so anything else is an error.
+///
+/// # Safety
+/// None: `arr` is only compared with this thread's result buffer, never dereferenced.
 #[no_mangle]
 pub unsafe extern "C" fn TVMByteArrayFree(arr: *mut TVMByteArray) -> c_int {
     ffi_boundary!("TVMByteArrayFree", {

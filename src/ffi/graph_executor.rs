@@ -90,6 +90,11 @@ unsafe fn device_list<'a>(devices: *const DLDevice, n: u32) -> Result<&'a [DLDev
 
 /// Create an executor from graph JSON and the module holding its kernels. Weights are loaded
 /// afterwards with `TVMGraphExecutorLoadParams`.
+///
+/// # Safety
+/// `graph_json` must be NULL (an error) or a NUL-terminated string; `module` NULL (an error) or a
+/// live object handle of this runtime (its type is checked); `devices` must point to `num_devices`
+/// devices; `out` must be NULL (an error) or valid for writing one handle.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorCreate(
     graph_json: *const c_char,
@@ -113,6 +118,11 @@ pub unsafe extern "C" fn TVMGraphExecutorCreate(
 /// Create an executor from a `GraphExecutorFactory` module (what `TVMModLoadFromFile` returns
 /// for a library packed by `export_library`), with its weights. All executors created from one
 /// factory for the same devices share kernels and one copy of the weights.
+///
+/// # Safety
+/// `factory` must be NULL (an error) or a live object handle of this runtime (its type is checked);
+/// `devices` must point to `num_devices` devices; `out` must be NULL (an error) or valid for
+/// writing one handle.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorCreateFromFactory(
     factory: *mut c_void,
@@ -134,6 +144,10 @@ pub unsafe extern "C" fn TVMGraphExecutorCreateFromFactory(
 }
 
 /// Copy weights from a params blob (TVM's format) into the matching inputs.
+///
+/// # Safety
+/// `g` is only looked up among live executors (a bad handle is an error). `data` must be readable
+/// for `size` bytes (NULL allowed when `size` is 0) during the call.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorLoadParams(
     g: *mut TVMGraphExecutor,
@@ -150,6 +164,10 @@ pub unsafe extern "C" fn TVMGraphExecutorLoadParams(
 }
 
 /// Copy `data` into the input named `name` (dtype and shape must match).
+///
+/// # Safety
+/// `g` is only looked up among live executors (a bad handle is an error). `name` must be NULL (an
+/// error) or a NUL-terminated string; `data` NULL (an error) or a valid `DLTensor` during the call.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorSetInput(
     g: *mut TVMGraphExecutor,
@@ -170,6 +188,10 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInput(
 }
 
 /// Copy `data` into input `index` (dtype and shape must match).
+///
+/// # Safety
+/// `g` is only looked up among live executors (a bad handle is an error). `data` must be NULL (an
+/// error) or a valid `DLTensor` during the call.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(
     g: *mut TVMGraphExecutor,
@@ -189,6 +211,11 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(
 }
 
 /// Use the caller's memory for input `index` (64-byte aligned; kept alive by the caller).
+///
+/// # Safety
+/// `g` is only looked up among live executors (a bad handle is an error). `data` must be NULL (an
+/// error) or a valid `DLTensor` whose memory stays valid for reads and writes, and is written by no
+/// one else, until the input is set again or the executor is freed.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorSetInputZeroCopy(
     g: *mut TVMGraphExecutor,
@@ -208,6 +235,11 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputZeroCopy(
 }
 
 /// Write output `index` straight into the caller's memory on every run.
+///
+/// # Safety
+/// `g` is only looked up among live executors (a bad handle is an error). `data` must be NULL (an
+/// error) or a valid `DLTensor` whose memory stays valid for reads and writes until the output is
+/// set again or the executor is freed; no one else may read or write it during a run.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(
     g: *mut TVMGraphExecutor,
@@ -227,6 +259,9 @@ pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(
 }
 
 /// Run the whole graph once on the calling thread.
+///
+/// # Safety
+/// None: `g` is only looked up among live executors (a bad handle is an error).
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorRun(g: *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutorRun", {
@@ -236,6 +271,10 @@ pub unsafe extern "C" fn TVMGraphExecutorRun(g: *mut TVMGraphExecutor) -> c_int 
 }
 
 /// Copy output `index` into `out` (dtype and shape must match).
+///
+/// # Safety
+/// `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+/// error) or a valid `DLTensor` during the call.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorGetOutput(g: *mut TVMGraphExecutor, index: i32, out: *mut DLTensor) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetOutput", {
@@ -250,6 +289,10 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutput(g: *mut TVMGraphExecutor, ind
 }
 
 /// Number of graph inputs, weights included (indices for the by-index calls).
+///
+/// # Safety
+/// `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+/// error) or writable.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorGetNumInputs(g: *const TVMGraphExecutor, out: *mut i32) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetNumInputs", {
@@ -261,6 +304,10 @@ pub unsafe extern "C" fn TVMGraphExecutorGetNumInputs(g: *const TVMGraphExecutor
 }
 
 /// Number of graph outputs.
+///
+/// # Safety
+/// `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+/// error) or writable.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorGetNumOutputs(g: *const TVMGraphExecutor, out: *mut i32) -> c_int {
     ffi_boundary!("TVMGraphExecutorGetNumOutputs", {
@@ -272,6 +319,10 @@ pub unsafe extern "C" fn TVMGraphExecutorGetNumOutputs(g: *const TVMGraphExecuto
 }
 
 /// Index of the input named `name`; an unknown name is an error listing the inputs.
+///
+/// # Safety
+/// `g` is only looked up among live executors (a bad handle is an error). `name` must be NULL (an
+/// error) or a NUL-terminated string; `out` NULL (an error) or writable.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorGetInputIndex(
     g: *const TVMGraphExecutor,
@@ -289,6 +340,10 @@ pub unsafe extern "C" fn TVMGraphExecutorGetInputIndex(
 }
 
 /// Index of the output named `name` (`node` or `node:k`); unknown names are an error.
+///
+/// # Safety
+/// `g` is only looked up among live executors (a bad handle is an error). `name` must be NULL (an
+/// error) or a NUL-terminated string; `out` NULL (an error) or writable.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorGetOutputIndex(
     g: *const TVMGraphExecutor,
@@ -319,6 +374,10 @@ fn c_info(info: &TensorInfo<'_>, name: &CString) -> TVMTensorInfo {
 }
 
 /// Name, shape, dtype and size of input `index`, and whether it is a weight.
+///
+/// # Safety
+/// `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+/// error) or writable; its pointers must not be used after the executor is freed.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorGetInputInfo(
     g: *const TVMGraphExecutor,
@@ -337,6 +396,10 @@ pub unsafe extern "C" fn TVMGraphExecutorGetInputInfo(
 }
 
 /// Name, shape, dtype and size of output `index`.
+///
+/// # Safety
+/// `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+/// error) or writable; its pointers must not be used after the executor is freed.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorGetOutputInfo(
     g: *const TVMGraphExecutor,
@@ -356,6 +419,10 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutputInfo(
 
 /// Run once timing every op. `format` 0 gives a text table, 1 a Chrome trace (JSON for
 /// chrome://tracing or Perfetto). `*out` is owned by the executor until its next profile call.
+///
+/// # Safety
+/// `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+/// error) or writable; the text must not be used after the next profile call on `g` or its free.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorProfile(
     g: *mut TVMGraphExecutor,
@@ -380,6 +447,9 @@ pub unsafe extern "C" fn TVMGraphExecutorProfile(
 }
 
 /// Destroy an executor (NULL is a no-op). A second free of the same handle is an error.
+///
+/// # Safety
+/// None: `g` is only looked up among live executors (a bad handle is an error).
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorFree(g: *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutorFree", {
@@ -402,6 +472,9 @@ pub unsafe extern "C" fn TVMGraphExecutorFree(g: *mut TVMGraphExecutor) -> c_int
 // errors, so an alias passes that call's status through (`Ok(-1)` keeps the stored message).
 
 /// CRT name of `TVMGraphExecutorCreate` (uses `devices[0]`).
+///
+/// # Safety
+/// As `TVMGraphExecutorCreate` with one device: `devices` must point to at least one device.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_Create(
     sym_json: *const c_char,
@@ -416,6 +489,9 @@ pub unsafe extern "C" fn TVMGraphExecutor_Create(
 }
 
 /// CRT name: index of an input, or -1 (with the error set) when unknown.
+///
+/// # Safety
+/// As `TVMGraphExecutorGetInputIndex`: `name` must be NULL (an error) or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_GetInputIndex(executor: *mut TVMGraphExecutor, name: *const c_char) -> c_int {
     ffi_boundary!("TVMGraphExecutor_GetInputIndex", {
@@ -429,6 +505,9 @@ pub unsafe extern "C" fn TVMGraphExecutor_GetInputIndex(executor: *mut TVMGraphE
 }
 
 /// CRT name: number of inputs, or -1 on error.
+///
+/// # Safety
+/// None: `executor` is only looked up among live executors (a bad handle is an error).
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_GetNumInputs(executor: *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutor_GetNumInputs", {
@@ -442,6 +521,9 @@ pub unsafe extern "C" fn TVMGraphExecutor_GetNumInputs(executor: *mut TVMGraphEx
 }
 
 /// CRT name: number of outputs, or -1 on error.
+///
+/// # Safety
+/// None: `executor` is only looked up among live executors (a bad handle is an error).
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_GetNumOutputs(executor: *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutor_GetNumOutputs", {
@@ -455,6 +537,9 @@ pub unsafe extern "C" fn TVMGraphExecutor_GetNumOutputs(executor: *mut TVMGraphE
 }
 
 /// CRT name of `TVMGraphExecutorSetInput` (copies, with checks; errors go to the last error).
+///
+/// # Safety
+/// As `TVMGraphExecutorSetInput`.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_SetInput(
     executor: *mut TVMGraphExecutor,
@@ -469,6 +554,9 @@ pub unsafe extern "C" fn TVMGraphExecutor_SetInput(
 }
 
 /// CRT name of `TVMGraphExecutorGetOutput`.
+///
+/// # Safety
+/// As `TVMGraphExecutorGetOutput`.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_GetOutput(
     executor: *mut TVMGraphExecutor,
@@ -482,6 +570,9 @@ pub unsafe extern "C" fn TVMGraphExecutor_GetOutput(
 }
 
 /// CRT name of `TVMGraphExecutorLoadParams`.
+///
+/// # Safety
+/// As `TVMGraphExecutorLoadParams`: `param_blob` must be readable for `param_size` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_LoadParams(
     executor: *mut TVMGraphExecutor,
@@ -495,6 +586,9 @@ pub unsafe extern "C" fn TVMGraphExecutor_LoadParams(
 }
 
 /// CRT name of `TVMGraphExecutorRun` (errors go to the last error).
+///
+/// # Safety
+/// None: `executor` is only looked up among live executors (a bad handle is an error).
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_Run(executor: *mut TVMGraphExecutor) {
     ffi_boundary!("TVMGraphExecutor_Run", {
@@ -505,6 +599,10 @@ pub unsafe extern "C" fn TVMGraphExecutor_Run(executor: *mut TVMGraphExecutor) {
 }
 
 /// CRT name: frees `*executor` and sets it to NULL.
+///
+/// # Safety
+/// `executor` must be NULL (an error) or valid for reads and writes of one handle; the handle it
+/// holds is checked as in `TVMGraphExecutorFree`.
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_Release(executor: *mut *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutor_Release", {

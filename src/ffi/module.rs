@@ -11,11 +11,16 @@ use std::ffi::{c_char, c_int, c_void};
 /// # Safety
 /// `handle` must be NULL or a live object.
 pub(crate) unsafe fn module_arg(handle: *mut c_void, name: &str) -> Result<Module> {
-    borrow_handle::<ModuleObj>(handle, "Module").map_err(|e| e.context(format!("argument `{name}`")))
+    // SAFETY: NULL or a live object, as this function's contract requires.
+    unsafe { borrow_handle::<ModuleObj>(handle, "Module") }.map_err(|e| e.context(format!("argument `{name}`")))
 }
 
 /// Load a module from a file through `runtime.module.loadfile_<format>`; `format` NULL or ""
 /// means the file extension. `*out` is an owned handle.
+///
+/// # Safety
+/// `file_name` must be NULL (an error) or a NUL-terminated string, `format` NULL or one; `out` must
+/// be NULL (an error) or valid for writing one handle.
 #[no_mangle]
 pub unsafe extern "C" fn TVMModLoadFromFile(
     file_name: *const c_char,
@@ -35,6 +40,10 @@ pub unsafe extern "C" fn TVMModLoadFromFile(
 }
 
 /// Make `mod_` import `dep` (it takes its own reference). Cycles are rejected.
+///
+/// # Safety
+/// `mod_` and `dep` must each be NULL (an error) or a live object handle of this runtime (their
+/// types are checked).
 #[no_mangle]
 pub unsafe extern "C" fn TVMModImport(mod_: *mut c_void, dep: *mut c_void) -> c_int {
     ffi_boundary!("TVMModImport", {
@@ -47,6 +56,11 @@ pub unsafe extern "C" fn TVMModImport(mod_: *mut c_void, dep: *mut c_void) -> c_
 
 /// Look up a function; with `query_imports` non-zero, imports are searched depth-first.
 /// `*out` is an owned handle, or NULL when absent (still success).
+///
+/// # Safety
+/// `mod_` must be NULL (an error) or a live object handle of this runtime (its type is checked);
+/// `func_name` must be NULL (an error) or a NUL-terminated string; `out` must be NULL (an error) or
+/// valid for writing one handle.
 #[no_mangle]
 pub unsafe extern "C" fn TVMModGetFunction(
     mod_: *mut c_void,
@@ -67,6 +81,10 @@ pub unsafe extern "C" fn TVMModGetFunction(
 }
 
 /// Release a module handle (NULL is a no-op, as in TVM). Functions taken from it stay valid.
+///
+/// # Safety
+/// `mod_` must be NULL or a live object handle of this runtime (its type is checked) holding one
+/// reference that the caller owns and gives up.
 #[no_mangle]
 pub unsafe extern "C" fn TVMModFree(mod_: *mut c_void) -> c_int {
     ffi_boundary!("TVMModFree", {

@@ -7,6 +7,10 @@ use crate::runtime::object::{self, ObjectHeader};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
 /// The type index of an object (read from its header).
+///
+/// # Safety
+/// `obj` must be NULL (an error) or a live object handle of this runtime; `out_tindex` must be NULL
+/// (an error) or writable.
 #[no_mangle]
 pub unsafe extern "C" fn TVMObjectGetTypeIndex(obj: *mut c_void, out_tindex: *mut c_uint) -> c_int {
     ffi_boundary!("TVMObjectGetTypeIndex", {
@@ -18,6 +22,10 @@ pub unsafe extern "C" fn TVMObjectGetTypeIndex(obj: *mut c_void, out_tindex: *mu
 }
 
 /// Index of a registered type key.
+///
+/// # Safety
+/// `type_key` must be NULL (an error) or a NUL-terminated string; `out_tindex` must be NULL (an
+/// error) or writable.
 #[no_mangle]
 pub unsafe extern "C" fn TVMObjectTypeKey2Index(type_key: *const c_char, out_tindex: *mut c_uint) -> c_int {
     ffi_boundary!("TVMObjectTypeKey2Index", {
@@ -32,6 +40,10 @@ pub unsafe extern "C" fn TVMObjectTypeKey2Index(type_key: *const c_char, out_tin
 }
 
 /// Key of a type index, as a `malloc`ed string the caller must `free`.
+///
+/// # Safety
+/// `out_type_key` must be NULL (an error) or valid for writing one pointer; the caller frees the
+/// string with `free`.
 #[no_mangle]
 pub unsafe extern "C" fn TVMObjectTypeIndex2Key(tindex: c_uint, out_type_key: *mut *mut c_char) -> c_int {
     ffi_boundary!("TVMObjectTypeIndex2Key", {
@@ -52,6 +64,9 @@ pub unsafe extern "C" fn TVMObjectTypeIndex2Key(tindex: c_uint, out_type_key: *m
 }
 
 /// Add a reference. NULL is tolerated.
+///
+/// # Safety
+/// `obj` must be NULL or a live object handle of this runtime.
 #[no_mangle]
 pub unsafe extern "C" fn TVMObjectRetain(obj: *mut c_void) -> c_int {
     ffi_boundary!("TVMObjectRetain", {
@@ -64,6 +79,10 @@ pub unsafe extern "C" fn TVMObjectRetain(obj: *mut c_void) -> c_int {
 }
 
 /// Drop a reference; the object is destroyed with the last one. NULL is tolerated.
+///
+/// # Safety
+/// `obj` must be NULL or a live object handle of this runtime holding one reference that the caller
+/// owns and gives up.
 #[no_mangle]
 pub unsafe extern "C" fn TVMObjectFree(obj: *mut c_void) -> c_int {
     ffi_boundary!("TVMObjectFree", {
@@ -76,6 +95,9 @@ pub unsafe extern "C" fn TVMObjectFree(obj: *mut c_void) -> c_int {
 }
 
 /// Whether type `child_type_index` is `parent_type_index` or derives from it.
+///
+/// # Safety
+/// `is_derived` must be NULL (an error) or writable.
 #[no_mangle]
 pub unsafe extern "C" fn TVMObjectDerivedFrom(
     child_type_index: u32,
@@ -92,6 +114,10 @@ pub unsafe extern "C" fn TVMObjectDerivedFrom(
 }
 
 /// The type index of the container behind an array handle.
+///
+/// # Safety
+/// `handle` must be NULL (an error) or an array handle of this runtime (the `DLTensor` inside a
+/// live container, not a bare `DLTensor`); `out_tindex` must be NULL (an error) or writable.
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayGetTypeIndex(handle: *mut DLTensor, out_tindex: *mut c_uint) -> c_int {
     ffi_boundary!("TVMArrayGetTypeIndex", {
