@@ -118,13 +118,14 @@ pub unsafe extern "C" fn TVMArrayCopyFromTo(from: *mut DLTensor, to: *mut DLTens
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayFromDLPack(from: *mut DLManagedTensor, out: *mut *mut DLTensor) -> c_int {
     ffi_boundary!("TVMArrayFromDLPack", {
-        check_not_null!(from, out);
+        check_not_null!(from);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out = unsafe { out_param(out, "out")? };
         // SAFETY: valid managed tensor handed over by the caller.
         let arr = unsafe { NDArray::from_dlpack(from)? };
         let handle = arr.as_dltensor_ptr();
         let _ = arr.into_raw();
-        // SAFETY: checked non-NULL.
-        unsafe { *out = handle };
+        *out = handle;
         Ok(0)
     })
 }
@@ -148,7 +149,9 @@ unsafe extern "C" fn dlpack_deleter(m: *mut DLManagedTensor) {
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayToDLPack(from: *mut DLTensor, out: *mut *mut DLManagedTensor) -> c_int {
     ffi_boundary!("TVMArrayToDLPack", {
-        check_not_null!(from, out);
+        check_not_null!(from);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out = unsafe { out_param(out, "out")? };
         // SAFETY: an array handle of a live container (caller contract).
         let arr = unsafe { NDArray::from_handle_borrowed(from)? };
         let m = Box::new(DLManagedTensor {
@@ -157,8 +160,7 @@ pub unsafe extern "C" fn TVMArrayToDLPack(from: *mut DLTensor, out: *mut *mut DL
             deleter: Some(dlpack_deleter),
         });
         let _ = arr.into_raw(); // the reference now belongs to the managed tensor
-                                // SAFETY: checked non-NULL.
-        unsafe { *out = Box::into_raw(m) };
+        *out = Box::into_raw(m);
         Ok(0)
     })
 }

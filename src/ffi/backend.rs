@@ -1,5 +1,6 @@
 //! The backend API that compiled kernels call (`c_backend_api.h`).
 
+use super::ptr::out_param;
 use crate::abi::{FTVMParallelLambda, TVMParallelGroupEnv, TVMValue};
 use crate::runtime::backend;
 use crate::runtime::env_capi;
@@ -41,14 +42,15 @@ pub unsafe extern "C" fn TVMBackendGetFuncFromEnv(
     out: *mut *mut c_void,
 ) -> c_int {
     ffi_boundary!("TVMBackendGetFuncFromEnv", {
-        check_not_null!(mod_node, out);
+        check_not_null!(mod_node);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out = unsafe { out_param(out, "out")? };
         // SAFETY: C string argument (kernel contract).
         let name = unsafe { c_str!(func_name)? };
         // SAFETY: `mod_node` is the module pointer the runtime stored in `__tvm_module_ctx`.
         let m = unsafe { super::module::module_arg(mod_node, "mod_node")? };
         let f: *mut ObjectHeader = m.get_func_from_env(name)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = f as *mut c_void };
+        *out = f as *mut c_void;
         Ok(0)
     })
 }

@@ -1,6 +1,6 @@
 //! Raw device memory, copies and streams.
 
-use super::ptr::slice;
+use super::ptr::{out_param, slice};
 use crate::abi::{DLDataType, DLDevice, DLTensor};
 use crate::runtime::device::device_api;
 use crate::runtime::dtype::data_size;
@@ -27,10 +27,10 @@ pub unsafe extern "C" fn TVMDeviceAllocDataSpace(
     out_data: *mut *mut c_void,
 ) -> c_int {
     ffi_boundary!("TVMDeviceAllocDataSpace", {
-        check_not_null!(out_data);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out_data = unsafe { out_param(out_data, "out_data")? };
         let p = device_api(dev.device_type)?.alloc_data_space(dev, nbytes, alignment, type_hint)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out_data = p };
+        *out_data = p;
         Ok(0)
     })
 }
@@ -52,7 +52,8 @@ pub unsafe extern "C" fn TVMDeviceAllocDataSpaceWithScope(
     out_data: *mut *mut c_void,
 ) -> c_int {
     ffi_boundary!("TVMDeviceAllocDataSpaceWithScope", {
-        check_not_null!(out_data);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out_data = unsafe { out_param(out_data, "out_data")? };
         let scope = if mem_scope.is_null() { "" } else { unsafe { c_str!(mem_scope)? } };
         if !matches!(scope, "" | "global") {
             return Err(Error::unsupported(format!("memory scope `{scope}` is not supported on {dev}")));
@@ -63,8 +64,7 @@ pub unsafe extern "C" fn TVMDeviceAllocDataSpaceWithScope(
         let nbytes = data_size(shape, dtype)?;
         let align = ALLOC_ALIGNMENT.max(dtype.element_bytes());
         let p = device_api(dev.device_type)?.alloc_data_space(dev, nbytes, align, dtype)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out_data = p };
+        *out_data = p;
         Ok(0)
     })
 }
@@ -109,11 +109,11 @@ pub unsafe extern "C" fn TVMDeviceCopyDataFromTo(from: *mut DLTensor, to: *mut D
 #[no_mangle]
 pub unsafe extern "C" fn TVMStreamCreate(device_type: c_int, device_id: c_int, out: *mut *mut c_void) -> c_int {
     ffi_boundary!("TVMStreamCreate", {
-        check_not_null!(out);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out = unsafe { out_param(out, "out")? };
         let d = dev(device_type, device_id);
         let s = device_api(device_type)?.create_stream(d)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = s };
+        *out = s;
         Ok(0)
     })
 }

@@ -1,6 +1,6 @@
 //! Packed functions and the global registry.
 
-use super::ptr::{borrow_handle, check_type};
+use super::ptr::{borrow_handle, check_type, out_param};
 use crate::abi::{type_code as tc, TVMByteArray, TVMPackedCFunc, TVMPackedCFuncFinalizer, TVMValue};
 use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
 use crate::runtime::object::ObjectHeader;
@@ -151,7 +151,8 @@ pub unsafe extern "C" fn TVMFuncCreateFromCFunc(
     out: *mut *mut c_void,
 ) -> c_int {
     ffi_boundary!("TVMFuncCreateFromCFunc", {
-        check_not_null!(out);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out = unsafe { out_param(out, "out")? };
         let func = func.ok_or_else(|| Error::value("argument `func` is NULL"))?;
         let cb = CCallback { func, resource: resource_handle, fin };
         let f = PackedFunc::from_fn(move |args: Args<'_>, ret: &mut Value| {
@@ -161,8 +162,8 @@ pub unsafe extern "C" fn TVMFuncCreateFromCFunc(
             // which it may only touch through TVMCFuncSetReturn during this call.
             let rc = unsafe {
                 (cb.func)(
-                    args.values().as_ptr() as *mut TVMValue,
-                    args.codes().as_ptr() as *mut c_int,
+                    args.values_ptr(),
+                    args.codes_ptr(),
                     args.len() as c_int,
                     ret as *mut Value as *mut c_void,
                     cb.resource,
@@ -175,8 +176,7 @@ pub unsafe extern "C" fn TVMFuncCreateFromCFunc(
             }
             Ok(())
         });
-        // SAFETY: checked non-NULL.
-        unsafe { *out = f.into_raw() as *mut c_void };
+        *out = f.into_raw() as *mut c_void;
         Ok(0)
     })
 }
@@ -299,12 +299,12 @@ pub unsafe extern "C" fn TVMFuncRegisterGlobal(name: *const c_char, f: *mut c_vo
 #[no_mangle]
 pub unsafe extern "C" fn TVMFuncGetGlobal(name: *const c_char, out: *mut *mut c_void) -> c_int {
     ffi_boundary!("TVMFuncGetGlobal", {
-        check_not_null!(out);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out = unsafe { out_param(out, "out")? };
         // SAFETY: C string argument (caller contract).
         let name = unsafe { c_str!(name)? };
         let handle = registry::get(name).map_or(std::ptr::null_mut(), |f| f.into_raw() as *mut c_void);
-        // SAFETY: checked non-NULL.
-        unsafe { *out = handle };
+        *out = handle;
         Ok(0)
     })
 }
@@ -318,7 +318,9 @@ pub unsafe extern "C" fn TVMFuncGetGlobal(name: *const c_char, out: *mut *mut c_
 #[no_mangle]
 pub unsafe extern "C" fn TVMFuncListGlobalNames(out_size: *mut c_int, out_array: *mut *mut *const c_char) -> c_int {
     ffi_boundary!("TVMFuncListGlobalNames", {
-        check_not_null!(out_size, out_array);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out_size = unsafe { out_param(out_size, "out_size")? };
+        let out_array = unsafe { out_param(out_array, "out_array")? };
         let names = registry::list_names();
         let (ptr, n) = RETURN_BUFFERS.with(|b| {
             let mut b = b.borrow_mut();
@@ -328,11 +330,8 @@ pub unsafe extern "C" fn TVMFuncListGlobalNames(out_size: *mut c_int, out_array:
             (b.name_ptrs.as_mut_ptr(), b.name_ptrs.len())
         });
         let n = c_int::try_from(n).map_err(|_| Error::internal("too many global functions"))?;
-        // SAFETY: both checked non-NULL.
-        unsafe {
-            *out_size = n;
-            *out_array = ptr;
-        }
+        *out_size = n;
+        *out_array = ptr;
         Ok(0)
     })
 }
@@ -364,4 +363,41 @@ pub unsafe extern "C" fn TVMByteArrayFree(arr: *mut TVMByteArray) -> c_int {
         }
         Err(Error::value(format!("byte array {arr:p} was not allocated by this runtime")))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// 1 when the last call saw NULL arrays and no arguments, 2 otherwise.
+    static SEEN: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn record(
+        values: *mut TVMValue,
+        codes: *mut c_int,
+        n: c_int,
+        _ret: *mut c_void,
+        _resource: *mut c_void,
+    ) -> c_int {
+        let null_arrays = values.is_null() && codes.is_null() && n == 0;
+        SEEN.store(if null_arrays { 1 } else { 2 }, Ordering::SeqCst);
+        0
+    }
+
+    #[test]
+    fn a_callback_without_arguments_gets_null_arrays_not_dangling_pointers() {
+        let mut h: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a valid callback and out-pointer.
+        assert_eq!(unsafe { TVMFuncCreateFromCFunc(Some(record), std::ptr::null_mut(), None, &mut h) }, 0);
+        // SAFETY: `h` is the live function just created.
+        let f = unsafe { borrow_handle::<FuncObj>(h, "PackedFunc") }.unwrap();
+        f.call(&[]).unwrap();
+        assert_eq!(SEEN.load(Ordering::SeqCst), 1, "an empty Rust slice's pointer reached C");
+        f.call(&[Value::Int(1)]).unwrap();
+        assert_eq!(SEEN.load(Ordering::SeqCst), 2);
+        drop(f);
+        // SAFETY: we own the handle.
+        assert_eq!(unsafe { TVMFuncFree(h) }, 0);
+    }
 }

@@ -204,7 +204,6 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(
         let g = handle(g)?;
         let mut e = g.front.lock()?;
         let i = e.input(Key::Index(index.into()))?;
-        // SAFETY: the tensor is valid for the call (caller contract).
         e.set_input(i, data)?;
         Ok(0)
     })

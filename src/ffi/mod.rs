@@ -1,5 +1,5 @@
 //! The C ABI and nothing else: pointers become Rust types at the door, then the core does the
-//! work. Every export runs inside [`ffi_boundary!`], which catches panics and turns errors into
+//! work. Every export runs inside `ffi_boundary!`, which catches panics and turns errors into
 //! the return type's error value with the message stored for `TVMGetLastError`.
 
 #[macro_use]

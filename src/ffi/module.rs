@@ -1,6 +1,6 @@
 //! Modules: loading, imports, function lookup.
 
-use super::ptr::{borrow_handle, check_type};
+use super::ptr::{borrow_handle, check_type, out_param};
 use crate::runtime::error::Result;
 use crate::runtime::module::{Module, ModuleObj};
 use crate::runtime::object::{release, ObjectHeader};
@@ -28,13 +28,13 @@ pub unsafe extern "C" fn TVMModLoadFromFile(
     out: *mut *mut c_void,
 ) -> c_int {
     ffi_boundary!("TVMModLoadFromFile", {
-        check_not_null!(out);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out = unsafe { out_param(out, "out")? };
         // SAFETY: C string arguments (caller contract).
         let file_name = unsafe { c_str!(file_name)? };
         let format = if format.is_null() { "" } else { unsafe { c_str!(format)? } };
         let m = Module::load_from_file(file_name, format)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = m.into_raw() as *mut c_void };
+        *out = m.into_raw() as *mut c_void;
         Ok(0)
     })
 }
@@ -69,13 +69,13 @@ pub unsafe extern "C" fn TVMModGetFunction(
     out: *mut *mut c_void,
 ) -> c_int {
     ffi_boundary!("TVMModGetFunction", {
-        check_not_null!(out);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out = unsafe { out_param(out, "out")? };
         // SAFETY: live handle and C string (caller contract).
         let m = unsafe { module_arg(mod_, "mod")? };
         let name = unsafe { c_str!(func_name)? };
         let f = m.get_function(name, query_imports != 0)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out = f.map_or(std::ptr::null_mut(), |f| f.into_raw() as *mut c_void) };
+        *out = f.map_or(std::ptr::null_mut(), |f| f.into_raw() as *mut c_void);
         Ok(0)
     })
 }

@@ -1,5 +1,6 @@
 //! Objects: refcounts and the type table.
 
+use super::ptr::out_param;
 use crate::abi::DLTensor;
 use crate::runtime::error::Error;
 use crate::runtime::ndarray::NDArray;
@@ -14,9 +15,11 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 #[no_mangle]
 pub unsafe extern "C" fn TVMObjectGetTypeIndex(obj: *mut c_void, out_tindex: *mut c_uint) -> c_int {
     ffi_boundary!("TVMObjectGetTypeIndex", {
-        check_not_null!(obj, out_tindex);
-        // SAFETY: live object (caller contract); out-pointer checked.
-        unsafe { *out_tindex = (*(obj as *mut ObjectHeader)).type_index };
+        check_not_null!(obj);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out_tindex = unsafe { out_param(out_tindex, "out_tindex")? };
+        // SAFETY: a live object starts with its header (caller contract).
+        *out_tindex = unsafe { (*(obj as *mut ObjectHeader)).type_index };
         Ok(0)
     })
 }
@@ -29,12 +32,12 @@ pub unsafe extern "C" fn TVMObjectGetTypeIndex(obj: *mut c_void, out_tindex: *mu
 #[no_mangle]
 pub unsafe extern "C" fn TVMObjectTypeKey2Index(type_key: *const c_char, out_tindex: *mut c_uint) -> c_int {
     ffi_boundary!("TVMObjectTypeKey2Index", {
-        check_not_null!(out_tindex);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out_tindex = unsafe { out_param(out_tindex, "out_tindex")? };
         // SAFETY: C string argument (caller contract).
         let key = unsafe { c_str!(type_key)? };
         let i = object::type_key_to_index(key)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *out_tindex = i };
+        *out_tindex = i;
         Ok(0)
     })
 }
@@ -47,7 +50,8 @@ pub unsafe extern "C" fn TVMObjectTypeKey2Index(type_key: *const c_char, out_tin
 #[no_mangle]
 pub unsafe extern "C" fn TVMObjectTypeIndex2Key(tindex: c_uint, out_type_key: *mut *mut c_char) -> c_int {
     ffi_boundary!("TVMObjectTypeIndex2Key", {
-        check_not_null!(out_type_key);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out_type_key = unsafe { out_param(out_type_key, "out_type_key")? };
         let key = object::type_index_to_key(tindex)?;
         // SAFETY: malloc of len+1 bytes, then a copy of the key and a terminating NUL.
         unsafe {
@@ -105,10 +109,9 @@ pub unsafe extern "C" fn TVMObjectDerivedFrom(
     is_derived: *mut c_int,
 ) -> c_int {
     ffi_boundary!("TVMObjectDerivedFrom", {
-        check_not_null!(is_derived);
-        let d = object::derived_from(child_type_index, parent_type_index)?;
-        // SAFETY: checked non-NULL.
-        unsafe { *is_derived = d as c_int };
+        // SAFETY: out-parameter valid for writes when non-NULL (C contract).
+        let is_derived = unsafe { out_param(is_derived, "is_derived")? };
+        *is_derived = object::derived_from(child_type_index, parent_type_index)? as c_int;
         Ok(0)
     })
 }
@@ -121,11 +124,13 @@ pub unsafe extern "C" fn TVMObjectDerivedFrom(
 #[no_mangle]
 pub unsafe extern "C" fn TVMArrayGetTypeIndex(handle: *mut DLTensor, out_tindex: *mut c_uint) -> c_int {
     ffi_boundary!("TVMArrayGetTypeIndex", {
-        check_not_null!(handle, out_tindex);
+        check_not_null!(handle);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out_tindex = unsafe { out_param(out_tindex, "out_tindex")? };
         // SAFETY: an array handle points 16 bytes into a live container (TVM's ABI).
         let header = unsafe { NDArray::header_of_handle(handle)? };
-        // SAFETY: checked non-NULL; header is live.
-        unsafe { *out_tindex = (*header).type_index };
+        // SAFETY: the header of the live container behind `handle`.
+        *out_tindex = unsafe { (*header).type_index };
         Ok(0)
     })
 }

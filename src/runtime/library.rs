@@ -84,16 +84,7 @@ pub fn wrap_backend_func(f: TVMBackendPackedCFunc, keep_alive: Module) -> Packed
         // SAFETY: the argument arrays are valid for the call; the kernel follows TVM's backend
         // convention and only reads `n` values; it never writes the return slots on void return,
         // which is why they are pre-set to NULL.
-        let status = unsafe {
-            f(
-                args.values().as_ptr() as *mut TVMValue,
-                args.codes().as_ptr() as *mut c_int,
-                n,
-                &mut rv,
-                &mut rcode,
-                std::ptr::null_mut(),
-            )
-        };
+        let status = unsafe { f(args.values_ptr(), args.codes_ptr(), n, &mut rv, &mut rcode, std::ptr::null_mut()) };
         if status != 0 {
             return Err(error_from_callee(generation, || {
                 Error::runtime(format!("kernel returned {status} without setting an error message"))

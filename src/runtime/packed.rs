@@ -11,6 +11,15 @@ use super::tensor::{RawTensor, TensorRef};
 use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMByteArray, TVMValue};
 use std::ffi::{c_void, CStr, CString};
 
+/// A slice's address for C: NULL for an empty slice, whose Rust pointer is dangling.
+fn c_array_ptr<T>(s: &[T]) -> *mut T {
+    if s.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        s.as_ptr() as *mut T
+    }
+}
+
 /// Borrowed arguments of one call.
 #[derive(Clone, Copy)]
 pub struct Args<'a> {
@@ -61,6 +70,15 @@ impl<'a> Args<'a> {
     }
     pub fn codes(&self) -> &'a [i32] {
         self.codes
+    }
+    /// The values as C receives them: NULL when there are none, never an empty slice's
+    /// dangling pointer.
+    pub fn values_ptr(&self) -> *mut TVMValue {
+        c_array_ptr(self.values)
+    }
+    /// The type codes as C receives them (NULL when there are none).
+    pub fn codes_ptr(&self) -> *mut i32 {
+        c_array_ptr(self.codes)
     }
 
     fn slot(&self, i: usize) -> Result<(TVMValue, i32)> {

@@ -1,8 +1,8 @@
 //! TVM's binary formats for tensors and parameter dictionaries (byte for byte).
 //!
 //! NDArray record: magic `0xDD5E40F096B4A13F`, reserved u64, device (i32 type = CPU, i32 id),
-//! i32 ndim, dtype (u8 code, u8 bits, u16 lanes), i64 shape[ndim], i64 data_byte_size, data.
-//! Params blob: magic `0xF7E58D4F05049CB7`, reserved u64, vec<str> names, u64 n, n records.
+//! i32 ndim, dtype (u8 code, u8 bits, u16 lanes), `i64 shape[ndim]`, i64 data_byte_size, data.
+//! Params blob: magic `0xF7E58D4F05049CB7`, reserved u64, `vec<str>` names, u64 n, n records.
 
 use super::byteio::{FileInput, Input, Reader, Writer};
 use super::device::device_api;
