@@ -487,6 +487,29 @@ int TVMGraphExecutorCreate(const char *graph_json, void *module, const DLDevice 
 int TVMGraphExecutorCreateFromFactory(void *factory, const DLDevice *devices, uint32_t num_devices, TVMGraphExecutor **out);
 
 /*
+ As `TVMGraphExecutorCreate`, with options: NULL or `"key=value,..."` with keys
+ `inter_op_threads` (workers running independent ops at once; default 1, as TVM),
+ `intra_op_threads` (threads each kernel's parallel loops use; default: the cores divided among
+ the workers) and `memory_plan` (`tvm`: the compiled storage plan, fewest bytes; `parallel`:
+ buffers shared only between ops ordered by data, so branches can overlap). Unknown keys and
+ bad values are errors naming the key. Results are bit-identical to a sequential run.
+
+ # Safety
+ As `TVMGraphExecutorCreate`; `options` is NULL or a NUL-terminated string.
+ */
+int TVMGraphExecutorCreateWithOptions(const char *graph_json, void *module, const DLDevice *devices, uint32_t num_devices, const char *options, TVMGraphExecutor **out);
+
+/*
+ As `TVMGraphExecutorCreateFromFactory`, with options as for
+ `TVMGraphExecutorCreateWithOptions`. Executors of one factory share one copy of the weights
+ whatever their options.
+
+ # Safety
+ As `TVMGraphExecutorCreateFromFactory`; `options` is NULL or a NUL-terminated string.
+ */
+int TVMGraphExecutorCreateFromFactoryWithOptions(void *factory, const DLDevice *devices, uint32_t num_devices, const char *options, TVMGraphExecutor **out);
+
+/*
  Copy weights from a params blob (TVM's format) into the matching inputs.
 
  # Safety

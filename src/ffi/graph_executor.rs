@@ -12,6 +12,8 @@
 use super::ptr::{out_param, slice};
 use crate::abi::{DLDataType, DLDevice, DLTensor};
 use crate::graph::factory::GraphExecutorFactory;
+use crate::graph::memory_plan::parallel_plan;
+use crate::graph::options::{ExecutorOptions, MemoryPlan};
 use crate::graph::profile::{chrome_trace, profile_table};
 use crate::graph::{Executor, ExecutorFront, Graph, Key, Plan, TensorInfo};
 use crate::runtime::error::{set_last_error, Error, Result};
@@ -65,17 +67,17 @@ fn c_name(s: &str) -> CString {
     CString::new(s.replace('\0', "")).expect("NULs removed")
 }
 
-fn publish(exec: Executor) -> *mut TVMGraphExecutor {
-    let plan = exec.plan().clone();
+fn publish(front: ExecutorFront) -> Result<*mut TVMGraphExecutor> {
+    let plan = front.lock()?.plan().clone();
     let g = Arc::new(TVMGraphExecutor {
         input_names: (0..plan.num_inputs()).map(|i| c_name(plan.input_name(i))).collect(),
         output_names: (0..plan.num_outputs()).map(|i| c_name(&plan.output_name(i))).collect(),
-        front: ExecutorFront::new(exec),
+        front,
         text: Mutex::new(CString::default()),
     });
     let ptr = Arc::as_ptr(&g) as *mut TVMGraphExecutor;
     LIVE.write().unwrap_or_else(|e| e.into_inner()).insert(ptr as usize, g);
-    ptr
+    Ok(ptr)
 }
 
 /// # Safety
@@ -110,7 +112,7 @@ pub unsafe extern "C" fn TVMGraphExecutorCreate(
         let module = unsafe { super::module::module_arg(module, "module")? };
         let devices = unsafe { device_list(devices, num_devices)? };
         let plan = Plan::new(Graph::parse(json)?, module, devices)?;
-        *out = publish(Executor::new(Arc::new(plan))?);
+        *out = publish(ExecutorFront::new(Executor::new(Arc::new(plan))?))?;
         Ok(0)
     })
 }
@@ -135,10 +137,85 @@ pub unsafe extern "C" fn TVMGraphExecutorCreateFromFactory(
         let out = unsafe { out_param(out, "out")? };
         let m: Module = unsafe { super::module::module_arg(factory, "factory")? };
         let devices = unsafe { device_list(devices, num_devices)? };
-        let f = m.node().as_any().downcast_ref::<GraphExecutorFactory>().ok_or_else(|| {
-            Error::type_error(format!("module of type `{}` is not a GraphExecutorFactory", m.type_key()))
-        })?;
-        *out = publish(Executor::new(f.plan(&m, devices)?)?);
+        let plan = factory_of(&m)?.plan(&m, devices)?;
+        *out = publish(ExecutorFront::new(Executor::new(plan)?))?;
+        Ok(0)
+    })
+}
+
+fn factory_of(m: &Module) -> Result<&GraphExecutorFactory> {
+    m.node()
+        .as_any()
+        .downcast_ref::<GraphExecutorFactory>()
+        .ok_or_else(|| Error::type_error(format!("module of type `{}` is not a GraphExecutorFactory", m.type_key())))
+}
+
+/// Executor options from a C string (NULL: the defaults).
+///
+/// # Safety
+/// `options` must be NULL or a NUL-terminated string.
+unsafe fn executor_options(options: *const c_char) -> Result<ExecutorOptions> {
+    // SAFETY: forwarded contract.
+    let text = if options.is_null() { None } else { Some(unsafe { c_str!(options)? }) };
+    ExecutorOptions::parse(text).map_err(|e| e.context("executor options"))
+}
+
+/// As `TVMGraphExecutorCreate`, with options: NULL or `"key=value,..."` with keys
+/// `inter_op_threads` (workers running independent ops at once; default 1, as TVM),
+/// `intra_op_threads` (threads each kernel's parallel loops use; default: the cores divided among
+/// the workers) and `memory_plan` (`tvm`: the compiled storage plan, fewest bytes; `parallel`:
+/// buffers shared only between ops ordered by data, so branches can overlap). Unknown keys and
+/// bad values are errors naming the key. Results are bit-identical to a sequential run.
+///
+/// # Safety
+/// As `TVMGraphExecutorCreate`; `options` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorCreateWithOptions(
+    graph_json: *const c_char,
+    module: *mut c_void,
+    devices: *const DLDevice,
+    num_devices: u32,
+    options: *const c_char,
+    out: *mut *mut TVMGraphExecutor,
+) -> c_int {
+    ffi_boundary!("TVMGraphExecutorCreateWithOptions", {
+        // SAFETY: C arguments per the contract above.
+        let out = unsafe { out_param(out, "out")? };
+        let json = unsafe { c_str!(graph_json)? };
+        let module = unsafe { super::module::module_arg(module, "module")? };
+        let devices = unsafe { device_list(devices, num_devices)? };
+        let options = unsafe { executor_options(options)? };
+        let mut plan = Plan::new(Graph::parse(json)?, module, devices)?;
+        if options.memory_plan == MemoryPlan::Parallel {
+            plan = parallel_plan(&plan)?;
+        }
+        *out = publish(ExecutorFront::create(Arc::new(plan), &options)?)?;
+        Ok(0)
+    })
+}
+
+/// As `TVMGraphExecutorCreateFromFactory`, with options as for
+/// `TVMGraphExecutorCreateWithOptions`. Executors of one factory share one copy of the weights
+/// whatever their options.
+///
+/// # Safety
+/// As `TVMGraphExecutorCreateFromFactory`; `options` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorCreateFromFactoryWithOptions(
+    factory: *mut c_void,
+    devices: *const DLDevice,
+    num_devices: u32,
+    options: *const c_char,
+    out: *mut *mut TVMGraphExecutor,
+) -> c_int {
+    ffi_boundary!("TVMGraphExecutorCreateFromFactoryWithOptions", {
+        // SAFETY: C arguments per the contract above.
+        let out = unsafe { out_param(out, "out")? };
+        let m: Module = unsafe { super::module::module_arg(factory, "factory")? };
+        let devices = unsafe { device_list(devices, num_devices)? };
+        let options = unsafe { executor_options(options)? };
+        let plan = factory_of(&m)?.plan_with(&m, devices, options.memory_plan)?;
+        *out = publish(ExecutorFront::create(plan, &options)?)?;
         Ok(0)
     })
 }
@@ -264,7 +341,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorRun(g: *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutorRun", {
-        handle(g)?.front.lock()?.run()?;
+        handle(g)?.front.run()?;
         Ok(0)
     })
 }
@@ -432,7 +509,7 @@ pub unsafe extern "C" fn TVMGraphExecutorProfile(
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        let timings = g.front.lock()?.run_profiled()?;
+        let timings = g.front.run_profiled()?;
         let text = match format {
             0 => profile_table(&timings),
             1 => chrome_trace(&timings),

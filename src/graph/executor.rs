@@ -210,7 +210,7 @@ impl Executor {
 
     /// Run op `i` (in run order) alone.
     #[inline]
-    pub(crate) fn run_op(&mut self, i: usize) -> Result<()> {
+    pub(crate) fn run_op(&self, i: usize) -> Result<()> {
         let op = &self.calls[i];
         match &op.call {
             Call::Kernel(f) => self.call_kernel(*f, i)?,

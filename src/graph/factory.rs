@@ -3,7 +3,9 @@
 //! creates an executor; all executors of one device list share one plan and one copy of weights.
 
 use super::json::Graph;
+use super::memory_plan::parallel_plan;
 use super::module::executor_module;
+use super::options::MemoryPlan;
 use super::plan::Plan;
 use crate::abi::DLDevice;
 use crate::runtime::byteio::{Input, Reader, Writer};
@@ -16,12 +18,16 @@ use crate::runtime::params::{read_named_records, write_ndarray, MIN_RECORD_BYTES
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 
+/// What makes plans differ: the devices and the storage plan.
+type PlanKey = (Vec<DLDevice>, MemoryPlan);
+
 pub struct GraphExecutorFactory {
     pub graph_json: String,
     pub params: Vec<(String, NDArray)>,
     pub module_name: String,
-    /// Plans built so far, by device list; executors of one device list share one.
-    plans: Mutex<Vec<(Vec<DLDevice>, Arc<Plan>)>>,
+    /// Plans built so far, by device list and storage plan; executors with the same key share
+    /// one, and every plan shares the factory's weight arrays.
+    plans: Mutex<Vec<(PlanKey, Arc<Plan>)>>,
 }
 
 impl GraphExecutorFactory {
@@ -32,8 +38,14 @@ impl GraphExecutorFactory {
     /// The shared plan for `devices` (built on first use). `this` supplies the kernels: the
     /// factory's first import.
     pub fn plan(&self, this: &Module, devices: &[DLDevice]) -> Result<Arc<Plan>> {
+        self.plan_with(this, devices, MemoryPlan::Tvm)
+    }
+
+    /// The shared plan for `devices` with the given storage plan (built on first use).
+    pub fn plan_with(&self, this: &Module, devices: &[DLDevice], memory: MemoryPlan) -> Result<Arc<Plan>> {
+        let key = (devices.to_vec(), memory);
         let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, p)) = plans.iter().find(|(d, _)| d == devices) {
+        if let Some((_, p)) = plans.iter().find(|(k, _)| *k == key) {
             return Ok(p.clone());
         }
         let lib = this
@@ -42,9 +54,12 @@ impl GraphExecutorFactory {
             .next()
             .ok_or_else(|| Error::value("GraphExecutorFactory has no imported kernel module"))?;
         let mut plan = Plan::new(Graph::parse(&self.graph_json)?, lib, devices)?;
+        if memory == MemoryPlan::Parallel {
+            plan = parallel_plan(&plan)?;
+        }
         plan.set_params(&self.params)?;
         let plan = Arc::new(plan);
-        plans.push((devices.to_vec(), plan.clone()));
+        plans.push((key, plan.clone()));
         Ok(plan)
     }
 

@@ -5,18 +5,66 @@
 //! inter-op scheduler and the bucket dispatcher will too.
 
 use super::executor::Executor;
+use super::options::ExecutorOptions;
+use super::plan::Plan;
+use super::profile::OpTiming;
+use super::schedule::{ParallelRunner, Parallelism};
 use crate::abi::DLDataType;
 use crate::runtime::error::{Error, Result};
+use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
-/// An executor shared between callers, used by one at a time.
+/// An executor shared between callers, used by one at a time, with the way it runs its ops:
+/// one after another, or on several workers ([`ParallelRunner`]).
 pub struct ExecutorFront {
     exec: Mutex<Executor>,
+    runner: Option<ParallelRunner>,
 }
 
 impl ExecutorFront {
+    /// A front that runs ops one after another, as TVM does.
     pub fn new(exec: Executor) -> Self {
-        ExecutorFront { exec: Mutex::new(exec) }
+        ExecutorFront { exec: Mutex::new(exec), runner: None }
+    }
+
+    /// A front that runs independent ops in parallel.
+    pub fn with_runner(exec: Executor, runner: ParallelRunner) -> Self {
+        ExecutorFront { exec: Mutex::new(exec), runner: Some(runner) }
+    }
+
+    /// An executor over `plan` that runs as `options` say (their memory plan is the plan's
+    /// business: see `GraphExecutorFactory::plan_with` and `memory_plan::parallel_plan`).
+    pub fn create(plan: Arc<Plan>, options: &ExecutorOptions) -> Result<ExecutorFront> {
+        let exec = Executor::new(plan.clone())?;
+        let default_intra = crate::runtime::threading::default_num_threads();
+        if options.inter_op_threads == 1 && options.intra_op_threads == default_intra {
+            return Ok(ExecutorFront::new(exec));
+        }
+        let parallelism = Parallelism { inter_op: options.inter_op_threads, intra_op: options.intra_op_threads };
+        Ok(ExecutorFront::with_runner(exec, ParallelRunner::new(&plan, parallelism)))
+    }
+
+    /// The parallel runner, if this front has one.
+    pub fn runner(&self) -> Option<&ParallelRunner> {
+        self.runner.as_ref()
+    }
+
+    /// Run the graph once, on the workers when there is a runner.
+    pub fn run(&self) -> Result<()> {
+        let mut e = self.lock()?;
+        match &self.runner {
+            Some(r) => r.run(&mut e),
+            None => e.run(),
+        }
+    }
+
+    /// Run once timing every op (with the worker that ran it).
+    pub fn run_profiled(&self) -> Result<Vec<OpTiming>> {
+        let mut e = self.lock()?;
+        match &self.runner {
+            Some(r) => r.run_profiled(&mut e),
+            None => e.run_profiled(),
+        }
     }
 
     /// Exclusive access. A call while another thread uses the executor is an error, not a wait:

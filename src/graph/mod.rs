@@ -3,13 +3,17 @@
 //! ([`front`]), profiling ([`profile`]), the executor as a TVM module ([`module`]), and the
 //! `GraphExecutorFactory` packed by `export_library`.
 
+pub mod deps;
 pub mod executor;
 pub mod factory;
 pub mod front;
 pub mod json;
+pub mod memory_plan;
 pub mod module;
+pub mod options;
 pub mod plan;
 pub mod profile;
+pub mod schedule;
 
 pub use executor::Executor;
 pub use front::{ExecutorFront, Key, TensorInfo};

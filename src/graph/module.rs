@@ -74,7 +74,7 @@ const METHODS: &[(&str, Method)] = &[
     ("get_input", get_input),
     ("get_num_outputs", |m, _| Ok(Value::Int(front_of(m).lock()?.plan().num_outputs() as i64))),
     ("get_num_inputs", |m, _| Ok(Value::Int(front_of(m).lock()?.plan().num_inputs() as i64))),
-    ("run", |m, _| front_of(m).lock()?.run().map(|_| Value::Null)),
+    ("run", |m, _| front_of(m).run().map(|_| Value::Null)),
     ("run_from_inputs", run_from_inputs),
     ("load_params", |m, args| front_of(m).lock()?.load_params(args.bytes(0)?).map(|_| Value::Null)),
     ("share_params", share_params),
@@ -92,8 +92,8 @@ const METHODS: &[(&str, Method)] = &[
         let min_ms = if args.len() > 2 { args.int(2)? as f64 } else { 0.0 };
         Ok(Value::Bytes(run_individual(&mut *front_of(m).lock()?, number, repeat, min_ms)?))
     }),
-    ("profile", |m, _| Ok(Value::Str(profile_table(&front_of(m).lock()?.run_profiled()?)))),
-    ("profile_chrome_trace", |m, _| Ok(Value::Str(chrome_trace(&front_of(m).lock()?.run_profiled()?)))),
+    ("profile", |m, _| Ok(Value::Str(profile_table(&front_of(m).run_profiled()?)))),
+    ("profile_chrome_trace", |m, _| Ok(Value::Str(chrome_trace(&front_of(m).run_profiled()?)))),
     ("debug_get_output", debug_get_output),
 ];
 

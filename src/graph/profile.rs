@@ -13,6 +13,24 @@ pub struct OpTiming {
     pub func_name: String,
     pub start_ns: u64,
     pub duration_ns: u64,
+    /// Which worker ran it (0: the calling thread).
+    pub lane: u32,
+}
+
+impl OpTiming {
+    /// The timing of op `i` (in run order) of `e`.
+    pub(crate) fn of(e: &Executor, i: usize, start_ns: u64, duration_ns: u64, lane: u32) -> OpTiming {
+        let node_id = e.op_node_id(i);
+        let node = &e.plan().graph.nodes[node_id as usize];
+        OpTiming {
+            node_id,
+            name: node.name.clone(),
+            func_name: node.attrs.as_ref().map(|a| a.func_name.clone()).unwrap_or_default(),
+            start_ns,
+            duration_ns,
+            lane,
+        }
+    }
 }
 
 impl Executor {
@@ -24,31 +42,32 @@ impl Executor {
             let start = Instant::now();
             self.run_op(i)?;
             let end = Instant::now();
-            let node_id = self.op_node_id(i);
-            let node = &self.plan().graph.nodes[node_id as usize];
-            out.push(OpTiming {
-                node_id,
-                name: node.name.clone(),
-                func_name: node.attrs.as_ref().map(|a| a.func_name.clone()).unwrap_or_default(),
-                start_ns: (start - t0).as_nanos() as u64,
-                duration_ns: (end - start).as_nanos() as u64,
-            });
+            out.push(OpTiming::of(self, i, (start - t0).as_nanos() as u64, (end - start).as_nanos() as u64, 0));
         }
         Ok(out)
     }
 }
 
-/// Per-op timings as a Chrome trace (`chrome://tracing` / Perfetto JSON).
+/// Per-op timings as a Chrome trace (`chrome://tracing` / Perfetto JSON), one lane (thread row)
+/// per worker.
 pub fn chrome_trace(timings: &[OpTiming]) -> String {
-    let events: Vec<serde_json::Value> = timings
-        .iter()
-        .map(|t| {
+    let mut lanes: Vec<u32> = timings.iter().map(|t| t.lane).collect();
+    lanes.sort_unstable();
+    lanes.dedup();
+    // Lanes are named when there are several (a sequential trace is just its ops).
+    let named = if lanes.len() > 1 { lanes.as_slice() } else { &[] };
+    let names = named.iter().map(|&l| {
+        let name = if l == 0 { "caller".to_string() } else { format!("inter-op worker {l}") };
+        serde_json::json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": l + 1, "args": {"name": name}})
+    });
+    let events: Vec<serde_json::Value> = names
+        .chain(timings.iter().map(|t| {
             serde_json::json!({
-                "name": t.name, "cat": "op", "ph": "X", "pid": 1, "tid": 1,
+                "name": t.name, "cat": "op", "ph": "X", "pid": 1, "tid": t.lane + 1,
                 "ts": t.start_ns as f64 / 1000.0, "dur": t.duration_ns as f64 / 1000.0,
                 "args": {"func_name": t.func_name, "node_id": t.node_id},
             })
-        })
+        }))
         .collect();
     // Written by hand so `traceEvents` comes first, as tools and users expect.
     format!("{{\"traceEvents\":{},\"displayTimeUnit\":\"ns\"}}", serde_json::Value::Array(events))
