@@ -638,6 +638,17 @@ int TVMGraphExecutorGetOutputInfo(const TVMGraphExecutor *g, int32_t index, TVMT
 int TVMGraphExecutorProfile(TVMGraphExecutor *g, int format, const char **out);
 
 /*
+ The executor's op schedule as Graphviz dot (`dot -Tsvg`): ops grouped by level (ops of one
+ level are independent), data edges solid, storage-reuse hazards dashed red, the critical path
+ bold. `*out` is owned by the executor until its next profile or schedule call.
+
+ # Safety
+ `out` must be NULL (an error) or valid for writing one pointer; `g` is only looked up among
+ live executors (a bad handle is an error).
+ */
+int TVMGraphExecutorScheduleDot(TVMGraphExecutor *g, const char **out);
+
+/*
  Destroy an executor (NULL is a no-op). A second free of the same handle is an error.
 
  # Safety

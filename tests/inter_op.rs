@@ -98,3 +98,22 @@ fn a_parallel_profile_has_a_lane_per_worker() {
     // SAFETY: live executor.
     ok(unsafe { TVMGraphExecutorFree(g) });
 }
+
+#[test]
+fn the_schedule_as_dot_shows_the_independent_adds() {
+    let factory = load_module(&seed004_so()).unwrap();
+    let g = create(&factory, "inter_op_threads=2").unwrap();
+    let mut text: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: live executor and out-pointer.
+    ok(unsafe { TVMGraphExecutorScheduleDot(g, &mut text) });
+    // SAFETY: the executor owns the text until its next call.
+    let dot = unsafe { std::ffi::CStr::from_ptr(text) }.to_str().unwrap().to_string();
+    assert!(dot.starts_with("digraph schedule {"), "{dot}");
+    // Both adds on level 0, the multiply on level 1 after both; no storage hazard in this plan.
+    assert!(dot.contains("subgraph level_0 { rank=same; op0 [label=\"tvmgen_default_fused_add\\nlevel 0\""), "{dot}");
+    assert!(dot.contains("op1 [label=\"tvmgen_default_fused_add_1\\nlevel 0\""), "{dot}");
+    assert!(dot.contains("op2 [label=\"tvmgen_default_fused_multiply\\nlevel 1\", style=bold]"), "{dot}");
+    assert!(dot.contains("op0 -> op2") && dot.contains("op1 -> op2") && !dot.contains("storage"), "{dot}");
+    // SAFETY: live executor.
+    ok(unsafe { TVMGraphExecutorFree(g) });
+}

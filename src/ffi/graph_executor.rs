@@ -11,6 +11,7 @@
 
 use super::ptr::{out_param, slice};
 use crate::abi::{DLDataType, DLDevice, DLTensor};
+use crate::graph::deps::OpGraph;
 use crate::graph::factory::GraphExecutorFactory;
 use crate::graph::memory_plan::parallel_plan;
 use crate::graph::options::{ExecutorOptions, MemoryPlan};
@@ -517,6 +518,28 @@ pub unsafe extern "C" fn TVMGraphExecutorProfile(
         };
         let mut slot = g.text.lock().unwrap_or_else(|e| e.into_inner());
         *slot = CString::new(text).map_err(|_| Error::internal("profile text contains NUL"))?;
+        *out = slot.as_ptr();
+        Ok(0)
+    })
+}
+
+/// The executor's op schedule as Graphviz dot (`dot -Tsvg`): ops grouped by level (ops of one
+/// level are independent), data edges solid, storage-reuse hazards dashed red, the critical path
+/// bold. `*out` is owned by the executor until its next profile or schedule call.
+///
+/// # Safety
+/// `out` must be NULL (an error) or valid for writing one pointer; `g` is only looked up among
+/// live executors (a bad handle is an error).
+#[no_mangle]
+pub unsafe extern "C" fn TVMGraphExecutorScheduleDot(g: *mut TVMGraphExecutor, out: *mut *const c_char) -> c_int {
+    ffi_boundary!("TVMGraphExecutorScheduleDot", {
+        // SAFETY: out-pointer (caller contract).
+        let out = unsafe { out_param(out, "out")? };
+        let g = handle(g)?;
+        let plan = g.front.lock()?.plan().clone();
+        let dot = OpGraph::new(&plan).to_dot(&plan);
+        let mut slot = g.text.lock().unwrap_or_else(|e| e.into_inner());
+        *slot = CString::new(dot).map_err(|_| Error::internal("schedule text contains NUL"))?;
         *out = slot.as_ptr();
         Ok(0)
     })

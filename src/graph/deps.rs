@@ -106,4 +106,50 @@ impl OpGraph {
         }
         level
     }
+
+    /// The longest chain of dependent ops (by op count), earliest first.
+    pub fn critical_path(&self) -> Vec<u32> {
+        let mut best: Vec<(u32, Option<u32>)> = vec![(1, None); self.len()];
+        for i in 0..self.len() {
+            if let Some(&p) = self.preds[i].iter().max_by_key(|&&p| best[p as usize].0) {
+                best[i] = (best[p as usize].0 + 1, Some(p));
+            }
+        }
+        let Some(mut at) = (0..self.len()).max_by_key(|&i| best[i].0) else { return Vec::new() };
+        let mut path = vec![at as u32];
+        while let Some(p) = best[at].1 {
+            path.push(p);
+            at = p as usize;
+        }
+        path.reverse();
+        path
+    }
+
+    /// The schedule as Graphviz dot: one box per op (named by its node, grouped by level),
+    /// solid edges for data, dashed red edges for storage hazards, the critical path in bold.
+    pub fn to_dot(&self, plan: &Plan) -> String {
+        let levels = self.levels();
+        let critical = self.critical_path();
+        let on_path = |a: u32, b: u32| critical.windows(2).any(|w| w[0] == a && w[1] == b);
+        let name = |i: usize| plan.graph.nodes[plan.ops[i].node_id as usize].name.replace('"', "\\\"");
+        let mut s = String::from("digraph schedule {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
+        for level in 0..=levels.iter().copied().max().unwrap_or(0) {
+            s += &format!("  subgraph level_{level} {{ rank=same;");
+            for (i, _) in levels.iter().enumerate().filter(|(_, &l)| l == level) {
+                let bold = if critical.contains(&(i as u32)) { ", style=bold" } else { "" };
+                s += &format!(" op{i} [label=\"{}\\nlevel {level}\"{bold}];", name(i));
+            }
+            s += " }\n";
+        }
+        for &(a, b, kind) in &self.edges {
+            let style = match kind {
+                EdgeKind::Data => "",
+                EdgeKind::Storage => "style=dashed, color=red, label=\"storage\"",
+            };
+            let bold = if on_path(a, b) { "penwidth=2" } else { "" };
+            let attrs: Vec<&str> = [style, bold].into_iter().filter(|x| !x.is_empty()).collect();
+            s += &format!("  op{a} -> op{b} [{}];\n", attrs.join(", "));
+        }
+        s + "}\n"
+    }
 }

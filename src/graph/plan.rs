@@ -249,6 +249,11 @@ impl Plan {
         Ok(())
     }
 
+    /// Bytes of every storage slot together (activations and weights, as planned).
+    pub fn storage_bytes(&self) -> usize {
+        self.storage.iter().map(|s| s.bytes).sum()
+    }
+
     pub fn num_inputs(&self) -> usize {
         self.graph.arg_nodes.len()
     }
