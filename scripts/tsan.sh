@@ -134,9 +134,9 @@ echo "-- ctest (every C test, plus the data-race canary that must be reported)"
 
 if [ "$MODE" = full ] && [ "${TSAN_RUST_TESTS:-1}" = 1 ]; then
   # The same instrumented build runs the library's own unit tests and tests/concurrency.rs
-  # (threads through the C API from Rust), with rustc's TSan runtime. TSAN_RUST_TESTS=0 skips.
+  # and tests/inter_op.rs (threads through the C API from Rust; the inter-op scheduler), with rustc's TSan runtime. TSAN_RUST_TESTS=0 skips.
   echo "-- the library's unit tests and tests/concurrency.rs under TSan (TSAN_RUST_TESTS=0 skips)"
   (cd "$REPO" && RUSTFLAGS="-Zsanitizer=thread" "${runner[@]}" "${cargo_cmd[@]}" test --quiet --release \
-     -Zbuild-std --target "$host" --target-dir "$RUST_TARGET_DIR" --lib --test concurrency)
+     -Zbuild-std --target "$host" --target-dir "$RUST_TARGET_DIR" --lib --test concurrency --test inter_op)
 fi
 echo "tsan ($MODE): no data races reported; canary reported as expected"
