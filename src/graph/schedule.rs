@@ -1,8 +1,9 @@
 //! Inter-op parallelism: independent ops of one run on several workers at once.
 //!
-//! Ops are grouped into *tasks*: maximal chains in which each op has exactly one successor and
-//! that successor exactly one predecessor, so a graph without branches is one task and runs as
-//! the plain sequential loop (no scheduling cost). Tasks become ready when their predecessors
+//! Ops are grouped into *tasks*: an op joins the task of its latest predecessor when all its
+//! predecessors are in that task and that predecessor is the task's last op, so a graph without
+//! branches (storage hazards included) is one task and runs as the plain sequential loop, and
+//! only branch points start new tasks. Tasks become ready when their predecessors
 //! are done; a ready queue is served by the calling thread plus `inter_op - 1` persistent
 //! workers, each with its own intra-op pool for the kernels' `TVMBackendParallelLaunch`.
 //! Every pair of ops that touch a common storage id is ordered by [`OpGraph`], and each hand-off
@@ -25,7 +26,9 @@ use std::time::Instant;
 pub struct TaskGraph {
     /// Op indices of each task, in run order.
     pub tasks: Vec<Vec<u32>>,
-    pub succs: Vec<Vec<u32>>,
+    /// Per op: the other tasks that wait for it (each once).
+    pub released_by: Vec<Vec<u32>>,
+    /// Per task: how many (op, task) releases it waits for.
     pub n_preds: Vec<u32>,
 }
 
@@ -35,32 +38,34 @@ impl TaskGraph {
         let mut task_of = vec![u32::MAX; n];
         let mut tasks: Vec<Vec<u32>> = Vec::new();
         for i in 0..n {
-            let continues = match g.preds[i].as_slice() {
-                [p] => g.succs[*p as usize].len() == 1,
-                _ => false,
-            };
-            if continues {
-                let t = task_of[g.preds[i][0] as usize];
-                tasks[t as usize].push(i as u32);
-                task_of[i] = t;
-            } else {
-                task_of[i] = tasks.len() as u32;
-                tasks.push(vec![i as u32]);
+            // Appending keeps the task in run order and adds no dependency from outside it.
+            let joins = g.preds[i].iter().max().map(|&p| task_of[p as usize]).filter(|&t| {
+                let ops = &tasks[t as usize];
+                ops.last() == g.preds[i].iter().max() && g.preds[i].iter().all(|&q| task_of[q as usize] == t)
+            });
+            match joins {
+                Some(t) => {
+                    tasks[t as usize].push(i as u32);
+                    task_of[i] = t;
+                }
+                None => {
+                    task_of[i] = tasks.len() as u32;
+                    tasks.push(vec![i as u32]);
+                }
             }
         }
-        let mut succs: Vec<Vec<u32>> = vec![Vec::new(); tasks.len()];
+        let mut released_by: Vec<Vec<u32>> = vec![Vec::new(); n];
         let mut n_preds = vec![0u32; tasks.len()];
-        for (t, ops) in tasks.iter().enumerate() {
-            let last = *ops.last().expect("tasks are not empty") as usize;
-            for &s in &g.succs[last] {
+        for (op, waiting) in released_by.iter_mut().enumerate() {
+            for &s in &g.succs[op] {
                 let st = task_of[s as usize];
-                if st as usize != t && !succs[t].contains(&st) {
-                    succs[t].push(st);
+                if st != task_of[op] && !waiting.contains(&st) {
+                    waiting.push(st);
                     n_preds[st as usize] += 1;
                 }
             }
         }
-        TaskGraph { tasks, succs, n_preds }
+        TaskGraph { tasks, released_by, n_preds }
     }
 }
 
@@ -118,49 +123,69 @@ impl RunState {
             };
             let Some(t) = task else { return };
             self.run_task(t, lane);
-            self.complete(t);
+            self.complete();
         }
     }
 
+    /// Run task `t`'s ops in order; after each, release the tasks waiting for that op (so a
+    /// branch starts as soon as the op it forks from is done, not when its whole task is).
     fn run_task(&self, t: u32, lane: u32) {
-        if self.failed.load(Ordering::Acquire) {
-            return; // drain: a failed run only finishes the bookkeeping
-        }
         // SAFETY: see `unsafe impl Send for RunState`.
         let exec = unsafe { &*self.exec };
         for &op in &self.graph.tasks[t as usize] {
-            let start = self.timings.as_ref().map(|_| self.t0.elapsed().as_nanos() as u64);
-            // A panic must not take the worker down with the run unfinished: it fails the run.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exec.run_op(op as usize)))
-                .unwrap_or_else(|_| Err(Error::internal(format!("panic while running op {op} on an inter-op worker"))));
-            if let Err(e) = result {
-                let mut slot = self.error.lock().unwrap_or_else(|e| e.into_inner());
-                slot.get_or_insert(e);
-                self.failed.store(true, Ordering::Release);
-                return;
+            // After a failure the run only finishes its bookkeeping.
+            if !self.failed.load(Ordering::Acquire) {
+                self.run_op(exec, op, lane);
             }
-            if let (Some(times), Some(start)) = (&self.timings, start) {
-                let end = self.t0.elapsed().as_nanos() as u64;
-                *times[op as usize].lock().unwrap_or_else(|e| e.into_inner()) = Some((start, end, lane));
-            }
+            self.release(op);
         }
     }
 
-    fn complete(&self, t: u32) {
-        let mut ready = Vec::new();
-        for &s in &self.graph.succs[t as usize] {
-            if self.remaining[s as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
-                ready.push(s);
-            }
+    fn run_op(&self, exec: &Executor, op: u32, lane: u32) {
+        let start = self.timings.as_ref().map(|_| self.t0.elapsed().as_nanos() as u64);
+        // A panic must not take the worker down with the run unfinished: it fails the run.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exec.run_op(op as usize)))
+            .unwrap_or_else(|_| Err(Error::internal(format!("panic while running op {op} on an inter-op worker"))));
+        if let Err(e) = result {
+            self.error.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+            self.failed.store(true, Ordering::Release);
+            return;
         }
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        q.extend(ready);
-        let done = self.completed.fetch_add(1, Ordering::AcqRel) + 1 == self.graph.tasks.len();
-        drop(q);
-        if done || self.graph.succs[t as usize].len() > 1 {
+        if let (Some(times), Some(start)) = (&self.timings, start) {
+            let end = self.t0.elapsed().as_nanos() as u64;
+            *times[op as usize].lock().unwrap_or_else(|e| e.into_inner()) = Some((start, end, lane));
+        }
+    }
+
+    /// Count `op` as done for every task waiting on it; queue those that became ready.
+    fn release(&self, op: u32) {
+        let waiting = &self.graph.released_by[op as usize];
+        if waiting.is_empty() {
+            return;
+        }
+        let ready: Vec<u32> = waiting
+            .iter()
+            .copied()
+            .filter(|&s| self.remaining[s as usize].fetch_sub(1, Ordering::AcqRel) == 1)
+            .collect();
+        if ready.is_empty() {
+            return;
+        }
+        let many = ready.len() > 1;
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).extend(ready);
+        if many {
             self.wake.notify_all();
         } else {
             self.wake.notify_one();
+        }
+    }
+
+    fn complete(&self) {
+        let q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let done = self.completed.fetch_add(1, Ordering::AcqRel) + 1 == self.graph.tasks.len();
+        drop(q);
+        if done {
+            self.wake.notify_all();
         }
     }
 }
@@ -219,6 +244,13 @@ impl ParallelRunner {
 
     /// Run every op once.
     pub fn run(&self, exec: &mut Executor) -> Result<()> {
+        if self.graph.tasks.len() == 1 {
+            // Nothing can overlap: the plain loop, with this runner's intra-op pool.
+            let previous = set_current_pool(Some(self.caller_pool.clone()));
+            let result = exec.run();
+            set_current_pool(previous);
+            return result;
+        }
         self.run_inner(exec, false).map(|_| ())
     }
 
@@ -302,5 +334,39 @@ fn worker_loop(mailbox: Arc<Mailbox>, lane: u32, intra_op: usize) {
             }
         };
         state.work(lane);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::deps::EdgeKind;
+
+    fn op_graph(n: usize, edges: &[(u32, u32)]) -> OpGraph {
+        let mut g = OpGraph { preds: vec![Vec::new(); n], succs: vec![Vec::new(); n], edges: Vec::new() };
+        for &(a, b) in edges {
+            g.preds[b as usize].push(a);
+            g.succs[a as usize].push(b);
+            g.edges.push((a, b, EdgeKind::Data));
+        }
+        g
+    }
+
+    #[test]
+    fn a_chain_with_storage_hazards_is_one_task() {
+        // Ping-pong buffers: op i waits for i-1 (data) and i-2 (write-after-write).
+        let edges: Vec<(u32, u32)> = (1..6).map(|i| (i - 1, i)).chain((2..6).map(|i| (i - 2, i))).collect();
+        let t = TaskGraph::new(&op_graph(6, &edges));
+        assert_eq!(t.tasks, vec![vec![0, 1, 2, 3, 4, 5]]);
+    }
+
+    #[test]
+    fn branches_are_separate_tasks_joined_by_a_third() {
+        // 0 -> {1, 2}; 1 -> 3; 2 -> 4; {3, 4} -> 5
+        let t = TaskGraph::new(&op_graph(6, &[(0, 1), (0, 2), (1, 3), (2, 4), (3, 5), (4, 5)]));
+        assert_eq!(t.tasks, vec![vec![0, 1, 3], vec![2, 4], vec![5]]);
+        assert_eq!(t.n_preds, vec![0, 1, 2]);
+        // The second branch waits for op 0 only, not for the whole first task.
+        assert_eq!(t.released_by, vec![vec![1], vec![], vec![], vec![2], vec![2], vec![]]);
     }
 }
