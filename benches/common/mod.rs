@@ -36,6 +36,30 @@ pub fn build_so(out: &Path, sources: &[PathBuf]) -> PathBuf {
     out.to_path_buf()
 }
 
+/// A chain x -> op1 -> ... -> opN, storage ids alternating between two slots as TVM's planner
+/// assigns them (x has its own slot).
+pub fn chain_json(n: usize) -> String {
+    let mut nodes = vec![r#"{"op": "null", "name": "x", "inputs": []}"#.to_string()];
+    for i in 1..=n {
+        nodes.push(format!(
+            r#"{{"op": "tvm_op", "name": "add_{i}", "attrs": {{"func_name": "chain_add", "num_inputs": "1", "num_outputs": "1", "flatten_data": "0"}}, "inputs": [[{}, 0, 0]]}}"#,
+            i - 1
+        ));
+    }
+    let storage: Vec<String> = (0..=n).map(|e| if e == 0 { 0 } else { 1 + (e - 1) % 2 }.to_string()).collect();
+    let list = |item: &str| vec![item; n + 1].join(", ");
+    format!(
+        r#"{{"nodes": [{}], "arg_nodes": [0], "heads": [[{n}, 0, 0]], "node_row_ptr": [{}],
+"attrs": {{"dltype": ["list_str", [{}]], "storage_id": ["list_int", [{}]], "shape": ["list_shape", [{}]], "device_index": ["list_int", [{}]]}}}}"#,
+        nodes.join(",\n"),
+        (0..=n + 1).map(|i| i.to_string()).collect::<Vec<_>>().join(", "),
+        list(r#""float32""#),
+        storage.join(", "),
+        list("[1]"),
+        list("1"),
+    )
+}
+
 pub fn median(v: &mut [f64]) -> f64 {
     assert!(!v.is_empty());
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
