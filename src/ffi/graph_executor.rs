@@ -13,10 +13,10 @@ use super::ptr::{out_param, slice};
 use crate::abi::{DLDataType, DLDevice, DLTensor};
 use crate::graph::deps::OpGraph;
 use crate::graph::factory::GraphExecutorFactory;
-use crate::graph::memory_plan::parallel_plan;
-use crate::graph::options::{ExecutorOptions, MemoryPlan};
+use crate::graph::memory_plan::build_plan;
+use crate::graph::options::ExecutorOptions;
 use crate::graph::profile::{chrome_trace, profile_table};
-use crate::graph::{Executor, ExecutorFront, Graph, Key, Plan, TensorInfo};
+use crate::graph::{ExecutorFront, Graph, Key, TensorInfo};
 use crate::runtime::error::{set_last_error, Error, Result};
 use crate::runtime::module::Module;
 use crate::runtime::tensor::TensorRef;
@@ -107,13 +107,9 @@ pub unsafe extern "C" fn TVMGraphExecutorCreate(
     out: *mut *mut TVMGraphExecutor,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorCreate", {
-        // SAFETY: C arguments per the contract above.
+        // SAFETY: C arguments per the contract above; no options (TVM's behaviour).
         let out = unsafe { out_param(out, "out")? };
-        let json = unsafe { c_str!(graph_json)? };
-        let module = unsafe { super::module::module_arg(module, "module")? };
-        let devices = unsafe { device_list(devices, num_devices)? };
-        let plan = Plan::new(Graph::parse(json)?, module, devices)?;
-        *out = publish(ExecutorFront::new(Executor::new(Arc::new(plan))?))?;
+        *out = unsafe { create_from_json(graph_json, module, devices, num_devices, std::ptr::null())? };
         Ok(0)
     })
 }
@@ -134,14 +130,50 @@ pub unsafe extern "C" fn TVMGraphExecutorCreateFromFactory(
     out: *mut *mut TVMGraphExecutor,
 ) -> c_int {
     ffi_boundary!("TVMGraphExecutorCreateFromFactory", {
-        // SAFETY: C arguments per the contract above.
+        // SAFETY: C arguments per the contract above; no options (TVM's behaviour).
         let out = unsafe { out_param(out, "out")? };
-        let m: Module = unsafe { super::module::module_arg(factory, "factory")? };
-        let devices = unsafe { device_list(devices, num_devices)? };
-        let plan = factory_of(&m)?.plan(&m, devices)?;
-        *out = publish(ExecutorFront::new(Executor::new(plan)?))?;
+        *out = unsafe { create_from_factory(factory, devices, num_devices, std::ptr::null())? };
         Ok(0)
     })
+}
+
+/// The body of `TVMGraphExecutorCreate` / `...WithOptions` (NULL options: the defaults, which
+/// make a plain sequential executor on TVM's storage plan).
+///
+/// # Safety
+/// The C arguments as those functions' contracts say.
+unsafe fn create_from_json(
+    graph_json: *const c_char,
+    module: *mut c_void,
+    devices: *const DLDevice,
+    num_devices: u32,
+    options: *const c_char,
+) -> Result<*mut TVMGraphExecutor> {
+    // SAFETY: forwarded contract.
+    let json = unsafe { c_str!(graph_json)? };
+    let module = unsafe { super::module::module_arg(module, "module")? };
+    let devices = unsafe { device_list(devices, num_devices)? };
+    let options = unsafe { executor_options(options)? };
+    let plan = build_plan(Graph::parse(json)?, module, devices, options.memory_plan)?;
+    publish(ExecutorFront::create(Arc::new(plan), &options)?)
+}
+
+/// The body of `TVMGraphExecutorCreateFromFactory` / `...WithOptions`.
+///
+/// # Safety
+/// The C arguments as those functions' contracts say.
+unsafe fn create_from_factory(
+    factory: *mut c_void,
+    devices: *const DLDevice,
+    num_devices: u32,
+    options: *const c_char,
+) -> Result<*mut TVMGraphExecutor> {
+    // SAFETY: forwarded contract.
+    let m: Module = unsafe { super::module::module_arg(factory, "factory")? };
+    let devices = unsafe { device_list(devices, num_devices)? };
+    let options = unsafe { executor_options(options)? };
+    let plan = factory_of(&m)?.plan_with(&m, devices, options.memory_plan)?;
+    publish(ExecutorFront::create(plan, &options)?)
 }
 
 fn factory_of(m: &Module) -> Result<&GraphExecutorFactory> {
@@ -182,15 +214,7 @@ pub unsafe extern "C" fn TVMGraphExecutorCreateWithOptions(
     ffi_boundary!("TVMGraphExecutorCreateWithOptions", {
         // SAFETY: C arguments per the contract above.
         let out = unsafe { out_param(out, "out")? };
-        let json = unsafe { c_str!(graph_json)? };
-        let module = unsafe { super::module::module_arg(module, "module")? };
-        let devices = unsafe { device_list(devices, num_devices)? };
-        let options = unsafe { executor_options(options)? };
-        let mut plan = Plan::new(Graph::parse(json)?, module, devices)?;
-        if options.memory_plan == MemoryPlan::Parallel {
-            plan = parallel_plan(&plan)?;
-        }
-        *out = publish(ExecutorFront::create(Arc::new(plan), &options)?)?;
+        *out = unsafe { create_from_json(graph_json, module, devices, num_devices, options)? };
         Ok(0)
     })
 }
@@ -212,11 +236,7 @@ pub unsafe extern "C" fn TVMGraphExecutorCreateFromFactoryWithOptions(
     ffi_boundary!("TVMGraphExecutorCreateFromFactoryWithOptions", {
         // SAFETY: C arguments per the contract above.
         let out = unsafe { out_param(out, "out")? };
-        let m: Module = unsafe { super::module::module_arg(factory, "factory")? };
-        let devices = unsafe { device_list(devices, num_devices)? };
-        let options = unsafe { executor_options(options)? };
-        let plan = factory_of(&m)?.plan_with(&m, devices, options.memory_plan)?;
-        *out = publish(ExecutorFront::create(plan, &options)?)?;
+        *out = unsafe { create_from_factory(factory, devices, num_devices, options)? };
         Ok(0)
     })
 }

@@ -3,7 +3,7 @@
 //! creates an executor; all executors of one device list share one plan and one copy of weights.
 
 use super::json::Graph;
-use super::memory_plan::parallel_plan;
+use super::memory_plan::build_plan;
 use super::module::executor_module;
 use super::options::MemoryPlan;
 use super::plan::Plan;
@@ -53,10 +53,7 @@ impl GraphExecutorFactory {
             .into_iter()
             .next()
             .ok_or_else(|| Error::value("GraphExecutorFactory has no imported kernel module"))?;
-        let mut plan = Plan::new(Graph::parse(&self.graph_json)?, lib, devices)?;
-        if memory == MemoryPlan::Parallel {
-            plan = parallel_plan(&plan)?;
-        }
+        let mut plan = build_plan(Graph::parse(&self.graph_json)?, lib, devices, memory)?;
         plan.set_params(&self.params)?;
         let plan = Arc::new(plan);
         plans.push((key, plan.clone()));

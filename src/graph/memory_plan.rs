@@ -4,8 +4,12 @@
 //! no ordering beyond the data dependencies, at the cost of some bytes.
 
 use super::deps::op_io;
+use super::json::Graph;
+use super::options::MemoryPlan;
 use super::plan::{OpKind, Plan};
+use crate::abi::DLDevice;
 use crate::runtime::error::Result;
+use crate::runtime::module::Module;
 use std::collections::HashMap;
 
 /// A set of op indices as a bitset.
@@ -123,6 +127,16 @@ fn pick_slot(slots: &mut Vec<Slot>, bytes: usize, device_type: i32, ancestors: &
         slots.push(Slot { bytes: 0, device_type, users: Vec::new(), pinned: false });
         slots.len() as u32 - 1
     })
+}
+
+/// A plan of `graph` over `module`'s kernels with the storage plan asked for (no weights
+/// attached).
+pub fn build_plan(graph: Graph, module: Module, devices: &[DLDevice], memory: MemoryPlan) -> Result<Plan> {
+    let plan = Plan::new(graph, module, devices)?;
+    match memory {
+        MemoryPlan::Tvm => Ok(plan),
+        MemoryPlan::Parallel => parallel_plan(&plan),
+    }
 }
 
 /// `plan`'s graph and kernels with the parallel storage plan (no weights attached).
