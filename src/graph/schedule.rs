@@ -39,9 +39,9 @@ impl TaskGraph {
         let mut tasks: Vec<Vec<u32>> = Vec::new();
         for i in 0..n {
             // Appending keeps the task in run order and adds no dependency from outside it.
-            let joins = g.preds[i].iter().max().map(|&p| task_of[p as usize]).filter(|&t| {
-                let ops = &tasks[t as usize];
-                ops.last() == g.preds[i].iter().max() && g.preds[i].iter().all(|&q| task_of[q as usize] == t)
+            let latest = g.preds[i].iter().max().copied();
+            let joins = latest.map(|p| task_of[p as usize]).filter(|&t| {
+                tasks[t as usize].last().copied() == latest && g.preds[i].iter().all(|&q| task_of[q as usize] == t)
             });
             match joins {
                 Some(t) => {
@@ -246,10 +246,7 @@ impl ParallelRunner {
     pub fn run(&self, exec: &mut Executor) -> Result<()> {
         if self.graph.tasks.len() == 1 {
             // Nothing can overlap: the plain loop, with this runner's intra-op pool.
-            let previous = set_current_pool(Some(self.caller_pool.clone()));
-            let result = exec.run();
-            set_current_pool(previous);
-            return result;
+            return self.on_caller_pool(|| exec.run());
         }
         self.run_inner(exec, false).map(|_| ())
     }
@@ -266,6 +263,14 @@ impl ParallelRunner {
             .collect();
         out.sort_by_key(|t| t.start_ns);
         Ok(out)
+    }
+
+    /// Run `f` on the calling thread with this runner's intra-op pool as its current pool.
+    fn on_caller_pool<R>(&self, f: impl FnOnce() -> R) -> R {
+        let previous = set_current_pool(Some(self.caller_pool.clone()));
+        let result = f();
+        set_current_pool(previous);
+        result
     }
 
     fn run_inner(&self, exec: &mut Executor, profile: bool) -> Result<Arc<RunState>> {
@@ -289,9 +294,7 @@ impl ParallelRunner {
             *m = (m.0 + 1, Some(state.clone()));
             self.mailbox.wake.notify_all();
         }
-        let previous = set_current_pool(Some(self.caller_pool.clone()));
-        state.work(0);
-        set_current_pool(previous);
+        self.on_caller_pool(|| state.work(0));
         // Every task is done: no worker touches the executor any more.
         self.mailbox.current.lock().unwrap_or_else(|e| e.into_inner()).1 = None;
         if let Some(e) = state.error.lock().unwrap_or_else(|e| e.into_inner()).take() {
