@@ -26,29 +26,8 @@
 
 /* ---- data files ------------------------------------------------------------------------------ */
 
-/* The whole file, NUL-terminated (so JSON can be used as a C string); exits if unreadable. */
-static char* read_file(const char* path, size_t* size) {
-  FILE* f = fopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "cannot open %s\n", path);
-    exit(1);
-  }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char* buf = (char*)malloc((size_t)n + 1);
-  REQUIRE(buf != NULL);
-  REQUIRE(fread(buf, 1, (size_t)n, f) == (size_t)n);
-  buf[n] = '\0';
-  fclose(f);
-  if (size) *size = (size_t)n;
-  return buf;
-}
-
 static char* read_data(const char* name, size_t* size) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", TVM_TEST_MLP_DATA_DIR, name);
-  return read_file(path, size);
+  return tvm_test_read_file(TVM_TEST_MLP_DATA_DIR, name, size);
 }
 
 static float X[16];   /* input_x.bin  (2x8) */

@@ -23,23 +23,7 @@ static float WANT[20];
 static char* GRAPH_JSON;
 
 static char* read_data(const char* name, size_t* size) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", TVM_TEST_SEED004_DATA_DIR, name);
-  FILE* f = fopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "cannot open %s\n", path);
-    exit(1);
-  }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char* buf = (char*)malloc((size_t)n + 1);
-  REQUIRE(buf != NULL);
-  REQUIRE(fread(buf, 1, (size_t)n, f) == (size_t)n);
-  buf[n] = '\0';
-  fclose(f);
-  if (size) *size = (size_t)n;
-  return buf;
+  return tvm_test_read_file(TVM_TEST_SEED004_DATA_DIR, name, size);
 }
 
 static void read_floats(const char* name, float* out, size_t n) {

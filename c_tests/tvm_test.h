@@ -15,6 +15,9 @@
  *   CHECK_CONTAINS(s, substr)   non-fatal substring test (NULL-safe).
  *   return tvm_test_summary("test_x");  prints `test_x: N checks passed` (or the failure count)
  *                               and returns the process exit code.
+ *   tvm_test_read_file(dir, name, &size)
+ *                               the whole file dir/name, NUL-terminated (malloc'ed; exits if
+ *                               unreadable), for data files such as graph JSON and params.
  *
  * The counters are atomic, so checks may run on several threads.
  */
@@ -144,5 +147,27 @@ static inline void tvm_test_abort(const char* file, int line) {
   do {                                                                 \
     if (!CHECK_OK(call)) tvm_test_abort(__FILE__, __LINE__);           \
   } while (0)
+
+/* The whole file `dir/name`, NUL-terminated so text can be used as a C string; its byte count
+ * goes to `*size` when `size` is not NULL. Exits if the file cannot be read. Free with free(). */
+static inline char* tvm_test_read_file(const char* dir, const char* name, size_t* size) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE* f = fopen(path, "rb");
+  if (f == NULL) {
+    fprintf(stderr, "cannot open %s\n", path);
+    exit(1);
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char* buf = (char*)malloc((size_t)n + 1);
+  REQUIRE(buf != NULL);
+  REQUIRE(fread(buf, 1, (size_t)n, f) == (size_t)n);
+  buf[n] = '\0';
+  fclose(f);
+  if (size) *size = (size_t)n;
+  return buf;
+}
 
 #endif /* TVM_C_TESTS_TVM_TEST_H_ */
