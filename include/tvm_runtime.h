@@ -316,6 +316,69 @@ int TVMSynchronize(int device_type, int device_id, void *stream);
 int TVMStreamStreamSynchronize(int device_type, int device_id, void *src, void *dst);
 
 /*
+ Whether all work queued on `stream` (NULL: the default stream, always) is done: 1 or 0 in
+ `out_done`.
+
+ # Safety
+ `out_done` must be NULL (an error) or valid for writing one `int`. Stream handles are checked
+ by the device API.
+ */
+int TVMStreamQuery(int device_type, int device_id, void *stream, int *out_done);
+
+/*
+ Create an event on a device: a mark in a stream that other streams and the host can wait
+ for (owned handle; free with `TVMEventFree`). An event never recorded counts as reached.
+
+ # Safety
+ `out` must be NULL (an error) or valid for writing one pointer.
+ */
+int TVMEventCreate(int device_type, int device_id, void **out);
+
+/*
+ Free an event from `TVMEventCreate` (NULL is a no-op). Streams already waiting on it still
+ wait for its mark.
+
+ # Safety
+ None: event handles are checked by the device API.
+ */
+int TVMEventFree(int device_type, int device_id, void *event);
+
+/*
+ Mark the current end of `stream`'s queue with `event` (NULL stream: the default stream,
+ whose work is done, so the mark is reached at once). Replaces any earlier mark.
+
+ # Safety
+ None: handles are checked by the device API.
+ */
+int TVMEventRecord(int device_type, int device_id, void *event, void *stream);
+
+/*
+ Make work queued on `stream` after this call wait until `event`'s latest mark is reached,
+ without blocking the caller (NULL stream: the caller waits).
+
+ # Safety
+ None: handles are checked by the device API.
+ */
+int TVMStreamWaitEvent(int device_type, int device_id, void *stream, void *event);
+
+/*
+ Block until `event`'s latest mark is reached.
+
+ # Safety
+ None: event handles are checked by the device API.
+ */
+int TVMEventSynchronize(int device_type, int device_id, void *event);
+
+/*
+ Whether `event`'s latest mark is reached: 1 or 0 in `out_done`.
+
+ # Safety
+ `out_done` must be NULL (an error) or valid for writing one `int`. Event handles are checked
+ by the device API.
+ */
+int TVMEventQuery(int device_type, int device_id, void *event, int *out_done);
+
+/*
  Store `msg` as the calling thread's last error (used by callbacks and kernels before
  returning -1). A NULL `msg` stores an empty message.
 

@@ -103,7 +103,8 @@ pub unsafe extern "C" fn TVMArrayCopyFromTo(from: *mut DLTensor, to: *mut DLTens
     ffi_boundary!("TVMArrayCopyFromTo", {
         // SAFETY: valid tensors (caller contract).
         let (from, to) = unsafe { (TensorRef::from_ptr(from, "from")?, TensorRef::from_ptr(to, "to")?) };
-        ndarray::copy_from_to(from, to, stream)?;
+        // SAFETY: the tensors stay valid until the copy queued on `stream` is done (C contract).
+        unsafe { ndarray::copy_from_to_on(from, to, stream)? };
         Ok(0)
     })
 }

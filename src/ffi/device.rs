@@ -97,7 +97,8 @@ pub unsafe extern "C" fn TVMDeviceCopyDataFromTo(from: *mut DLTensor, to: *mut D
         // SAFETY: valid tensors (caller contract).
         let (from, to) = unsafe { (TensorRef::from_ptr(from, "from")?, TensorRef::from_ptr(to, "to")?) };
         let d = if from.device().device_type != crate::abi::device_type::CPU { from.device() } else { to.device() };
-        device_api(d.device_type)?.copy_data_from_to(from, to, stream)?;
+        // SAFETY: the tensors stay valid until the copy queued on `stream` is done (C contract).
+        unsafe { device_api(d.device_type)?.copy_data_from_to(from, to, stream)? };
         Ok(0)
     })
 }
@@ -171,6 +172,124 @@ pub unsafe extern "C" fn TVMStreamStreamSynchronize(
 ) -> c_int {
     ffi_boundary!("TVMStreamStreamSynchronize", {
         device_api(device_type)?.sync_stream_from_to(dev(device_type, device_id), src, dst)?;
+        Ok(0)
+    })
+}
+
+/// Whether all work queued on `stream` (NULL: the default stream, always) is done: 1 or 0 in
+/// `out_done`.
+///
+/// # Safety
+/// `out_done` must be NULL (an error) or valid for writing one `int`. Stream handles are checked
+/// by the device API.
+#[no_mangle]
+pub unsafe extern "C" fn TVMStreamQuery(
+    device_type: c_int,
+    device_id: c_int,
+    stream: *mut c_void,
+    out_done: *mut c_int,
+) -> c_int {
+    ffi_boundary!("TVMStreamQuery", {
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out_done = unsafe { out_param(out_done, "out_done")? };
+        *out_done = device_api(device_type)?.stream_query(dev(device_type, device_id), stream)? as c_int;
+        Ok(0)
+    })
+}
+
+/// Create an event on a device: a mark in a stream that other streams and the host can wait
+/// for (owned handle; free with `TVMEventFree`). An event never recorded counts as reached.
+///
+/// # Safety
+/// `out` must be NULL (an error) or valid for writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn TVMEventCreate(device_type: c_int, device_id: c_int, out: *mut *mut c_void) -> c_int {
+    ffi_boundary!("TVMEventCreate", {
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out = unsafe { out_param(out, "out")? };
+        let e = device_api(device_type)?.create_event(dev(device_type, device_id))?;
+        *out = e;
+        Ok(0)
+    })
+}
+
+/// Free an event from `TVMEventCreate` (NULL is a no-op). Streams already waiting on it still
+/// wait for its mark.
+///
+/// # Safety
+/// None: event handles are checked by the device API.
+#[no_mangle]
+pub unsafe extern "C" fn TVMEventFree(device_type: c_int, device_id: c_int, event: *mut c_void) -> c_int {
+    ffi_boundary!("TVMEventFree", {
+        device_api(device_type)?.free_event(dev(device_type, device_id), event)?;
+        Ok(0)
+    })
+}
+
+/// Mark the current end of `stream`'s queue with `event` (NULL stream: the default stream,
+/// whose work is done, so the mark is reached at once). Replaces any earlier mark.
+///
+/// # Safety
+/// None: handles are checked by the device API.
+#[no_mangle]
+pub unsafe extern "C" fn TVMEventRecord(
+    device_type: c_int,
+    device_id: c_int,
+    event: *mut c_void,
+    stream: *mut c_void,
+) -> c_int {
+    ffi_boundary!("TVMEventRecord", {
+        device_api(device_type)?.record_event(dev(device_type, device_id), event, stream)?;
+        Ok(0)
+    })
+}
+
+/// Make work queued on `stream` after this call wait until `event`'s latest mark is reached,
+/// without blocking the caller (NULL stream: the caller waits).
+///
+/// # Safety
+/// None: handles are checked by the device API.
+#[no_mangle]
+pub unsafe extern "C" fn TVMStreamWaitEvent(
+    device_type: c_int,
+    device_id: c_int,
+    stream: *mut c_void,
+    event: *mut c_void,
+) -> c_int {
+    ffi_boundary!("TVMStreamWaitEvent", {
+        device_api(device_type)?.stream_wait_event(dev(device_type, device_id), stream, event)?;
+        Ok(0)
+    })
+}
+
+/// Block until `event`'s latest mark is reached.
+///
+/// # Safety
+/// None: event handles are checked by the device API.
+#[no_mangle]
+pub unsafe extern "C" fn TVMEventSynchronize(device_type: c_int, device_id: c_int, event: *mut c_void) -> c_int {
+    ffi_boundary!("TVMEventSynchronize", {
+        device_api(device_type)?.event_sync(dev(device_type, device_id), event)?;
+        Ok(0)
+    })
+}
+
+/// Whether `event`'s latest mark is reached: 1 or 0 in `out_done`.
+///
+/// # Safety
+/// `out_done` must be NULL (an error) or valid for writing one `int`. Event handles are checked
+/// by the device API.
+#[no_mangle]
+pub unsafe extern "C" fn TVMEventQuery(
+    device_type: c_int,
+    device_id: c_int,
+    event: *mut c_void,
+    out_done: *mut c_int,
+) -> c_int {
+    ffi_boundary!("TVMEventQuery", {
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out_done = unsafe { out_param(out_done, "out_done")? };
+        *out_done = device_api(device_type)?.event_query(dev(device_type, device_id), event)? as c_int;
         Ok(0)
     })
 }

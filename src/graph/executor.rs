@@ -244,7 +244,7 @@ impl Executor {
                         TensorRef::new(&*(self.args[op.start + 1].v_handle as *const DLTensor)),
                     )
                 };
-                copy_from_to(a, b, std::ptr::null_mut()).map_err(|e| self.op_error(op.node_id, e))?;
+                copy_from_to(a, b).map_err(|e| self.op_error(op.node_id, e))?;
             }
         }
         Ok(())
@@ -311,7 +311,7 @@ impl Executor {
             let n = spec.bytes.min(shared.nbytes());
             let src = shared.create_view(&[n as i64], DLDataType::new(1, 8, 1))?;
             let dst = own.create_view(&[n as i64], DLDataType::new(1, 8, 1))?;
-            copy_from_to(src.tensor(), dst.tensor(), std::ptr::null_mut())?;
+            copy_from_to(src.tensor(), dst.tensor())?;
             let data = own.data_ptr();
             self.backing[sid] = Backing::Own(own);
             self.repoint(sid, data);
@@ -334,7 +334,7 @@ impl Executor {
         src.check_contiguous("input")?;
         let sid = self.plan.graph.attrs.storage_id[eid] as usize;
         self.make_private(sid)?;
-        copy_from_to(src, self.entry_tensor(eid), std::ptr::null_mut()).map_err(|e| e.context(what))
+        copy_from_to(src, self.entry_tensor(eid)).map_err(|e| e.context(what))
     }
 
     fn check_external(&self, eid: usize, t: TensorRef<'_>, what: &str) -> Result<*mut c_void> {
@@ -412,7 +412,7 @@ impl Executor {
         let what = format!("get_output `{}`", self.plan.output_name(index));
         self.plan.check_tensor(eid, out, &what)?;
         out.check_contiguous("output")?;
-        copy_from_to(self.entry_tensor(eid), out, std::ptr::null_mut()).map_err(|e| e.context(what))
+        copy_from_to(self.entry_tensor(eid), out).map_err(|e| e.context(what))
     }
 
     fn entry_array(&self, eid: usize) -> Result<NDArray> {

@@ -59,7 +59,7 @@ fn info_map(infos: Vec<TensorInfo<'_>>) -> Value {
 /// A copy of `arr` on `dev`, owned by the caller.
 fn copy_to_new(arr: &NDArray, dev: DLDevice) -> Result<NDArray> {
     let copy = NDArray::empty(arr.shape(), arr.dtype(), dev)?;
-    copy_from_to(arr.tensor(), copy.tensor(), std::ptr::null_mut())?;
+    copy_from_to(arr.tensor(), copy.tensor())?;
     Ok(copy)
 }
 
@@ -179,7 +179,7 @@ fn debug_get_output(m: &Module, args: Args<'_>) -> Result<Value> {
     let eid = e.plan().graph.entry_id(nid as u32, 0);
     let arr = e.get_entry(eid)?;
     if args.len() >= 2 {
-        copy_from_to(arr.tensor(), args.tensor(1)?, std::ptr::null_mut())?;
+        copy_from_to(arr.tensor(), args.tensor(1)?)?;
         Ok(Value::Null)
     } else {
         Ok(Value::NDArray(copy_to_new(&arr, DLDevice::cpu(0))?))

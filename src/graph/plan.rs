@@ -236,7 +236,7 @@ impl Plan {
             } else if spec.inputs_only {
                 let copy = NDArray::empty(&[spec.bytes.div_ceil(4) as i64], DLDataType::FLOAT32, spec.device)?;
                 let view = copy.create_view(arr.shape(), arr.dtype())?;
-                crate::runtime::ndarray::copy_from_to(arr.tensor(), view.tensor(), std::ptr::null_mut())?;
+                crate::runtime::ndarray::copy_from_to(arr.tensor(), view.tensor())?;
                 copy
             } else {
                 return Err(Error::value(format!(

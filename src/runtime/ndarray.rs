@@ -307,8 +307,9 @@ pub fn copy_from_bytes(t: TensorRef<'_>, bytes: &[u8]) -> Result<()> {
     t.check_contiguous("destination")?;
     let src = host_view_of(t, bytes.as_ptr() as *mut c_void);
     let api = device_api(t.device().device_type)?;
-    // SAFETY: `src` is `bytes` (n bytes, read only) with `t`'s shape, which outlives the call.
-    api.copy_data_from_to(unsafe { TensorRef::new(&src) }, t, std::ptr::null_mut())?;
+    // SAFETY: `src` is `bytes` (n bytes, read only) with `t`'s shape, which outlives the call;
+    // on the NULL stream the copy is done on return.
+    unsafe { api.copy_data_from_to(TensorRef::new(&src), t, std::ptr::null_mut())? };
     api.stream_sync(t.device(), std::ptr::null_mut())
 }
 
@@ -324,8 +325,9 @@ pub fn copy_to_bytes(t: TensorRef<'_>, bytes: &mut [u8]) -> Result<()> {
     t.check_contiguous("source")?;
     let dst = host_view_of(t, bytes.as_mut_ptr() as *mut c_void);
     let api = device_api(t.device().device_type)?;
-    // SAFETY: `dst` is `bytes` (n writable bytes, borrowed mutably) with `t`'s shape.
-    api.copy_data_from_to(t, unsafe { TensorRef::new(&dst) }, std::ptr::null_mut())?;
+    // SAFETY: `dst` is `bytes` (n writable bytes, borrowed mutably) with `t`'s shape; on the
+    // NULL stream the copy is done on return.
+    unsafe { api.copy_data_from_to(t, TensorRef::new(&dst), std::ptr::null_mut())? };
     api.stream_sync(t.device(), std::ptr::null_mut())
 }
 
@@ -334,8 +336,18 @@ fn is_host_like(device_type: i32) -> bool {
     matches!(device_type, CPU | CUDA_HOST | ROCM_HOST)
 }
 
+/// Copy between tensors on compatible devices, done on return.
+pub fn copy_from_to(from: TensorRef<'_>, to: TensorRef<'_>) -> Result<()> {
+    // SAFETY: on the NULL stream the copy is done before this returns.
+    unsafe { copy_from_to_on(from, to, std::ptr::null_mut()) }
+}
+
 /// Copy between tensors on compatible devices (`TVMArrayCopyFromTo`), ordered on `stream`.
-pub fn copy_from_to(from: TensorRef<'_>, to: TensorRef<'_>, stream: *mut c_void) -> Result<()> {
+///
+/// # Safety
+/// As [`DeviceApi::copy_data_from_to`](super::device::DeviceApi::copy_data_from_to): on a
+/// non-NULL stream both tensors' data must stay valid until the stream has run the copy.
+pub unsafe fn copy_from_to_on(from: TensorRef<'_>, to: TensorRef<'_>, stream: *mut c_void) -> Result<()> {
     let (a, b) = (from.device().device_type, to.device().device_type);
     if a != b && !is_host_like(a) && !is_host_like(b) {
         return Err(Error::value(format!(
@@ -350,7 +362,8 @@ pub fn copy_from_to(from: TensorRef<'_>, to: TensorRef<'_>, stream: *mut c_void)
         return Err(Error::value(format!("copy size mismatch: source has {nf} bytes, destination has {nt} bytes")));
     }
     let dev = if a != crate::abi::device_type::CPU { from.device() } else { to.device() };
-    device_api(dev.device_type)?.copy_data_from_to(from, to, stream)
+    // SAFETY: forwarded contract.
+    unsafe { device_api(dev.device_type)?.copy_data_from_to(from, to, stream) }
 }
 
 #[cfg(test)]

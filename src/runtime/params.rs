@@ -107,8 +107,9 @@ pub fn write_ndarray(w: &mut Writer, t: TensorRef<'_>) -> Result<()> {
     w.buf.resize(start + nbytes, 0);
     let host = host_view_of(t, w.buf[start..].as_mut_ptr() as *mut std::ffi::c_void);
     let api = device_api(t.device().device_type)?;
-    // SAFETY: `host` is the `nbytes` just reserved in the buffer, with `t`'s shape.
-    api.copy_data_from_to(t, unsafe { TensorRef::new(&host) }, std::ptr::null_mut())?;
+    // SAFETY: `host` is the `nbytes` just reserved in the buffer, with `t`'s shape; on the NULL
+    // stream the copy is done on return.
+    unsafe { api.copy_data_from_to(t, TensorRef::new(&host), std::ptr::null_mut())? };
     api.stream_sync(t.device(), std::ptr::null_mut())
 }
 

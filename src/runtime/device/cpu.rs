@@ -1,39 +1,84 @@
-//! The CPU device: aligned host memory, `memcpy` copies, synchronous streams.
+//! The CPU device: aligned host memory, `memcpy` copies, asynchronous streams.
+//!
+//! The NULL stream is synchronous: work "queued" on it runs at once on the calling thread, as
+//! in TVM. A stream made by `create_stream` has a worker thread of its own ([`CpuStream`]):
+//! copies and host tasks queued on it run there, in order, and the caller synchronizes before
+//! reading, as on a GPU. Stream and event handles are keys into tables, never dereferenced, so
+//! a bogus or freed handle is an error, not a crash.
 
-use super::{DeviceApi, StreamHandle};
+use super::cpu_stream::{CpuEvent, CpuStream};
+use super::{DeviceApi, EventHandle, HostTask, StreamHandle};
 use crate::abi::{DLDataType, DLDevice};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::TensorRef;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
-/// CPU streams run every operation synchronously at submission, so a stream is only an
-/// identity: handles are tracked so that a bogus or freed handle is an error, not a crash.
-pub struct CpuDeviceApi {
-    streams: Mutex<Option<HashSet<usize>>>,
+/// Live streams and events by handle.
+struct Handles<T> {
+    live: Mutex<Option<HashMap<usize, Arc<T>>>>,
+    what: &'static str,
 }
 
-/// The object a CPU stream handle points to.
-struct CpuStream {
-    _device_id: i32,
+impl<T> Handles<T> {
+    const fn new(what: &'static str) -> Self {
+        Handles { live: Mutex::new(None), what }
+    }
+
+    fn insert(&self, item: T) -> *mut c_void {
+        let item = Arc::new(item);
+        let handle = Arc::as_ptr(&item) as *mut c_void;
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.get_or_insert_with(HashMap::new).insert(handle as usize, item);
+        handle
+    }
+
+    fn get(&self, handle: *mut c_void) -> Result<Arc<T>> {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.as_ref()
+            .and_then(|m| m.get(&(handle as usize)))
+            .cloned()
+            .ok_or_else(|| Error::value(format!("{handle:p} is not a live cpu {}", self.what)))
+    }
+
+    fn remove(&self, handle: *mut c_void) -> Result<Arc<T>> {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.as_mut()
+            .and_then(|m| m.remove(&(handle as usize)))
+            .ok_or_else(|| Error::value(format!("{handle:p} is not a live cpu {} (freed twice?)", self.what)))
+    }
+}
+
+pub struct CpuDeviceApi {
+    streams: Handles<CpuStream>,
+    events: Handles<CpuEvent>,
+    streams_made: AtomicUsize,
 }
 
 impl CpuDeviceApi {
     pub const fn new() -> Self {
-        CpuDeviceApi { streams: Mutex::new(None) }
+        CpuDeviceApi {
+            streams: Handles::new("stream"),
+            events: Handles::new("event"),
+            streams_made: AtomicUsize::new(0),
+        }
     }
 
-    fn check_stream(&self, stream: StreamHandle) -> Result<()> {
+    /// The stream behind a handle; None for NULL, the synchronous default stream.
+    fn stream(&self, stream: StreamHandle) -> Result<Option<Arc<CpuStream>>> {
         if stream.is_null() {
-            return Ok(());
+            return Ok(None);
         }
-        let live = self.streams.lock().unwrap_or_else(|e| e.into_inner());
-        if live.as_ref().is_some_and(|s| s.contains(&(stream as usize))) {
-            Ok(())
-        } else {
-            Err(Error::value(format!("{stream:p} is not a live cpu stream")))
+        self.streams.get(stream).map(Some)
+    }
+
+    fn event(&self, event: EventHandle) -> Result<Arc<CpuEvent>> {
+        if event.is_null() {
+            return Err(Error::value("event handle is NULL"));
         }
+        self.events.get(event)
     }
 }
 
@@ -70,8 +115,8 @@ impl DeviceApi for CpuDeviceApi {
         Ok(())
     }
 
-    fn copy_data_from_to(&self, from: TensorRef<'_>, to: TensorRef<'_>, stream: StreamHandle) -> Result<()> {
-        self.check_stream(stream)?;
+    unsafe fn copy_data_from_to(&self, from: TensorRef<'_>, to: TensorRef<'_>, stream: StreamHandle) -> Result<()> {
+        let stream = self.stream(stream)?;
         from.check_contiguous("source")?;
         to.check_contiguous("destination")?;
         let n = from.byte_size()?;
@@ -85,42 +130,99 @@ impl DeviceApi for CpuDeviceApi {
         if from.raw().data.is_null() || to.raw().data.is_null() {
             return Err(Error::value("copy of a tensor whose data pointer is NULL"));
         }
-        // SAFETY: both tensors are compact and hold `n` bytes at their data addresses (the
-        // `TensorRef` contract: readable for `from`, writable for `to`); `copy` tolerates overlap.
-        unsafe { std::ptr::copy(from.data_addr() as *const u8, to.data_addr() as *mut u8, n) };
+        let (src, dst) = (from.data_addr() as usize, to.data_addr() as usize);
+        let copy = move || {
+            // SAFETY: both tensors are compact and hold `n` bytes at their data addresses (the
+            // `TensorRef` contract: readable for `from`, writable for `to`), and by this
+            // function's contract they stay so until the stream runs this copy; `copy`
+            // tolerates overlap.
+            unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, n) }
+        };
+        match stream {
+            None => copy(),
+            Some(s) => s.push(Box::new(copy)),
+        }
         Ok(())
     }
 
     fn create_stream(&self, dev: DLDevice) -> Result<StreamHandle> {
-        let handle = Box::into_raw(Box::new(CpuStream { _device_id: dev.device_id })) as StreamHandle;
-        let mut live = self.streams.lock().unwrap_or_else(|e| e.into_inner());
-        live.get_or_insert_with(HashSet::new).insert(handle as usize);
-        Ok(handle)
+        let k = self.streams_made.fetch_add(1, Ordering::Relaxed);
+        let s = CpuStream::new(format!("tvm-stream-{}.{k}", dev.device_id))
+            .map_err(|e| Error::internal(format!("cannot start a cpu stream's thread: {e}")))?;
+        Ok(self.streams.insert(s))
     }
 
     fn free_stream(&self, _dev: DLDevice, stream: StreamHandle) -> Result<()> {
         if stream.is_null() {
             return Ok(());
         }
-        let mut live = self.streams.lock().unwrap_or_else(|e| e.into_inner());
-        if !live.as_mut().is_some_and(|s| s.remove(&(stream as usize))) {
-            return Err(Error::value(format!("{stream:p} is not a live cpu stream (freed twice?)")));
-        }
-        // SAFETY: the handle was live, so it came from `Box::into_raw` in `create_stream`.
-        drop(unsafe { Box::from_raw(stream as *mut CpuStream) });
+        // Queued work still runs; the last reference (a task's, or this one) stops the worker.
+        self.streams.remove(stream)?.shut_down();
         Ok(())
     }
 
     fn set_stream(&self, _dev: DLDevice, stream: StreamHandle) -> Result<()> {
-        self.check_stream(stream)
+        // Kernels on the CPU take no stream: they run on the thread that calls them.
+        self.stream(stream).map(drop)
     }
 
     fn stream_sync(&self, _dev: DLDevice, stream: StreamHandle) -> Result<()> {
-        self.check_stream(stream)
+        if let Some(s) = self.stream(stream)? {
+            s.synchronize();
+        }
+        Ok(())
+    }
+
+    fn stream_query(&self, _dev: DLDevice, stream: StreamHandle) -> Result<bool> {
+        Ok(self.stream(stream)?.map_or(true, |s| s.is_idle()))
     }
 
     fn sync_stream_from_to(&self, _dev: DLDevice, src: StreamHandle, dst: StreamHandle) -> Result<()> {
-        self.check_stream(src)?;
-        self.check_stream(dst)
+        let (src, dst) = (self.stream(src)?, self.stream(dst)?);
+        let mark = Arc::new(CpuEvent::default());
+        mark.record(src.as_deref());
+        mark.wait_on(dst.as_deref());
+        Ok(())
+    }
+
+    fn launch_host_task(&self, _dev: DLDevice, stream: StreamHandle, task: HostTask) -> Result<()> {
+        match self.stream(stream)? {
+            None => task(),
+            Some(s) => s.push(task),
+        }
+        Ok(())
+    }
+
+    fn create_event(&self, _dev: DLDevice) -> Result<EventHandle> {
+        Ok(self.events.insert(CpuEvent::default()))
+    }
+
+    fn free_event(&self, _dev: DLDevice, event: EventHandle) -> Result<()> {
+        if event.is_null() {
+            return Ok(());
+        }
+        // Waits already queued on streams hold their own reference.
+        self.events.remove(event).map(drop)
+    }
+
+    fn record_event(&self, _dev: DLDevice, event: EventHandle, stream: StreamHandle) -> Result<()> {
+        let ev = self.event(event)?;
+        ev.record(self.stream(stream)?.as_deref());
+        Ok(())
+    }
+
+    fn stream_wait_event(&self, _dev: DLDevice, stream: StreamHandle, event: EventHandle) -> Result<()> {
+        let ev = self.event(event)?;
+        ev.wait_on(self.stream(stream)?.as_deref());
+        Ok(())
+    }
+
+    fn event_sync(&self, _dev: DLDevice, event: EventHandle) -> Result<()> {
+        self.event(event)?.synchronize();
+        Ok(())
+    }
+
+    fn event_query(&self, _dev: DLDevice, event: EventHandle) -> Result<bool> {
+        Ok(self.event(event)?.is_reached())
     }
 }

@@ -4,8 +4,10 @@
 //! implementation with [`register_device_api`]. Lookups are lock-free after registration.
 
 mod cpu;
+mod cpu_stream;
 
 pub use cpu::CpuDeviceApi;
+pub use cpu_stream::HostTask;
 
 use crate::abi::{device_type, DLDataType, DLDevice};
 use crate::runtime::error::{Error, Result};
@@ -15,6 +17,8 @@ use std::ffi::c_void;
 
 /// An opaque stream handle as C sees it; NULL is the device's default stream.
 pub type StreamHandle = *mut c_void;
+/// An opaque event handle: a point in a stream that other streams and the host can wait for.
+pub type EventHandle = *mut c_void;
 
 /// What a device backend provides.
 pub trait DeviceApi: Send + Sync {
@@ -33,16 +37,40 @@ pub trait DeviceApi: Send + Sync {
     /// `dev`, and not be freed yet. No one may use the memory after this call (for asynchronous
     /// devices, all work touching it must be complete or ordered before the free).
     unsafe fn free_data_space(&self, dev: DLDevice, ptr: *mut c_void) -> Result<()>;
-    /// Copy between two compact tensors of equal byte size, ordered on `stream`.
-    fn copy_data_from_to(&self, from: TensorRef<'_>, to: TensorRef<'_>, stream: StreamHandle) -> Result<()>;
+    /// Copy between two compact tensors of equal byte size, ordered on `stream`: on the NULL
+    /// stream it is done on return; on another stream it may still be queued.
+    ///
+    /// # Safety
+    /// When `stream` is not NULL, both tensors' data must stay valid (and the destination
+    /// unread and unwritten by others) until the stream has run the copy: synchronize the
+    /// stream, or an event recorded after it, before touching either.
+    unsafe fn copy_data_from_to(&self, from: TensorRef<'_>, to: TensorRef<'_>, stream: StreamHandle) -> Result<()>;
     fn create_stream(&self, dev: DLDevice) -> Result<StreamHandle>;
+    /// Free a stream; work queued on it still runs.
     fn free_stream(&self, dev: DLDevice, stream: StreamHandle) -> Result<()>;
     /// Make `stream` the current stream of this thread for `dev`.
     fn set_stream(&self, dev: DLDevice, stream: StreamHandle) -> Result<()>;
     /// Block until all work queued on `stream` is done.
     fn stream_sync(&self, dev: DLDevice, stream: StreamHandle) -> Result<()>;
-    /// Make `dst` wait for the work queued on `src` so far.
+    /// Whether all work queued on `stream` is done.
+    fn stream_query(&self, dev: DLDevice, stream: StreamHandle) -> Result<bool>;
+    /// Make `dst` wait for the work queued on `src` so far, without blocking the host.
     fn sync_stream_from_to(&self, dev: DLDevice, src: StreamHandle, dst: StreamHandle) -> Result<()>;
+    /// Run `task` on the host when `stream` reaches it (the NULL stream: now, on this thread).
+    /// On the CPU this is how work runs on a stream; a GPU backend runs it as a host callback.
+    fn launch_host_task(&self, dev: DLDevice, stream: StreamHandle, task: HostTask) -> Result<()>;
+    fn create_event(&self, dev: DLDevice) -> Result<EventHandle>;
+    /// Free an event; waits already queued on it are unaffected.
+    fn free_event(&self, dev: DLDevice, event: EventHandle) -> Result<()>;
+    /// Mark the current end of `stream`'s queue with `event` (replacing any earlier mark).
+    fn record_event(&self, dev: DLDevice, event: EventHandle, stream: StreamHandle) -> Result<()>;
+    /// Make `stream` wait until `event`'s latest mark is reached, without blocking the host
+    /// (the NULL stream, being synchronous, waits on the host). An unrecorded event is reached.
+    fn stream_wait_event(&self, dev: DLDevice, stream: StreamHandle, event: EventHandle) -> Result<()>;
+    /// Block the host until `event`'s latest mark is reached.
+    fn event_sync(&self, dev: DLDevice, event: EventHandle) -> Result<()>;
+    /// Whether `event`'s latest mark is reached.
+    fn event_query(&self, dev: DLDevice, event: EventHandle) -> Result<bool>;
     /// Temporary memory for kernels (64-byte aligned).
     fn alloc_workspace(&self, dev: DLDevice, nbytes: usize, type_hint: DLDataType) -> Result<*mut c_void> {
         self.alloc_data_space(dev, nbytes.max(1), crate::runtime::ndarray::ALLOC_ALIGNMENT, type_hint)
@@ -120,9 +148,10 @@ mod tests {
             // SAFETY: forwarded contract; the memory came from the CPU API.
             unsafe { self.cpu.free_data_space(dev, ptr) }
         }
-        fn copy_data_from_to(&self, from: TensorRef<'_>, to: TensorRef<'_>, stream: StreamHandle) -> Result<()> {
+        unsafe fn copy_data_from_to(&self, from: TensorRef<'_>, to: TensorRef<'_>, stream: StreamHandle) -> Result<()> {
             self.copies.fetch_add(1, Ordering::SeqCst);
-            self.cpu.copy_data_from_to(from, to, stream)
+            // SAFETY: forwarded contract.
+            unsafe { self.cpu.copy_data_from_to(from, to, stream) }
         }
         fn create_stream(&self, dev: DLDevice) -> Result<StreamHandle> {
             self.cpu.create_stream(dev)
@@ -138,6 +167,30 @@ mod tests {
         }
         fn sync_stream_from_to(&self, dev: DLDevice, src: StreamHandle, dst: StreamHandle) -> Result<()> {
             self.cpu.sync_stream_from_to(dev, src, dst)
+        }
+        fn stream_query(&self, dev: DLDevice, stream: StreamHandle) -> Result<bool> {
+            self.cpu.stream_query(dev, stream)
+        }
+        fn launch_host_task(&self, dev: DLDevice, stream: StreamHandle, task: HostTask) -> Result<()> {
+            self.cpu.launch_host_task(dev, stream, task)
+        }
+        fn create_event(&self, dev: DLDevice) -> Result<EventHandle> {
+            self.cpu.create_event(dev)
+        }
+        fn free_event(&self, dev: DLDevice, event: EventHandle) -> Result<()> {
+            self.cpu.free_event(dev, event)
+        }
+        fn record_event(&self, dev: DLDevice, event: EventHandle, stream: StreamHandle) -> Result<()> {
+            self.cpu.record_event(dev, event, stream)
+        }
+        fn stream_wait_event(&self, dev: DLDevice, stream: StreamHandle, event: EventHandle) -> Result<()> {
+            self.cpu.stream_wait_event(dev, stream, event)
+        }
+        fn event_sync(&self, dev: DLDevice, event: EventHandle) -> Result<()> {
+            self.cpu.event_sync(dev, event)
+        }
+        fn event_query(&self, dev: DLDevice, event: EventHandle) -> Result<bool> {
+            self.cpu.event_query(dev, event)
         }
     }
 
@@ -161,9 +214,9 @@ mod tests {
 
         let bytes: Vec<u8> = (1..=16).collect();
         let src = NDArray::from_bytes(&[4], DLDataType::FLOAT32, &bytes).unwrap();
-        copy_from_to(src.tensor(), arr.tensor(), std::ptr::null_mut()).unwrap();
+        copy_from_to(src.tensor(), arr.tensor()).unwrap();
         let back = NDArray::empty(&[4], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
-        copy_from_to(arr.tensor(), back.tensor(), std::ptr::null_mut()).unwrap();
+        copy_from_to(arr.tensor(), back.tensor()).unwrap();
         assert_eq!(EXT.copies.load(Ordering::SeqCst), 2);
         assert_eq!(back.to_vec_u8().unwrap(), bytes);
 
