@@ -24,6 +24,11 @@
 typedef struct TVMGraphExecutor TVMGraphExecutor;
 
 /*
+ A pipeline handle (opaque to C).
+ */
+typedef struct TVMPipeline TVMPipeline;
+
+/*
  Description of an input or output tensor. Pointers live as long as the executor.
  */
 typedef struct {
@@ -43,6 +48,13 @@ typedef struct {
    */
   int32_t is_param;
 } TVMTensorInfo;
+
+/*
+ Called once when a request submitted with `TVMPipelineSubmitWithCallback` is done:
+ `status` 0, or -1 with `error` (valid during the call) naming what failed. It runs on a
+ pipeline thread and must not wait on, or free, the pipeline that calls it.
+ */
+typedef void (*TVMPipelineCallback)(uint64_t request, int status, const char *error, void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -891,6 +903,76 @@ int TVMObjectDerivedFrom(uint32_t child_type_index, uint32_t parent_type_index, 
  live container, not a bare `DLTensor`); `out_tindex` must be NULL (an error) or writable.
  */
 int TVMArrayGetTypeIndex(DLTensor *handle, unsigned int *out_tindex);
+
+/*
+ Create a pipeline over the model in `factory` (what `TVMModLoadFromFile` returns for an
+ `export_library` file). `options`: NULL or `"key=value,..."`: `core_groups` (default: one per
+ core the process may use), `threads_per_group` (threads of each group's pool for kernels'
+ parallel loops; default: the cores divided among the groups), `in_flight` (requests processed
+ at once, each with its own activations; default 2 per group; more are queued), `cpus` (each
+ group's CPUs, groups separated by `;`, e.g. `0-7;8-15` or `0-3+8-11;4-7+12-15`; default: the
+ process's CPUs split evenly when they suffice, else unpinned), `trace` (`1`: record a Chrome
+ trace, see `TVMPipelineGetTrace`). Unknown keys and bad values are errors naming the key.
+
+ # Safety
+ `factory` must be NULL (an error) or a live object handle of this runtime; `devices` must point
+ to `num_devices` devices; `options` must be NULL or a NUL-terminated string; `out` must be
+ NULL (an error) or valid for writing one handle.
+ */
+int TVMPipelineCreate(TVMModuleHandle factory, const DLDevice *devices, uint32_t num_devices, const char *options, TVMPipeline **out);
+
+/*
+ Queue a request and return at once with its id in `out_request`. `inputs`: one tensor per
+ graph input that is not a weight, in input-index order; `outputs`: caller-owned tensors of the
+ output shapes, one per output. Wait for it with `TVMPipelineWait`.
+
+ # Safety
+ `inputs` / `outputs` must point to `num_inputs` / `num_outputs` valid `DLTensor`s whose data
+ stays valid (the outputs' unread and unwritten by others) until the request is waited for;
+ `out_request` must be NULL (an error) or writable.
+ */
+int TVMPipelineSubmit(TVMPipeline *p, const DLTensor *inputs, uint32_t num_inputs, DLTensor *outputs, uint32_t num_outputs, uint64_t *out_request);
+
+/*
+ As `TVMPipelineSubmit`, but the request reports through `callback(request, status, error,
+ user_data)`, called once on a pipeline thread when it is done (then its tensors are free);
+ such a request cannot be waited for.
+
+ # Safety
+ As `TVMPipelineSubmit`, with "until the callback is called"; `callback` must be non-NULL (NULL
+ is an error) and follow `TVMPipelineCallback`'s contract; `user_data` must be usable from the
+ pipeline's threads.
+ */
+int TVMPipelineSubmitWithCallback(TVMPipeline *p, const DLTensor *inputs, uint32_t num_inputs, DLTensor *outputs, uint32_t num_outputs, TVMPipelineCallback callback, void *user_data, uint64_t *out_request);
+
+/*
+ Block until `request` is done: 0, or -1 with that request's own error (e.g. the failing
+ kernel and its node). Each request is waited for once; an unknown id is an error.
+
+ # Safety
+ None: `p` is only looked up among live pipelines (a bad handle is an error).
+ */
+int TVMPipelineWait(TVMPipeline *p, uint64_t request);
+
+/*
+ The Chrome trace (`chrome://tracing`, Perfetto) of the requests so far, one lane per stream
+ of each core group, as JSON in `out_json` (owned by the pipeline, valid until the next call
+ or the free). The pipeline must have been created with `trace=1`.
+
+ # Safety
+ `out_json` must be NULL (an error) or writable; `p` is looked up among live pipelines.
+ */
+int TVMPipelineGetTrace(TVMPipeline *p, const char **out_json);
+
+/*
+ Finish the requests being processed, cancel the queued ones (their waits and callbacks
+ report "cancelled"), then free everything. NULL is a no-op.
+
+ # Safety
+ None: `p` is only looked up among live pipelines (a bad handle is an error). It must not be
+ called from a request's callback.
+ */
+int TVMPipelineFree(TVMPipeline *p);
 
 #ifdef __cplusplus
 }  // extern "C"

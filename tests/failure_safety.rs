@@ -616,3 +616,47 @@ fn the_executor_handle_survives_a_panic_for_every_call() {
     drop(g);
     drop(m);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A poisoned request in the request pipeline
+
+#[test]
+fn a_poisoned_request_fails_alone_in_the_pipeline() {
+    use tvm_runtime::ffi::pipeline::*;
+    let f = factory();
+    let dev = DLDevice::cpu(0);
+    let opts = CString::new("core_groups=2,threads_per_group=2,in_flight=4").unwrap();
+    let mut p = std::ptr::null_mut();
+    ok(unsafe { TVMPipelineCreate(f.0, &dev, 1, opts.as_ptr(), &mut p) });
+    // Every 37th request holds a negative value (fails with a message), every 53rd a NaN
+    // (fails without one); all others must give their own right answer.
+    let input = |k: usize| match k {
+        _ if k % 37 == 5 => input_with(k, k % N, -2.0),
+        _ if k % 53 == 7 => input_with(k, k % N, f32::NAN),
+        _ => good_input(k),
+    };
+    let mut tensors: Vec<(Box<HostTensor>, Box<HostTensor>)> =
+        (0..400).map(|k| (HostTensor::new(&SHAPE, &input(k)), HostTensor::new(&SHAPE, &[0.0; N]))).collect();
+    let ids: Vec<u64> = tensors
+        .iter_mut()
+        .map(|(x, y)| {
+            let mut id = 0;
+            ok(unsafe { TVMPipelineSubmit(p, &x.t, 1, &mut y.t, 1, &mut id) });
+            id
+        })
+        .collect();
+    for (k, (&id, (_, y))) in ids.iter().zip(&tensors).enumerate() {
+        let rc = unsafe { TVMPipelineWait(p, id) };
+        if k % 37 == 5 {
+            assert_eq!(rc, -1, "request {k}");
+            assert_contains(&last_error(), &["node `double_node`", &format!("negative input -2 at index {}", k % N)]);
+        } else if k % 53 == 7 {
+            assert_eq!(rc, -1, "request {k}");
+            assert_contains(&last_error(), &["node `add_one_node`", "without setting an error message"]);
+        } else {
+            assert_eq!(rc, 0, "request {k}: {}", last_error());
+            assert_eq!(bits(&y.values()), bits(&expected(&good_input(k))), "request {k}");
+        }
+    }
+    ok(unsafe { TVMPipelineFree(p) });
+}

@@ -12,6 +12,7 @@ pub mod func;
 pub mod graph_executor;
 pub mod module;
 pub mod object;
+pub mod pipeline;
 mod ptr;
 
 pub(crate) use boundary::*;

@@ -319,6 +319,20 @@ impl Executor {
         Ok(())
     }
 
+    /// Input `index`'s tensor as kernels see it, with memory of this executor's own (a weight
+    /// shared with the plan is copied first). For callers that queue copies into it: the
+    /// address stays put until a zero-copy or `share_params` call repoints the input.
+    pub(crate) fn owned_input_tensor(&mut self, index: usize) -> Result<DLTensor> {
+        let eid = self.check_input_index(index)?;
+        self.make_private(self.plan.graph.attrs.storage_id[eid] as usize)?;
+        Ok(self.tensors[eid])
+    }
+
+    /// Output `index`'s tensor as kernels see it (see [`Executor::owned_input_tensor`]).
+    pub(crate) fn output_tensor(&self, index: usize) -> Result<DLTensor> {
+        Ok(self.tensors[self.check_output_index(index)?])
+    }
+
     /// Entry `eid`'s tensor as kernels see it.
     fn entry_tensor(&self, eid: usize) -> TensorRef<'_> {
         // SAFETY: the executor built `tensors` over its own storage (sized by the plan for each

@@ -11,6 +11,7 @@ pub mod json;
 pub mod memory_plan;
 pub mod module;
 pub mod options;
+pub mod pipeline;
 pub mod plan;
 pub mod profile;
 pub mod schedule;

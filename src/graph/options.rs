@@ -29,7 +29,8 @@ impl Options {
         Ok(Options { pairs })
     }
 
-    fn get(&self, key: &str) -> Option<&str> {
+    /// The raw text of `key`, if given.
+    pub fn get(&self, key: &str) -> Option<&str> {
         self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
@@ -94,6 +95,95 @@ impl ExecutorOptions {
     }
 }
 
+/// Options of `TVMPipelineCreate`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipelineOptions {
+    /// Groups of cores, each running one request's compute at a time on a pool of its own.
+    pub core_groups: usize,
+    /// Threads of each group's pool (kernels' parallel loops).
+    pub threads_per_group: usize,
+    /// Requests being processed at once, over all groups (each holds an execution context:
+    /// one set of activations); more are queued.
+    pub in_flight: usize,
+    /// Each group's CPUs; None: not pinned.
+    pub cpus: Option<Vec<Vec<usize>>>,
+    /// Record a Chrome trace of the stages.
+    pub trace: bool,
+}
+
+const PIPELINE_KEYS: &[&str] = &["core_groups", "threads_per_group", "in_flight", "cpus", "trace"];
+
+impl PipelineOptions {
+    /// Parse pipeline options. Defaults: as many one-thread groups as the process may use
+    /// cores (whole requests in parallel is what serves throughput best for batch-1 traffic),
+    /// two requests in flight per group (one's copies overlap the other's compute), and each
+    /// group pinned to its share of the process's CPUs when they divide evenly.
+    pub fn parse(text: Option<&str>) -> Result<PipelineOptions> {
+        let o = Options::parse(text, PIPELINE_KEYS)?;
+        let given_cpus =
+            o.get("cpus").map(|v| parse_cpu_groups(v).map_err(|e| e.context("option `cpus`"))).transpose()?;
+        let allowed = crate::runtime::threading::allowed_cpus();
+        let groups_default = given_cpus.as_ref().map_or(allowed.len(), |g| g.len());
+        let core_groups = o.usize_in("core_groups", groups_default, 1, MAX_THREADS)?;
+        let threads_default = match &given_cpus {
+            Some(g) => g[0].len(),
+            None => (allowed.len() / core_groups).max(1),
+        };
+        let threads_per_group = o.usize_in("threads_per_group", threads_default, 1, MAX_THREADS)?;
+        let in_flight = o.usize_in("in_flight", 2 * core_groups, 1, 64 * MAX_THREADS)?;
+        if in_flight < core_groups {
+            return Err(Error::value(format!(
+                "option `in_flight`: {in_flight} is less than core_groups ({core_groups}): a group would never run"
+            )));
+        }
+        let cpus = match given_cpus {
+            Some(g) if g.len() != core_groups => {
+                return Err(Error::value(format!(
+                    "option `cpus`: {} groups of CPUs for {core_groups} core groups",
+                    g.len()
+                )))
+            }
+            Some(g) => Some(g),
+            None if core_groups * threads_per_group <= allowed.len() => {
+                Some(allowed.chunks(threads_per_group).take(core_groups).map(<[usize]>::to_vec).collect())
+            }
+            None => None,
+        };
+        let trace = o.choice("trace", "0", &["0", "1"])? == "1";
+        Ok(PipelineOptions { core_groups, threads_per_group, in_flight, cpus, trace })
+    }
+}
+
+/// `"0-7;8-15"`: groups separated by `;`, each a `+`-joined list of CPUs and ranges
+/// (`"0-3+8-11;4-7+12-15"`).
+fn parse_cpu_groups(text: &str) -> Result<Vec<Vec<usize>>> {
+    let cpu = |s: &str| {
+        s.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|&c| c < 1024)
+            .ok_or_else(|| Error::value(format!("`{s}` is not a CPU id (0..1024)")))
+    };
+    text.split(';')
+        .map(|group| {
+            let mut cpus = Vec::new();
+            for item in group.split('+') {
+                match item.split_once('-') {
+                    Some((a, b)) => {
+                        let (a, b) = (cpu(a)?, cpu(b)?);
+                        if a > b {
+                            return Err(Error::value(format!("range `{item}` is empty")));
+                        }
+                        cpus.extend(a..=b);
+                    }
+                    None => cpus.push(cpu(item)?),
+                }
+            }
+            Ok(cpus)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,5 +214,30 @@ mod tests {
         assert!(e.message().contains("option `inter_op_threads`"), "{e}");
         assert!(ExecutorOptions::parse(Some("memory_plan=magic")).unwrap_err().message().contains("`memory_plan`"));
         assert!(ExecutorOptions::parse(Some("threads=2")).unwrap_err().message().contains("unknown option `threads`"));
+    }
+
+    #[test]
+    fn pipeline_options() {
+        let o = PipelineOptions::parse(Some("core_groups=2,threads_per_group=1,in_flight=4,trace=1")).unwrap();
+        assert_eq!((o.core_groups, o.threads_per_group, o.in_flight, o.trace), (2, 1, 4, true));
+        let o = PipelineOptions::parse(Some("cpus=0-7;8-15")).unwrap();
+        assert_eq!((o.core_groups, o.threads_per_group, o.in_flight), (2, 8, 4));
+        assert_eq!(o.cpus.unwrap(), vec![(0..8).collect::<Vec<_>>(), (8..16).collect()]);
+        let o = PipelineOptions::parse(Some("cpus=0+2;1+3")).unwrap();
+        assert_eq!(o.cpus.unwrap(), vec![vec![0, 2], vec![1, 3]]);
+        let d = PipelineOptions::parse(None).unwrap();
+        assert!(d.core_groups >= 1 && d.in_flight == 2 * d.core_groups && !d.trace);
+        let e = |s: &str| PipelineOptions::parse(Some(s)).unwrap_err().message().to_string();
+        for (bad, key) in [
+            ("core_groups=0", "option `core_groups`"),
+            ("in_flight=1,core_groups=2", "option `in_flight`"),
+            ("cpus=0-3;x", "option `cpus`"),
+            ("cpus=3-1", "option `cpus`"),
+            ("cpus=0;1,core_groups=3", "option `cpus`"),
+            ("trace=yes", "option `trace`"),
+            ("groups=2", "unknown option `groups`"),
+        ] {
+            assert!(e(bad).contains(key), "{bad}: {}", e(bad));
+        }
     }
 }

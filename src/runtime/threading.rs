@@ -96,6 +96,30 @@ pub fn set_current_pool(pool: Option<Arc<ThreadPool>>) -> Option<Arc<ThreadPool>
     CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), pool))
 }
 
+/// The CPUs this process may run on, in order (all of `0..available_parallelism` where the
+/// affinity mask cannot be read).
+pub fn allowed_cpus() -> Vec<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity writes at most its size.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a valid, writable cpu_set_t of the size passed.
+        if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } == 0 {
+            // SAFETY: CPU_ISSET reads within the set for ids < 1024 (CPU_SETSIZE).
+            let cpus: Vec<usize> = (0..1024).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect();
+            if !cpus.is_empty() {
+                return cpus;
+            }
+        }
+    }
+    (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
+}
+
+/// Pin the calling thread to `cpus` (ids of 1024 and above are ignored).
+pub fn pin_current_thread(cpus: &[usize]) {
+    pin_to(cpus)
+}
+
 fn pin_to(cpus: &[usize]) {
     #[cfg(target_os = "linux")]
     {
