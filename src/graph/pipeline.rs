@@ -19,7 +19,7 @@ use super::executor::Executor;
 use super::options::PipelineOptions;
 use super::plan::Plan;
 use crate::abi::{DLDevice, DLTensor};
-use crate::runtime::device::{device_api, DeviceApi, HostTask};
+use crate::runtime::device::{device_api, poll_until, DeviceApi, HostTask};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::TensorRef;
 use crate::runtime::threading::{pin_current_thread, set_current_pool, ThreadPool};
@@ -230,7 +230,7 @@ impl Pipeline {
                 Some(r) => r.done.clone(),
             }
         };
-        poll(|| done.load(Ordering::Acquire));
+        poll_until(|| done.load(Ordering::Acquire));
         let mut st = lock(&inner.state);
         st = inner
             .finished
@@ -337,20 +337,6 @@ fn make_context(
         .collect::<Result<Vec<_>>>()?;
     let (h2d_done, compute_done) = (Handle(api.create_event(dev)?), Handle(api.create_event(dev)?));
     Ok(Context { exec: Mutex::new(exec), inputs, outputs, h2d_done, compute_done })
-}
-
-/// Poll `ready` briefly (yielding) before a caller sleeps: hand-overs are microseconds apart.
-fn poll(ready: impl Fn() -> bool) {
-    for i in 0..2000 {
-        if ready() {
-            return;
-        }
-        if i < 64 {
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
-    }
 }
 
 impl Inner {

@@ -13,28 +13,34 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{JoinHandle, ThreadId};
+use std::time::{Duration, Instant};
 
 /// Work a stream runs when it reaches it.
 pub type HostTask = Box<dyn FnOnce() + Send + 'static>;
 
-/// Polls (each yielding the core) before an idle stream worker or a waiting host sleeps. A
-/// request's stages hand over from one stream to the next, so a few microseconds of polling
-/// save a sleep/wake-up pair on each hand-over; yielding keeps it polite on a busy machine.
-const POLLS_BEFORE_SLEEP: u32 = 2000;
+/// How long an idle stream worker or a waiting host polls (yielding the core) before it sleeps.
+/// A request's stages hand over from one stream to the next within microseconds, so polling a
+/// little saves a sleep/wake-up pair per hand-over; bounded in time, it costs little CPU when
+/// stages are long (kernels running on the other cores need it).
+const POLL_BEFORE_SLEEP: Duration = Duration::from_micros(50);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Poll `ready` for a while, yielding the core; true once it holds.
-fn poll_until(ready: impl Fn() -> bool) -> bool {
-    for i in 0..POLLS_BEFORE_SLEEP {
+/// Poll `ready` for up to [`POLL_BEFORE_SLEEP`], yielding the core; true once it holds.
+pub fn poll_until(ready: impl Fn() -> bool) -> bool {
+    let start = Instant::now();
+    for i in 0u32.. {
         if ready() {
             return true;
         }
         if i < 64 {
             std::hint::spin_loop();
         } else {
+            if i % 16 == 0 && start.elapsed() > POLL_BEFORE_SLEEP {
+                return ready();
+            }
             std::thread::yield_now();
         }
     }

@@ -7,7 +7,7 @@ mod cpu;
 mod cpu_stream;
 
 pub use cpu::CpuDeviceApi;
-pub use cpu_stream::HostTask;
+pub use cpu_stream::{poll_until, HostTask};
 
 use crate::abi::{device_type, DLDataType, DLDevice};
 use crate::runtime::error::{Error, Result};
