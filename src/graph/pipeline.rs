@@ -363,10 +363,16 @@ impl Inner {
                 plan.num_outputs()
             )));
         }
-        let check = |t: TensorRef<'_>, eid: usize, what: String| -> Result<OwnedTensor> {
-            plan.check_tensor(eid, t, &what)?;
-            t.check_contiguous(&what)?;
-            if t.raw().data.is_null() && plan.entry_bytes(eid) > 0 {
+        // Names are formatted only for an error: submit is on every request's path.
+        let check = |t: TensorRef<'_>, eid: usize, what: &dyn Fn() -> String| -> Result<OwnedTensor> {
+            let ok = t.dtype() == plan.entry_dtype(eid)
+                && t.shape()? == plan.entry_shape(eid)
+                && t.is_contiguous()
+                && (!t.raw().data.is_null() || plan.entry_bytes(eid) == 0);
+            if !ok {
+                let what = what();
+                plan.check_tensor(eid, t, &what)?;
+                t.check_contiguous(&what)?;
                 return Err(Error::value(format!("{what}: data pointer is NULL")));
             }
             Ok(OwnedTensor::new(t.raw(), t.shape()?))
@@ -375,12 +381,12 @@ impl Inner {
             .data_inputs
             .iter()
             .zip(inputs)
-            .map(|(&i, &t)| check(t, plan.input_entry(i), format!("submit: input `{}`", plan.input_name(i))))
+            .map(|(&i, &t)| check(t, plan.input_entry(i), &|| format!("submit: input `{}`", plan.input_name(i))))
             .collect::<Result<Vec<_>>>()?;
         let outs = outputs
             .iter()
             .enumerate()
-            .map(|(j, &t)| check(t, plan.output_entry(j), format!("submit: output `{}`", plan.output_name(j))))
+            .map(|(j, &t)| check(t, plan.output_entry(j), &|| format!("submit: output `{}`", plan.output_name(j))))
             .collect::<Result<Vec<_>>>()?;
         Ok((ins, outs))
     }

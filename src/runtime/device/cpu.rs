@@ -14,29 +14,29 @@ use crate::runtime::tensor::TensorRef;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 
 /// Live streams and events by handle.
 struct Handles<T> {
-    live: Mutex<Option<HashMap<usize, Arc<T>>>>,
+    live: RwLock<Option<HashMap<usize, Arc<T>>>>,
     what: &'static str,
 }
 
 impl<T> Handles<T> {
     const fn new(what: &'static str) -> Self {
-        Handles { live: Mutex::new(None), what }
+        Handles { live: RwLock::new(None), what }
     }
 
     fn insert(&self, item: T) -> *mut c_void {
         let item = Arc::new(item);
         let handle = Arc::as_ptr(&item) as *mut c_void;
-        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = self.live.write().unwrap_or_else(|e| e.into_inner());
         live.get_or_insert_with(HashMap::new).insert(handle as usize, item);
         handle
     }
 
     fn get(&self, handle: *mut c_void) -> Result<Arc<T>> {
-        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let live = self.live.read().unwrap_or_else(|e| e.into_inner());
         live.as_ref()
             .and_then(|m| m.get(&(handle as usize)))
             .cloned()
@@ -44,7 +44,7 @@ impl<T> Handles<T> {
     }
 
     fn remove(&self, handle: *mut c_void) -> Result<Arc<T>> {
-        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = self.live.write().unwrap_or_else(|e| e.into_inner());
         live.as_mut()
             .and_then(|m| m.remove(&(handle as usize)))
             .ok_or_else(|| Error::value(format!("{handle:p} is not a live cpu {} (freed twice?)", self.what)))
