@@ -2,7 +2,8 @@
 # ThreadSanitizer on the C tests, chiefly the concurrent ones (test_graph_executor: 4 threads
 # running executors of one factory plus two threads contending for one executor;
 # test_packed_func: 8 threads calling string-returning functions; test_module: parallel kernels
-# with barriers).
+# with barriers; test_streams: 4 threads each chaining copies through 2 streams and 2 events,
+# 500 rounds, reading the data after every round).
 #
 #   scripts/tsan.sh [extra ctest args, e.g. -R test_graph_executor]
 #   TSAN_MODE=c-only|full|auto (default auto)
@@ -21,13 +22,17 @@
 #   (scripts/tsan.supp explains each): memcpy/free called by the library (called_from_lib), and
 #   accesses by kernel tasks of TVMBackendParallelLaunch (ordered by the pool's atomics).
 #   What remains checked: C threads sharing data through the API without the library's internal
-#   synchronisation standing in between.
+#   synchronisation standing in between. For test_streams that is little: the copies a stream
+#   runs are the library's memcpy on the stream's worker thread, invisible here, so only full
+#   mode checks that synchronizing a stream or an event orders the copies before the reads.
 #
 # full (auto-selected when a toolchain with nightly features and the rust-src component is
 #   available, e.g. `rustup +nightly component add rust-src`): the library AND the Rust standard
 #   library are rebuilt with -Zsanitizer=thread -Zbuild-std (target/sanitize/tsan-rust), so TSan
-#   sees the pool, the locks, the reference counts and every access the library makes. Nothing
-#   about the library is suppressed; scripts/tsan-full.supp lists only known races in the tests.
+#   sees the pool, the locks, the reference counts and every access the library makes (for
+#   test_streams: each stream worker's copies against the test's fills and reads, ordered only
+#   by TVMSynchronize, TVMEventSynchronize/Query and the waits between streams). Nothing about
+#   the library is suppressed; scripts/tsan-full.supp lists only known races in the tests.
 #   rustc's instrumentation calls __tsan_memcpy/memmove/memset, which GCC's libtsan lacks;
 #   scripts/tsan_memfns.c provides them. The static_link test is linked against the instrumented
 #   static library too. Then the library's unit tests and tests/concurrency.rs run on the same
