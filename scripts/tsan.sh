@@ -3,7 +3,8 @@
 # running executors of one factory plus two threads contending for one executor;
 # test_packed_func: 8 threads calling string-returning functions; test_module: parallel kernels
 # with barriers; test_streams: 4 threads each chaining copies through 2 streams and 2 events,
-# 500 rounds, reading the data after every round).
+# 500 rounds, reading the data after every round; test_pipeline: 4 threads submitting to one
+# request pipeline, callbacks on its threads, frees with requests in flight).
 #
 #   scripts/tsan.sh [extra ctest args, e.g. -R test_graph_executor]
 #   TSAN_MODE=c-only|full|auto (default auto)
@@ -140,8 +141,10 @@ echo "-- ctest (every C test, plus the data-race canary that must be reported)"
 if [ "$MODE" = full ] && [ "${TSAN_RUST_TESTS:-1}" = 1 ]; then
   # The same instrumented build runs the library's own unit tests and tests/concurrency.rs
   # and tests/inter_op.rs (threads through the C API from Rust; the inter-op scheduler), with rustc's TSan runtime. TSAN_RUST_TESTS=0 skips.
+  # tests/pipeline.rs: the request pipeline's streams, contexts, callbacks and shutdown.
   echo "-- the library's unit tests and tests/concurrency.rs under TSan (TSAN_RUST_TESTS=0 skips)"
   (cd "$REPO" && RUSTFLAGS="-Zsanitizer=thread" "${runner[@]}" "${cargo_cmd[@]}" test --quiet --release \
-     -Zbuild-std --target "$host" --target-dir "$RUST_TARGET_DIR" --lib --test concurrency --test inter_op)
+     -Zbuild-std --target "$host" --target-dir "$RUST_TARGET_DIR" --lib --test concurrency --test inter_op \
+     --test pipeline)
 fi
 echo "tsan ($MODE): no data races reported; canary reported as expected"
