@@ -9,6 +9,8 @@
 //! * memory: RSS of a pipeline (G groups, 2G contexts) against one executor plus one more set of
 //!   activations per extra context, each measured in a fresh child process.
 //!
+//! `BENCH_ONLY=latency|throughput|memory` runs one part; `BENCH_ROUNDS` sets the rounds.
+//!
 //! Models: the demo model (`examples/demo/model.rs`) and a larger CNN over the same kernels
 //! (`common/cnn.rs`), both built by the repository.
 
@@ -298,13 +300,20 @@ fn main() {
     }
     tvm_runtime::init();
     println!("pipeline bench: {} cores (BENCH_CORES), load average {}", cores(), load_note());
+    // BENCH_ONLY=latency|throughput|memory runs one part.
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let part = |name: &str| only.is_empty() || only == name;
     for m in &models {
         let factory = load(&m.so);
-        if m.name == "demo" {
+        if m.name == "demo" && part("latency") {
             latency(m, factory);
         }
-        throughput(m, factory);
+        if part("throughput") {
+            throughput(m, factory);
+        }
         check(unsafe { TVMModFree(factory) }, "free");
-        memory(m);
+        if part("memory") {
+            memory(m);
+        }
     }
 }
