@@ -23,10 +23,14 @@ fn model_so() -> PathBuf {
 }
 
 fn predict(exec: &mut Executor, image: &[f32]) -> Vec<f32> {
-    let mut out = vec![0f32; model::NUM_CLASSES];
-    exec.set_input(model::INPUT_NAME, image, &model::INPUT_SHAPE).unwrap();
+    predict_spec(exec, &model::Spec::demo(), image)
+}
+
+fn predict_spec(exec: &mut Executor, spec: &model::Spec, image: &[f32]) -> Vec<f32> {
+    let mut out = vec![0f32; spec.num_classes];
+    exec.set_input(model::INPUT_NAME, image, &spec.input_shape()).unwrap();
     exec.run().unwrap();
-    exec.get_output(0, &mut out, &model::OUTPUT_SHAPE).unwrap();
+    exec.get_output(0, &mut out, &spec.output_shape()).unwrap();
     out
 }
 
@@ -52,6 +56,38 @@ fn outputs_match_the_reference() {
         classes.insert(model::argmax(&got));
         // Running again with the same input gives the same bits.
         assert_eq!(predict(&mut exec, &image), got, "seed {seed}: rerun");
+    }
+    // Not a degenerate network: different images give different answers.
+    assert!(classes.len() >= 2, "every image predicted as {classes:?}");
+}
+
+#[test]
+fn demo_spec_matches_the_demo_constants() {
+    let spec = model::Spec::demo();
+    assert_eq!(spec.input_shape(), model::INPUT_SHAPE);
+    assert_eq!(spec.input_len(), model::INPUT_LEN);
+    assert_eq!(spec.output_shape(), model::OUTPUT_SHAPE);
+    assert_eq!(model::kernel_names_spec(&spec), model::kernel_names());
+}
+
+/// The larger CNN (`Spec::large`): its generated per-layer kernels compute what the reference
+/// does, to the demo's tolerance.
+#[test]
+fn large_cnn_matches_the_reference() {
+    let spec = model::Spec::large();
+    let so = model::build_spec(&spec).unwrap_or_else(|e| panic!("building the {} model: {e}", spec.name));
+    assert!(so.ends_with("demo/cnn_model.so"), "{}", so.display());
+    let lib = Library::load(&so).unwrap();
+    let mut exec = Executor::new(&lib).unwrap();
+    let mut classes = std::collections::BTreeSet::new();
+    for seed in 0..3 {
+        let image = model::input_for(&spec, seed);
+        let got = predict_spec(&mut exec, &spec, &image);
+        let want = model::reference_spec(&spec, &image);
+        let diff = model::max_abs_diff(&got, &want);
+        assert!(diff < TOL, "seed {seed}: max |diff| {diff:e} vs reference\n got  {got:?}\n want {want:?}");
+        assert_eq!(model::argmax(&got), model::argmax(&want), "seed {seed}: predicted class");
+        classes.insert(model::argmax(&got));
     }
     // Not a degenerate network: different images give different answers.
     assert!(classes.len() >= 2, "every image predicted as {classes:?}");
@@ -208,7 +244,7 @@ fn bad_inputs_are_rejected_and_weights_stay_per_executor() {
     // (TVM semantics: each has its own copy) must not change the other.
     let p = model::params();
     let zeros = vec![0f32; p[4].data.len()];
-    a.set_input(p[4].name, &zeros, &p[4].shape).unwrap();
+    a.set_input(&p[4].name, &zeros, &p[4].shape).unwrap();
     let got_a = predict(&mut a, &image);
     let bias = &p[5].data;
     let m = bias.iter().cloned().fold(f32::MIN, f32::max);

@@ -13,7 +13,12 @@
  *     iterations by penv->num_task; buffers of 1 KiB or more (the padded conv input) come from
  *     __TVMBackendAllocWorkspace and are freed with __TVMBackendFreeWorkspace.
  *
- * Network (NCHW, float32):
+ * The kernels themselves are static and take the shape as arguments; the exported functions at
+ * the end fix the demo's shapes. Other networks of the same family (model.rs, `Spec`) are built
+ * from a generated C file that defines DEMO_GENERATED_LAYERS, includes this one and exports one
+ * wrapper per layer instead, as TVM emits one specialised function per fused op.
+ *
+ * Demo network (NCHW, float32):
  *   data[1,1,16,16]
  *   -> conv2d 3x3 pad 1 (8)  + bias + relu   tvmgen_default_fused_nn_conv2d_add_nn_relu
  *   -> max_pool2d 2x2 s2                      tvmgen_default_fused_nn_max_pool2d
@@ -236,18 +241,6 @@ static int conv2d_add_relu(TVMValue* args, int* codes, int num_args, const char*
   return rc;
 }
 
-EXPORT int tvmgen_default_fused_nn_conv2d_add_nn_relu(TVMValue* args, int* codes, int num_args, TVMValue* rv,
-                                                      int* rc, void* rh) {
-  (void)rv; (void)rc; (void)rh;
-  return conv2d_add_relu(args, codes, num_args, "tvmgen_default_fused_nn_conv2d_add_nn_relu", 1, 16, 16, 8);
-}
-
-EXPORT int tvmgen_default_fused_nn_conv2d_add_nn_relu_1(TVMValue* args, int* codes, int num_args, TVMValue* rv,
-                                                        int* rc, void* rh) {
-  (void)rv; (void)rc; (void)rh;
-  return conv2d_add_relu(args, codes, num_args, "tvmgen_default_fused_nn_conv2d_add_nn_relu_1", 8, 8, 8, 16);
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* max_pool2d 2x2, stride 2, NCHW                                                              */
 
@@ -289,18 +282,6 @@ static int max_pool2d(TVMValue* args, int* codes, int num_args, const char* fn, 
   return __TVMBackendParallelLaunch(pool_task, &k, 0);
 }
 
-EXPORT int tvmgen_default_fused_nn_max_pool2d(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc,
-                                              void* rh) {
-  (void)rv; (void)rc; (void)rh;
-  return max_pool2d(args, codes, num_args, "tvmgen_default_fused_nn_max_pool2d", 8, 16, 16);
-}
-
-EXPORT int tvmgen_default_fused_nn_max_pool2d_1(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc,
-                                                void* rh) {
-  (void)rv; (void)rc; (void)rh;
-  return max_pool2d(args, codes, num_args, "tvmgen_default_fused_nn_max_pool2d_1", 16, 8, 8);
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* dense: out[1,N] = x[1,K] . w[N,K]^T + bias[N]                                               */
 
@@ -323,12 +304,9 @@ static int dense_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   return 0;
 }
 
-EXPORT int tvmgen_default_fused_nn_dense_add(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc,
-                                             void* rh) {
-  (void)rv; (void)rc; (void)rh;
-  static const char* fn = "tvmgen_default_fused_nn_dense_add";
+static int dense_add(TVMValue* args, int* codes, int num_args, const char* fn, int64_t k, int64_t n) {
   if (check_num_args(args, codes, num_args, 4, fn) != 0) return -1;
-  static const int64_t s_x[2] = {1, 256}, s_w[2] = {10, 256}, s_b[1] = {10}, s_out[2] = {1, 10};
+  const int64_t s_x[2] = {1, k}, s_w[2] = {n, k}, s_b[1] = {n}, s_out[2] = {1, n};
   const DLTensor* x = tensor_arg(args, codes, 0, fn, 2, s_x);
   if (x == NULL) return -1;
   const DLTensor* w = tensor_arg(args, codes, 1, fn, 2, s_w);
@@ -337,19 +315,16 @@ EXPORT int tvmgen_default_fused_nn_dense_add(TVMValue* args, int* codes, int num
   if (b == NULL) return -1;
   const DLTensor* out = tensor_arg(args, codes, 3, fn, 2, s_out);
   if (out == NULL) return -1;
-  DenseClosure d = {(const float*)x->data, (const float*)w->data, (const float*)b->data, (float*)out->data, 256, 10};
+  DenseClosure d = {(const float*)x->data, (const float*)w->data, (const float*)b->data, (float*)out->data, k, n};
   return __TVMBackendParallelLaunch(dense_task, &d, 0);
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* softmax over the last axis of [1,10] (small: serial, as TVM leaves it)                      */
+/* softmax over the last axis of [1,N] (small: serial, as TVM leaves it)                       */
 
-EXPORT int tvmgen_default_fused_nn_softmax(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc,
-                                           void* rh) {
-  (void)rv; (void)rc; (void)rh;
-  static const char* fn = "tvmgen_default_fused_nn_softmax";
+static int softmax(TVMValue* args, int* codes, int num_args, const char* fn, int64_t n) {
   if (check_num_args(args, codes, num_args, 2, fn) != 0) return -1;
-  static const int64_t s[2] = {1, 10};
+  const int64_t s[2] = {1, n};
   const DLTensor* x = tensor_arg(args, codes, 0, fn, 2, s);
   if (x == NULL) return -1;
   const DLTensor* out = tensor_arg(args, codes, 1, fn, 2, s);
@@ -357,12 +332,53 @@ EXPORT int tvmgen_default_fused_nn_softmax(TVMValue* args, int* codes, int num_a
   const float* in = (const float*)x->data;
   float* o = (float*)out->data;
   float m = in[0];
-  for (int i = 1; i < 10; ++i) m = in[i] > m ? in[i] : m;
+  for (int64_t i = 1; i < n; ++i) m = in[i] > m ? in[i] : m;
   float sum = 0.f;
-  for (int i = 0; i < 10; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     o[i] = expf(in[i] - m);
     sum += o[i];
   }
-  for (int i = 0; i < 10; ++i) o[i] = o[i] / sum;
+  for (int64_t i = 0; i < n; ++i) o[i] = o[i] / sum;
   return 0;
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* The demo's exported kernels (left out when a generated layer file includes this one).       */
+
+#ifndef DEMO_GENERATED_LAYERS
+EXPORT int tvmgen_default_fused_nn_conv2d_add_nn_relu(TVMValue* args, int* codes, int num_args, TVMValue* rv,
+                                                      int* rc, void* rh) {
+  (void)rv; (void)rc; (void)rh;
+  return conv2d_add_relu(args, codes, num_args, "tvmgen_default_fused_nn_conv2d_add_nn_relu", 1, 16, 16, 8);
+}
+
+EXPORT int tvmgen_default_fused_nn_conv2d_add_nn_relu_1(TVMValue* args, int* codes, int num_args, TVMValue* rv,
+                                                        int* rc, void* rh) {
+  (void)rv; (void)rc; (void)rh;
+  return conv2d_add_relu(args, codes, num_args, "tvmgen_default_fused_nn_conv2d_add_nn_relu_1", 8, 8, 8, 16);
+}
+
+EXPORT int tvmgen_default_fused_nn_max_pool2d(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc,
+                                              void* rh) {
+  (void)rv; (void)rc; (void)rh;
+  return max_pool2d(args, codes, num_args, "tvmgen_default_fused_nn_max_pool2d", 8, 16, 16);
+}
+
+EXPORT int tvmgen_default_fused_nn_max_pool2d_1(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc,
+                                                void* rh) {
+  (void)rv; (void)rc; (void)rh;
+  return max_pool2d(args, codes, num_args, "tvmgen_default_fused_nn_max_pool2d_1", 16, 8, 8);
+}
+
+EXPORT int tvmgen_default_fused_nn_dense_add(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc,
+                                             void* rh) {
+  (void)rv; (void)rc; (void)rh;
+  return dense_add(args, codes, num_args, "tvmgen_default_fused_nn_dense_add", 256, 10);
+}
+
+EXPORT int tvmgen_default_fused_nn_softmax(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc,
+                                           void* rh) {
+  (void)rv; (void)rc; (void)rh;
+  return softmax(args, codes, num_args, "tvmgen_default_fused_nn_softmax", 10);
+}
+#endif /* DEMO_GENERATED_LAYERS */

@@ -14,6 +14,12 @@
 //! It also holds a pure-Rust reference implementation of the same network (f64 math, written
 //! independently of the kernels) to check what the runtime computes.
 //!
+//! The network is described by a [`Spec`] (input size, conv3x3+relu(+maxpool) stages, classes):
+//! `Spec::demo()` is the demo above, whose kernels are hand-written in kernels.c;
+//! `Spec::large()` is a larger CNN (`target/demo/cnn_model.so`, tens of milliseconds per
+//! inference on one core) whose exported kernels are generated as wrappers over the same C
+//! kernels. The functions without a spec (`build`, `reference`, ...) are the demo's.
+//!
 //! Shared by `examples/demo.rs` and `tests/demo.rs` through `#[path = "..."] mod model;`.
 #![allow(dead_code)]
 
@@ -27,15 +33,196 @@ use tvm_runtime::runtime::params::save_params;
 
 /// Name of the graph input.
 pub const INPUT_NAME: &str = "data";
-/// Input image: NCHW, one 16x16 grey-level channel.
+/// The demo's input image: NCHW, one 16x16 grey-level channel.
 pub const INPUT_SHAPE: [i64; 4] = [1, 1, 16, 16];
 pub const INPUT_LEN: usize = 16 * 16;
 pub const NUM_CLASSES: usize = 10;
 pub const OUTPUT_SHAPE: [i64; 2] = [1, NUM_CLASSES as i64];
 
-const C1: usize = 8; // channels of the first conv
-const C2: usize = 16; // channels of the second conv
-const FLAT: usize = C2 * 4 * 4; // after two 2x2 pools of a 16x16 image
+// ---------------------------------------------------------------------------------------------
+// Network description
+
+/// A conv2d 3x3 (stride 1, zero padding 1) + bias + relu with `channels` outputs, optionally
+/// followed by a 2x2 max pool of stride 2.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stage {
+    pub channels: usize,
+    pub pool: bool,
+}
+
+/// A classifier of the demo's family: NCHW float32 input, conv stages, then batch_flatten,
+/// dense + bias and softmax.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spec {
+    /// Stem of the files `build_spec` writes: `<target>/demo/<name>_model.so`, ...
+    pub name: &'static str,
+    pub channels: usize,
+    pub height: usize,
+    pub width: usize,
+    pub stages: Vec<Stage>,
+    pub num_classes: usize,
+    /// Seed of the pseudo-random weights.
+    pub weight_seed: u64,
+}
+
+impl Spec {
+    /// The demo: 1x16x16 -> conv(8)+pool -> conv(16)+pool -> dense(10) -> softmax.
+    pub fn demo() -> Spec {
+        let stage = |channels| Stage { channels, pool: true };
+        Spec {
+            name: "demo",
+            channels: 1,
+            height: 16,
+            width: 16,
+            stages: vec![stage(8), stage(16)],
+            num_classes: NUM_CLASSES,
+            weight_seed: 2024,
+        }
+    }
+
+    /// A VGG-like CNN, 3x64x64 -> three convs per resolution (16, 32, 64, 64 channels, a pool
+    /// after each three) -> dense(10) -> softmax: about 75 M multiply-adds, sized for 20-40 ms
+    /// per inference on one core with these plain C kernels.
+    pub fn large() -> Spec {
+        let triple = |channels| {
+            let conv = Stage { channels, pool: false };
+            [conv, conv, Stage { channels, pool: true }]
+        };
+        Spec {
+            name: "cnn",
+            channels: 3,
+            height: 64,
+            width: 64,
+            stages: [triple(16), triple(32), triple(64), triple(64)].concat(),
+            num_classes: 10,
+            // A deep random network often gives every input the same class; with this seed
+            // the test images get several.
+            weight_seed: 2038,
+        }
+    }
+
+    pub fn input_shape(&self) -> [i64; 4] {
+        [1, self.channels as i64, self.height as i64, self.width as i64]
+    }
+
+    pub fn input_len(&self) -> usize {
+        self.channels * self.height * self.width
+    }
+
+    pub fn output_shape(&self) -> [i64; 2] {
+        [1, self.num_classes as i64]
+    }
+
+    /// The fused ops of the network, in graph order.
+    fn layers(&self) -> Vec<Layer> {
+        let (mut c, mut h, mut w) = (self.channels, self.height, self.width);
+        let mut v = Vec::new();
+        for st in &self.stages {
+            v.push(Layer::Conv { c, h, w, o: st.channels });
+            c = st.channels;
+            if st.pool {
+                assert!(h % 2 == 0 && w % 2 == 0, "{}: 2x2 pool of an odd size {h}x{w}", self.name);
+                v.push(Layer::Pool { c, h, w });
+                (h, w) = (h / 2, w / 2);
+            }
+        }
+        let k = c * h * w;
+        let n = self.num_classes;
+        v.extend([Layer::Flatten { k }, Layer::Dense { k, n }, Layer::Softmax { n }]);
+        v
+    }
+}
+
+/// One fused op; shapes are those of its input (batch 1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Layer {
+    /// conv2d 3x3 pad 1 + bias + relu, [1,c,h,w] -> [1,o,h,w].
+    Conv {
+        c: usize,
+        h: usize,
+        w: usize,
+        o: usize,
+    },
+    /// max_pool2d 2x2 stride 2, [1,c,h,w] -> [1,c,h/2,w/2].
+    Pool {
+        c: usize,
+        h: usize,
+        w: usize,
+    },
+    /// batch_flatten to [1,k]: a reshape, so TVM emits `__nop`.
+    Flatten {
+        k: usize,
+    },
+    /// dense + bias, [1,k] -> [1,n].
+    Dense {
+        k: usize,
+        n: usize,
+    },
+    Softmax {
+        n: usize,
+    },
+}
+
+impl Layer {
+    fn out_shape(self) -> Vec<i64> {
+        let dims: Vec<usize> = match self {
+            Layer::Conv { h, w, o, .. } => vec![1, o, h, w],
+            Layer::Pool { c, h, w } => vec![1, c, h / 2, w / 2],
+            Layer::Flatten { k } | Layer::Dense { n: k, .. } | Layer::Softmax { n: k } => vec![1, k],
+        };
+        dims.into_iter().map(|d| d as i64).collect()
+    }
+
+    /// Shapes of its weights with the bound of their uniform init: He-uniform sqrt(6 / fan_in)
+    /// for conv weights, sqrt(3 / fan_in) for the dense one (no relu after it), 0.1 for biases.
+    /// Conv biases have shape [O,1,1] (what bias_add folds to).
+    fn weights(self) -> Vec<(Vec<i64>, f32)> {
+        let i = |d: usize| d as i64;
+        match self {
+            Layer::Conv { c, o, .. } => {
+                vec![(vec![i(o), i(c), 3, 3], (6.0f32 / (9.0 * c as f32)).sqrt()), (vec![i(o), 1, 1], 0.1)]
+            }
+            Layer::Dense { k, n } => vec![(vec![i(n), i(k)], (3.0f32 / k as f32).sqrt()), (vec![i(n)], 0.1)],
+            _ => vec![],
+        }
+    }
+
+    /// TVM's fused-function name without the `tvmgen_default_fused_` prefix and `_N` suffix.
+    fn op_name(self) -> &'static str {
+        match self {
+            Layer::Conv { .. } => "nn_conv2d_add_nn_relu",
+            Layer::Pool { .. } => "nn_max_pool2d",
+            Layer::Flatten { .. } => "__nop",
+            Layer::Dense { .. } => "nn_dense_add",
+            Layer::Softmax { .. } => "nn_softmax",
+        }
+    }
+
+    fn attrs(self) -> Vec<(&'static str, &'static str)> {
+        match self {
+            Layer::Conv { .. } => vec![("out_layout", ""), ("data_layout", "NCHW"), ("kernel_layout", "OIHW")],
+            Layer::Pool { .. } => vec![("out_layout", ""), ("layout", "NCHW")],
+            _ => vec![],
+        }
+    }
+}
+
+/// The layers with their kernel names as TVM's codegen makes them unique: the n-th function of
+/// one kind gets the suffix `_n` (none for the first); the reshape is `__nop`.
+fn named_layers(spec: &Spec) -> Vec<(Layer, String)> {
+    let mut seen: Vec<&str> = Vec::new();
+    let name = |layer: Layer, seen: &mut Vec<&'static str>| {
+        let op = layer.op_name();
+        if op == "__nop" {
+            return op.to_string();
+        }
+        let n = seen.iter().filter(|&&s| s == op).count();
+        seen.push(op);
+        let suffix = if n == 0 { String::new() } else { format!("_{n}") };
+        format!("tvmgen_default_fused_{op}{suffix}")
+    };
+    spec.layers().into_iter().map(|l| (l, name(l, &mut seen))).collect()
+}
 
 // ---------------------------------------------------------------------------------------------
 // Deterministic pseudo-random numbers (xorshift64*)
@@ -70,29 +257,30 @@ impl XorShift {
 
 /// A named weight tensor (`p0`, `p1`, ... as TVM names bound constants).
 pub struct Param {
-    pub name: &'static str,
+    pub name: String,
     pub shape: Vec<i64>,
     pub data: Vec<f32>,
 }
 
-/// The six weights, in the order TVM's graph codegen meets them: conv1 weight/bias, conv2
-/// weight/bias, dense weight/bias. Conv biases have shape [C,1,1] (what bias_add folds to).
+/// The demo's six weights, in the order TVM's graph codegen meets them: conv1 weight/bias,
+/// conv2 weight/bias, dense weight/bias.
 pub fn params() -> Vec<Param> {
-    let mut rng = XorShift::new(2024);
-    let mut gen = |name, shape: Vec<i64>, scale: f32| {
-        let n: i64 = shape.iter().product();
-        let data = (0..n).map(|_| rng.sym(scale)).collect();
-        Param { name, shape, data }
-    };
-    // He-uniform bounds: sqrt(6 / fan_in).
-    vec![
-        gen("p0", vec![C1 as i64, 1, 3, 3], (6.0f32 / 9.0).sqrt()),
-        gen("p1", vec![C1 as i64, 1, 1], 0.1),
-        gen("p2", vec![C2 as i64, C1 as i64, 3, 3], (6.0f32 / (9.0 * C1 as f32)).sqrt()),
-        gen("p3", vec![C2 as i64, 1, 1], 0.1),
-        gen("p4", vec![NUM_CLASSES as i64, FLAT as i64], (3.0f32 / FLAT as f32).sqrt()),
-        gen("p5", vec![NUM_CLASSES as i64], 0.1),
-    ]
+    params_spec(&Spec::demo())
+}
+
+/// The weights of `spec` in graph order (each conv's and the dense's weight, then bias), drawn
+/// from one pseudo-random stream seeded by `spec.weight_seed`.
+pub fn params_spec(spec: &Spec) -> Vec<Param> {
+    let mut rng = XorShift::new(spec.weight_seed);
+    let weights = spec.layers().into_iter().flat_map(Layer::weights);
+    weights
+        .enumerate()
+        .map(|(i, (shape, scale))| {
+            let n: i64 = shape.iter().product();
+            let data = (0..n).map(|_| rng.sym(scale)).collect();
+            Param { name: format!("p{i}"), shape, data }
+        })
+        .collect()
 }
 
 fn ndarray(p: &Param) -> NDArray {
@@ -100,32 +288,51 @@ fn ndarray(p: &Param) -> NDArray {
     NDArray::from_bytes(&p.shape, DLDataType::FLOAT32, &bytes).expect("weight NDArray")
 }
 
-/// The weights as TVM's params blob (`relay.save_param_dict` format).
+/// The demo's weights as TVM's params blob (`relay.save_param_dict` format).
 pub fn params_blob() -> Vec<u8> {
-    let arrays: Vec<(&str, NDArray)> = params().iter().map(|p| (p.name, ndarray(p))).collect();
-    save_params(arrays.iter().map(|(n, a)| (*n, a.tensor()))).expect("params blob")
+    params_blob_spec(&Spec::demo())
+}
+
+pub fn params_blob_spec(spec: &Spec) -> Vec<u8> {
+    let arrays: Vec<(String, NDArray)> = params_spec(spec).iter().map(|p| (p.name.clone(), ndarray(p))).collect();
+    save_params(arrays.iter().map(|(n, a)| (n.as_str(), a.tensor()))).expect("params blob")
 }
 
 // ---------------------------------------------------------------------------------------------
 // Input images
 
-/// A deterministic 16x16 test image in [0, 1]: a bright ring and a bar whose position and
-/// size depend on `seed`, over faint noise. Row-major, NCHW with N = C = 1.
+/// A deterministic 16x16 test image for the demo (see `input_for`).
 pub fn input_image(seed: u64) -> Vec<f32> {
-    let mut rng = XorShift::new(seed.wrapping_add(77));
-    let cx = 4.0 + 8.0 * rng.unit();
-    let cy = 4.0 + 8.0 * rng.unit();
-    let r = 2.5 + 3.0 * rng.unit();
+    input_for(&Spec::demo(), seed)
+}
+
+/// A deterministic input for `spec`, NCHW with N = 1, values in [0, 1]: each channel a bright
+/// ring and a bar whose position and size depend on `seed` and the channel, over faint noise.
+pub fn input_for(spec: &Spec, seed: u64) -> Vec<f32> {
+    (0..spec.channels as u64)
+        .flat_map(|c| input_channel(seed.wrapping_add(77 + 7919 * c), spec.height, spec.width))
+        .collect()
+}
+
+/// One channel, row-major. Positions are drawn for a 16x16 image and scaled to `h` x `w`, so
+/// the demo's images are unchanged.
+fn input_channel(seed: u64, h: usize, w: usize) -> Vec<f32> {
+    let mut rng = XorShift::new(seed);
+    let (sx, sy) = (w as f32 / 16.0, h as f32 / 16.0);
+    let cx = (4.0 + 8.0 * rng.unit()) * sx;
+    let cy = (4.0 + 8.0 * rng.unit()) * sy;
+    let r = (2.5 + 3.0 * rng.unit()) * sx.min(sy);
     let bar = (rng.next_u64() % 16) as f32;
     let vertical = rng.next_u64() % 2 == 0;
-    let mut img = vec![0f32; INPUT_LEN];
-    for y in 0..16 {
-        for x in 0..16 {
+    let bar = bar * if vertical { sx } else { sy };
+    let mut img = vec![0f32; h * w];
+    for y in 0..h {
+        for x in 0..w {
             let (fx, fy) = (x as f32, y as f32);
             let d = ((fx - cx).powi(2) + (fy - cy).powi(2)).sqrt();
             let ring = (1.0 - (d - r).abs()).max(0.0);
             let line = if (if vertical { fx } else { fy } - bar).abs() < 0.75 { 0.8 } else { 0.0 };
-            img[y * 16 + x] = (ring.max(line) + 0.1 * rng.unit()).min(1.0);
+            img[y * w + x] = (ring.max(line) + 0.1 * rng.unit()).min(1.0);
         }
     }
     img
@@ -151,56 +358,36 @@ fn fnv_hash(s: &str) -> String {
     format!("{h:016x}")
 }
 
-fn nodes() -> Vec<Node> {
-    let mut v: Vec<Node> = Vec::new();
-    let input = |v: &mut Vec<Node>, name: &str, shape: Vec<i64>| {
-        v.push(Node { op: "null", name: name.into(), func_name: String::new(), inputs: vec![], attrs: vec![], shape });
-        v.len() - 1
-    };
-    let op = |v: &mut Vec<Node>,
-              func: &str,
-              inputs: Vec<usize>,
-              attrs: Vec<(&'static str, &'static str)>,
-              shape: Vec<i64>| {
-        let name = if func == "__nop" { "reshape_nop".to_string() } else { func.to_string() };
-        v.push(Node { op: "tvm_op", name, func_name: func.into(), inputs, attrs, shape });
-        v.len() - 1
-    };
-    let conv_attrs = vec![("out_layout", ""), ("data_layout", "NCHW"), ("kernel_layout", "OIHW")];
-    let pool_attrs = vec![("out_layout", ""), ("layout", "NCHW")];
-    let ps = params();
-    let data = input(&mut v, INPUT_NAME, INPUT_SHAPE.to_vec());
-    let p0 = input(&mut v, "p0", ps[0].shape.clone());
-    let p1 = input(&mut v, "p1", ps[1].shape.clone());
-    let c1 = op(
-        &mut v,
-        "tvmgen_default_fused_nn_conv2d_add_nn_relu",
-        vec![data, p0, p1],
-        conv_attrs.clone(),
-        vec![1, C1 as i64, 16, 16],
-    );
-    let m1 = op(&mut v, "tvmgen_default_fused_nn_max_pool2d", vec![c1], pool_attrs.clone(), vec![1, C1 as i64, 8, 8]);
-    let p2 = input(&mut v, "p2", ps[2].shape.clone());
-    let p3 = input(&mut v, "p3", ps[3].shape.clone());
-    let c2 = op(
-        &mut v,
-        "tvmgen_default_fused_nn_conv2d_add_nn_relu_1",
-        vec![m1, p2, p3],
-        conv_attrs,
-        vec![1, C2 as i64, 8, 8],
-    );
-    let m2 = op(&mut v, "tvmgen_default_fused_nn_max_pool2d_1", vec![c2], pool_attrs, vec![1, C2 as i64, 4, 4]);
-    let flat = op(&mut v, "__nop", vec![m2], vec![], vec![1, FLAT as i64]);
-    let p4 = input(&mut v, "p4", ps[4].shape.clone());
-    let p5 = input(&mut v, "p5", ps[5].shape.clone());
-    let d = op(&mut v, "tvmgen_default_fused_nn_dense_add", vec![flat, p4, p5], vec![], vec![1, NUM_CLASSES as i64]);
-    op(&mut v, "tvmgen_default_fused_nn_softmax", vec![d], vec![], OUTPUT_SHAPE.to_vec());
+impl Node {
+    fn input(name: &str, shape: Vec<i64>) -> Node {
+        Node { op: "null", name: name.into(), func_name: String::new(), inputs: vec![], attrs: vec![], shape }
+    }
+}
+
+/// The graph: the input, then per layer its weights (as inputs `p<i>`) and its `tvm_op`.
+fn nodes(spec: &Spec) -> Vec<Node> {
+    let mut v = vec![Node::input(INPUT_NAME, spec.input_shape().to_vec())];
+    let mut params = 0;
+    for (layer, func) in named_layers(spec) {
+        let mut inputs = vec![v.len() - 1];
+        for (shape, _) in layer.weights() {
+            v.push(Node::input(&format!("p{params}"), shape));
+            params += 1;
+            inputs.push(v.len() - 1);
+        }
+        let name = if func == "__nop" { "reshape_nop".to_string() } else { func.clone() };
+        v.push(Node { op: "tvm_op", name, func_name: func, inputs, attrs: layer.attrs(), shape: layer.out_shape() });
+    }
     v
 }
 
-/// Names of the compiled kernels the graph calls (every `tvm_op` but `__nop`), in node order.
+/// Names of the demo's compiled kernels (every `tvm_op` but `__nop`), in node order.
 pub fn kernel_names() -> Vec<String> {
-    nodes().into_iter().filter(|n| n.op == "tvm_op" && n.func_name != "__nop").map(|n| n.func_name).collect()
+    kernel_names_spec(&Spec::demo())
+}
+
+pub fn kernel_names_spec(spec: &Spec) -> Vec<String> {
+    named_layers(spec).into_iter().map(|(_, f)| f).filter(|f| f != "__nop").collect()
 }
 
 /// Storage ids as TVM's `GraphPlanMemory` assigns them for one device: inputs and weights get
@@ -278,9 +465,14 @@ fn join<T: std::fmt::Display>(v: impl IntoIterator<Item = T>) -> String {
     v.into_iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
 }
 
-/// The graph JSON, as TVM's graph codegen writes it (one output per node).
+/// The demo's graph JSON.
 pub fn graph_json() -> String {
-    let nodes = nodes();
+    graph_json_spec(&Spec::demo())
+}
+
+/// The graph JSON of `spec`, as TVM's graph codegen writes it (one output per node).
+pub fn graph_json_spec(spec: &Spec) -> String {
+    let nodes = nodes(spec);
     let heads = vec![nodes.len() - 1];
     let sids = plan_storage(&nodes, &heads);
     let mut s = String::from("{\n  \"nodes\": [\n");
@@ -333,8 +525,12 @@ pub fn graph_json() -> String {
 /// `GraphExecutorFactory` (graph JSON, weights, module name "default"), module 1 the library
 /// itself (`_lib`), the factory importing the library.
 pub fn module_blob() -> Vec<u8> {
-    let params: Vec<(String, NDArray)> = params().iter().map(|p| (p.name.to_string(), ndarray(p))).collect();
-    let payload = GraphExecutorFactory::new(graph_json(), params, "default".into())
+    module_blob_spec(&Spec::demo())
+}
+
+pub fn module_blob_spec(spec: &Spec) -> Vec<u8> {
+    let params: Vec<(String, NDArray)> = params_spec(spec).iter().map(|p| (p.name.clone(), ndarray(p))).collect();
+    let payload = GraphExecutorFactory::new(graph_json_spec(spec), params, "default".into())
         .save_binary()
         .expect("serialize GraphExecutorFactory");
     write_import_tree(
@@ -344,10 +540,14 @@ pub fn module_blob() -> Vec<u8> {
     )
 }
 
-/// C source defining `__tvm_dev_mblob` (as `PackImportsToC` emits it).
+/// C source defining `__tvm_dev_mblob` (as `PackImportsToC` emits it), for the demo.
 pub fn blob_c_source(blob: &[u8]) -> String {
+    blob_c_source_named(blob, Spec::demo().name)
+}
+
+fn blob_c_source_named(blob: &[u8], model: &str) -> String {
     let mut s = String::with_capacity(blob.len() * 4 + 200);
-    s += "/* Generated by examples/demo/model.rs: the module blob of the demo model. */\n";
+    s += &format!("/* Generated by examples/demo/model.rs: the module blob of the {model} model. */\n");
     s += &format!("__attribute__((visibility(\"default\"))) const unsigned char __tvm_dev_mblob[{}] = {{", blob.len());
     for (i, b) in blob.iter().enumerate() {
         if i % 24 == 0 {
@@ -386,38 +586,89 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// Build `<target>/demo/demo_model.so` (plus `demo_graph.json` and `demo_params.bin`, the files
-/// TVM's older export flow writes next to the library). Returns the library's path.
+/// C source exporting the kernels of `spec`: one `TVMBackendPackedCFunc` per layer calling the
+/// generic kernel of kernels.c with that layer's static shape (TVM emits one specialised
+/// function per fused op). kernels.c leaves out its demo exports when included this way.
+pub fn kernels_c_source(spec: &Spec) -> String {
+    let mut s = format!("/* Generated by examples/demo/model.rs: the kernels of the {} model. */\n", spec.name);
+    s += "#define DEMO_GENERATED_LAYERS\n#include \"kernels.c\"\n";
+    for (layer, func) in named_layers(spec) {
+        let (kernel, shape) = match layer {
+            Layer::Conv { c, h, w, o } => ("conv2d_add_relu", vec![c, h, w, o]),
+            Layer::Pool { c, h, w } => ("max_pool2d", vec![c, h, w]),
+            Layer::Dense { k, n } => ("dense_add", vec![k, n]),
+            Layer::Softmax { n } => ("softmax", vec![n]),
+            Layer::Flatten { .. } => continue,
+        };
+        s += &format!(
+            "\nEXPORT int {func}(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc, void* rh) {{\n  \
+             (void)rv; (void)rc; (void)rh;\n  return {kernel}(args, codes, num_args, \"{func}\", {});\n}}\n",
+            join(shape)
+        );
+    }
+    s
+}
+
+/// Build the demo: `<target>/demo/demo_model.so` plus `demo_graph.json` and `demo_params.bin`.
 pub fn build() -> Result<PathBuf, String> {
+    build_spec(&Spec::demo())
+}
+
+/// Build `<target>/demo/<name>_model.so` (plus `<name>_graph.json` and `<name>_params.bin`, the
+/// files TVM's older export flow writes next to the library). Returns the library's path.
+pub fn build_spec(spec: &Spec) -> Result<PathBuf, String> {
     let dir = target_dir().join("demo");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let name = spec.name;
     let pid = std::process::id();
-    let blob_c = dir.join(format!("demo_model_blob.{pid}.c"));
-    std::fs::write(&blob_c, blob_c_source(&module_blob())).map_err(|e| format!("{}: {e}", blob_c.display()))?;
-    write_atomic(&dir.join("demo_graph.json"), graph_json().as_bytes()).map_err(|e| e.to_string())?;
-    write_atomic(&dir.join("demo_params.bin"), &params_blob()).map_err(|e| e.to_string())?;
+    // Per-process names for the generated sources: concurrent builders must not share them.
+    let blob_c = dir.join(format!("{name}_model_blob.{pid}.c"));
+    let mut generated = vec![blob_c.clone()];
+    std::fs::write(&blob_c, blob_c_source_named(&module_blob_spec(spec), name))
+        .map_err(|e| format!("{}: {e}", blob_c.display()))?;
+    // The demo's exported kernels are hand-written in kernels.c; other specs get theirs generated.
+    let kernels_c = if *spec == Spec::demo() {
+        repo_dir().join("examples/demo/kernels.c")
+    } else {
+        let path = dir.join(format!("{name}_kernels.{pid}.c"));
+        generated.push(path.clone());
+        std::fs::write(&path, kernels_c_source(spec)).map_err(|e| format!("{}: {e}", path.display()))?;
+        path
+    };
+    write_atomic(&dir.join(format!("{name}_graph.json")), graph_json_spec(spec).as_bytes())
+        .map_err(|e| e.to_string())?;
+    write_atomic(&dir.join(format!("{name}_params.bin")), &params_blob_spec(spec)).map_err(|e| e.to_string())?;
 
-    let so = dir.join("demo_model.so");
-    let tmp_so = dir.join(format!("demo_model.{pid}.so"));
+    let so = dir.join(format!("{name}_model.so"));
+    let built = compile(&so, &[&blob_c, &kernels_c]);
+    for path in &generated {
+        let _ = std::fs::remove_file(path);
+    }
+    built.map(|()| so)
+}
+
+/// Compile `sources` with `cc` into the shared library `so` (through a temporary file and a
+/// rename, like `write_atomic`).
+fn compile(so: &Path, sources: &[&Path]) -> Result<(), String> {
+    let tmp_so = so.with_extension(format!("{}.so", std::process::id()));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(&cc)
         .args(["-O2", "-shared", "-fPIC", "-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"])
         .arg("-I")
         .arg(repo_dir().join("include"))
-        .arg(repo_dir().join("examples/demo/kernels.c"))
-        .arg(&blob_c)
+        .arg("-I")
+        .arg(repo_dir().join("examples/demo"))
+        .args(sources)
         .arg("-lm")
         .arg("-o")
         .arg(&tmp_so)
         .output()
         .map_err(|e| format!("running the C compiler `{cc}`: {e} (a C compiler is needed to build the demo)"))?;
-    let _ = std::fs::remove_file(&blob_c);
     if !out.status.success() {
         let _ = std::fs::remove_file(&tmp_so);
         return Err(format!("`{cc}` failed to build {}:\n{}", so.display(), String::from_utf8_lossy(&out.stderr)));
     }
-    std::fs::rename(&tmp_so, &so).map_err(|e| format!("{}: {e}", so.display()))?;
-    Ok(so)
+    std::fs::rename(&tmp_so, so).map_err(|e| format!("{}: {e}", so.display()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -463,22 +714,40 @@ fn ref_max_pool(x: &[f64], c: usize, h: usize, w: usize) -> Vec<f64> {
     out
 }
 
-/// Class probabilities for one 16x16 image, computed in f64.
-pub fn reference(image: &[f32]) -> Vec<f32> {
-    assert_eq!(image.len(), INPUT_LEN);
-    let p = params();
-    let x: Vec<f64> = image.iter().map(|&v| v as f64).collect();
-    let x = ref_conv_relu(&x, 1, 16, 16, &p[0].data, &p[1].data, C1);
-    let x = ref_max_pool(&x, C1, 16, 16);
-    let x = ref_conv_relu(&x, C1, 8, 8, &p[2].data, &p[3].data, C2);
-    let x = ref_max_pool(&x, C2, 8, 8);
-    let logits: Vec<f64> = (0..NUM_CLASSES)
-        .map(|j| p[5].data[j] as f64 + (0..FLAT).map(|k| x[k] * p[4].data[j * FLAT + k] as f64).sum::<f64>())
-        .collect();
-    let m = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let e: Vec<f64> = logits.iter().map(|l| (l - m).exp()).collect();
+fn ref_dense(x: &[f64], wt: &[f32], b: &[f32]) -> Vec<f64> {
+    let k = x.len();
+    b.iter().enumerate().map(|(j, &bj)| bj as f64 + (0..k).map(|i| x[i] * wt[j * k + i] as f64).sum::<f64>()).collect()
+}
+
+fn ref_softmax(x: &[f64]) -> Vec<f64> {
+    let m = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = x.iter().map(|l| (l - m).exp()).collect();
     let z: f64 = e.iter().sum();
-    e.iter().map(|v| (v / z) as f32).collect()
+    e.iter().map(|v| v / z).collect()
+}
+
+/// The demo's class probabilities for one 16x16 image, computed in f64.
+pub fn reference(image: &[f32]) -> Vec<f32> {
+    reference_spec(&Spec::demo(), image)
+}
+
+/// The class probabilities of `spec` for one input, computed in f64.
+pub fn reference_spec(spec: &Spec, image: &[f32]) -> Vec<f32> {
+    assert_eq!(image.len(), spec.input_len());
+    let params = params_spec(spec);
+    let mut weights = params.iter().map(|p| p.data.as_slice());
+    let mut next = || weights.next().expect("a weight per conv and dense input");
+    let mut x: Vec<f64> = image.iter().map(|&v| v as f64).collect();
+    for layer in spec.layers() {
+        x = match layer {
+            Layer::Conv { c, h, w, o } => ref_conv_relu(&x, c, h, w, next(), next(), o),
+            Layer::Pool { c, h, w } => ref_max_pool(&x, c, h, w),
+            Layer::Flatten { .. } => x,
+            Layer::Dense { .. } => ref_dense(&x, next(), next()),
+            Layer::Softmax { .. } => ref_softmax(&x),
+        };
+    }
+    x.iter().map(|&v| v as f32).collect()
 }
 
 pub fn argmax(v: &[f32]) -> usize {
