@@ -11,11 +11,9 @@
 //!
 //! `BENCH_ONLY=latency|throughput|memory` runs one part; `BENCH_ROUNDS` sets the rounds.
 //!
-//! Models: the demo model (`examples/demo/model.rs`) and a larger CNN over the same kernels
-//! (`common/cnn.rs`), both built by the repository.
+//! Models: the demo model and the larger CNN (`Spec::large()`, ~26 ms per inference on one
+//! core), both built by the repository (`examples/demo/model.rs`).
 
-#[path = "common/cnn.rs"]
-mod cnn;
 #[path = "common/mod.rs"]
 mod common;
 #[path = "../examples/demo/model.rs"]
@@ -46,11 +44,12 @@ fn models() -> Vec<Model> {
         input: model::INPUT_SHAPE.to_vec(),
         output: model::OUTPUT_SHAPE.to_vec(),
     };
+    let spec = model::Spec::large();
     let cnn = Model {
         name: "cnn",
-        so: cnn::build().expect("building the CNN"),
-        input: cnn::INPUT_SHAPE.to_vec(),
-        output: cnn::OUTPUT_SHAPE.to_vec(),
+        so: model::build_spec(&spec).expect("building the CNN"),
+        input: spec.input_shape().to_vec(),
+        output: spec.output_shape().to_vec(),
     };
     vec![demo, cnn]
 }

@@ -2,13 +2,11 @@
 //!
 //!     cargo run --release --example pipeline_trace [-- OUT_DIR]
 //!
-//! Builds the benchmark CNN (benches/common/cnn.rs), submits 12 requests to a pipeline of two
+//! Builds the benchmark CNN (`Spec::large()` in examples/demo/model.rs), submits 12 requests to a pipeline of two
 //! core groups with `trace=1`, and writes `pipeline_trace.json` (Chrome trace: open it in
 //! chrome://tracing or ui.perfetto.dev) and `pipeline_trace.svg` (the same lanes drawn as a
 //! picture, used in the README) to OUT_DIR (default: `target/pipeline_trace`).
 
-#[path = "../benches/common/cnn.rs"]
-mod cnn;
 #[path = "demo/model.rs"]
 mod model;
 
@@ -103,7 +101,8 @@ fn run() -> Result<PathBuf, String> {
         std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| model::target_dir().join("pipeline_trace"));
     std::fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
     tvm_runtime::init();
-    let so = cnn::build()?;
+    let spec = model::Spec::large();
+    let so = model::build_spec(&spec)?;
     let path = CString::new(so.to_str().ok_or("path")?).map_err(|e| e.to_string())?;
     let mut factory = std::ptr::null_mut();
     check(unsafe { TVMModLoadFromFile(path.as_ptr(), c"".as_ptr(), &mut factory) }, "load")?;
@@ -111,9 +110,8 @@ fn run() -> Result<PathBuf, String> {
     let mut p = std::ptr::null_mut();
     let opts = c"core_groups=2,threads_per_group=1,in_flight=4,trace=1";
     check(unsafe { TVMPipelineCreate(factory, &dev, 1, opts.as_ptr(), &mut p) }, "create")?;
-    let n_in = cnn::INPUT_SHAPE.iter().product::<i64>() as usize;
-    let n_out = cnn::OUTPUT_SHAPE.iter().product::<i64>() as usize;
-    let (mut xs, mut ys) = (cnn::INPUT_SHAPE, cnn::OUTPUT_SHAPE);
+    let (mut xs, mut ys) = (spec.input_shape().to_vec(), spec.output_shape().to_vec());
+    let (n_in, n_out) = (xs.iter().product::<i64>() as usize, ys.iter().product::<i64>() as usize);
     let mut bufs: Vec<(Vec<f32>, Vec<f32>)> =
         (0..12).map(|k| (vec![0.01 * k as f32; n_in], vec![0.0; n_out])).collect();
     let mut ids = Vec::new();
