@@ -22,7 +22,7 @@ use crate::abi::{DLDevice, DLTensor};
 use crate::runtime::device::{device_api, poll_until, DeviceApi, HostTask};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::TensorRef;
-use crate::runtime::threading::{pin_current_thread, set_current_pool, ThreadPool};
+use crate::runtime::threading::{set_current_pool, ThreadPool};
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -80,8 +80,8 @@ struct Context {
 }
 
 struct Group {
-    /// Held for the group's lifetime (its compute stream's thread holds it as its current pool).
-    _pool: Arc<ThreadPool>,
+    /// The pool its kernels' parallel launches use (current while its graphs run).
+    pool: Arc<ThreadPool>,
     h2d: Handle,
     compute: Handle,
     d2h: Handle,
@@ -301,24 +301,15 @@ fn make_group(
     cpus: Option<Vec<usize>>,
     num_contexts: usize,
 ) -> Result<Group> {
-    // The compute stream's thread runs task 0 of each launch, on the group's first CPU; the
-    // pool's workers take the others.
-    let worker_cpus = cpus.as_ref().map(|c| c.iter().cycle().skip(1).take(c.len()).copied().collect());
-    let pool = Arc::new(ThreadPool::new(threads, worker_cpus));
+    // Each launch runs task 0 on the stream worker that runs the graph; the pool's workers,
+    // pinned to the group's CPUs, take the others.
+    let pool = Arc::new(ThreadPool::new(threads, cpus));
     let stream = || api.create_stream(dev).map(Handle);
     let (h2d, compute, d2h) = (stream()?, stream()?, stream()?);
-    let p = pool.clone();
-    let bind: HostTask = Box::new(move || {
-        if let Some(c) = cpus.as_ref().and_then(|c| c.first()) {
-            pin_current_thread(&[*c]);
-        }
-        set_current_pool(Some(p));
-    });
-    api.launch_host_task(dev, compute.0, bind)?;
     let contexts = (0..num_contexts)
         .map(|_| make_context(plan, api, dev, data_inputs).map(Arc::new))
         .collect::<Result<Vec<_>>>()?;
-    Ok(Group { _pool: pool, h2d, compute, d2h, contexts })
+    Ok(Group { pool, h2d, compute, d2h, contexts })
 }
 
 fn make_context(
@@ -427,14 +418,16 @@ impl Inner {
         // compute
         self.wait(group.compute, ctx.h2d_done).unwrap_or_else(enqueue_failed);
         self.trace_mark(id, g, 1, group.compute, true);
-        let (run_ctx, run_failure) = (ctx.clone(), failure.clone());
+        let (run_ctx, run_failure, pool) = (ctx.clone(), failure.clone(), group.pool.clone());
         let run: HostTask = Box::new(move || {
             let mut failure = run_failure.lock().unwrap_or_else(|p| p.into_inner());
             if failure.is_none() {
                 let mut exec = run_ctx.exec.lock().unwrap_or_else(|p| p.into_inner());
+                let outer = set_current_pool(Some(pool));
                 if let Err(e) = exec.run() {
                     *failure = Some(e);
                 }
+                set_current_pool(outer);
             }
         });
         api.launch_host_task(dev, group.compute.0, run).unwrap_or_else(enqueue_failed);

@@ -1,28 +1,42 @@
 //! Asynchronous streams and events on the host.
 //!
-//! A [`CpuStream`] is an in-order queue of host tasks run by one worker thread of its own, so
-//! work queued on it (copies, graph runs, callbacks) runs while the queuing thread goes on. A
-//! [`CpuEvent`] marks a point in a stream: recording it queues a task that marks the point
-//! reached; a stream waits on it by queuing a task that blocks *that stream's worker* (never
-//! the host) until the point is reached; the host may query or synchronize it.
+//! A [`CpuStream`] is an in-order queue of host tasks (copies, graph runs, callbacks) that runs
+//! while the queuing thread goes on. Streams are strands over one shared set of worker threads:
+//! a stream with work is handed to an idle worker, which runs its tasks in order until the queue
+//! is empty or the stream must wait for an event. So one request's stages on three streams
+//! usually run back to back on one worker, with no thread hand-over between them, while
+//! independent streams run on different workers at once. Workers are added when every worker is
+//! busy (a long task never starves other streams) and never exceed what was once busy at once.
+//!
+//! A [`CpuEvent`] marks a point in a stream: recording it queues a task that marks the point
+//! reached. A stream waits on it with a wait task: when that task is reached before the event,
+//! the stream is parked on the event (no thread blocks) and resumes when the event is reached.
+//! The host may query or synchronize either.
 //!
 //! Events count recordings, as CUDA events do: a wait or synchronize refers to the latest
 //! recording made before it, and an event never recorded counts as reached.
 
+use once_cell::sync::Lazy;
+use std::cell::Cell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
 /// Work a stream runs when it reaches it.
 pub type HostTask = Box<dyn FnOnce() + Send + 'static>;
 
-/// How long an idle stream worker or a waiting host polls (yielding the core) before it sleeps.
-/// A request's stages hand over from one stream to the next within microseconds, so polling a
-/// little saves a sleep/wake-up pair per hand-over; bounded in time, it costs little CPU when
-/// stages are long (kernels running on the other cores need it).
+/// How long an idle worker or a waiting host polls (yielding the core) before it sleeps. Work
+/// arrives microseconds apart while requests flow, so polling a little saves a sleep/wake-up
+/// pair; bounded in time, it costs little CPU when tasks are long (kernels running on the other
+/// cores need it).
 const POLL_BEFORE_SLEEP: Duration = Duration::from_micros(50);
+
+/// Tasks a worker runs from one stream before letting other ready streams go first.
+const TASKS_PER_TURN: usize = 64;
+
+/// Most worker threads (more streams can be busy at once only if their tasks block).
+const MAX_WORKERS: usize = 512;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -47,136 +61,255 @@ pub fn poll_until(ready: impl Fn() -> bool) -> bool {
     ready()
 }
 
-#[derive(Default)]
-struct Queue {
-    tasks: VecDeque<HostTask>,
-    /// Set by [`CpuStream::shut_down`]: the worker drains the queue, then exits.
-    closing: bool,
-    /// Hosts sleeping in [`CpuStream::synchronize`].
-    sleeping_syncs: usize,
-    /// Whether the worker sleeps on `work`.
-    worker_sleeping: bool,
+enum Task {
+    Run(HostTask),
+    /// Go on once the event has reached this recording.
+    Wait(Arc<CpuEvent>, u64),
 }
 
-struct StreamShared {
-    queue: Mutex<Queue>,
-    work: Condvar,
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Status {
+    /// Nothing queued, no worker holds it.
+    Idle,
+    /// In the scheduler's ready queue, or a worker runs its tasks.
+    Scheduled,
+    /// Its next task waits for an event; the event will make it ready.
+    Parked,
+}
+
+struct StrandState {
+    tasks: VecDeque<Task>,
+    status: Status,
+    /// Hosts sleeping in [`CpuStream::synchronize`].
+    sleeping_syncs: usize,
+    /// Freed: later tasks run on the caller (see [`CpuStream::push`]).
+    closed: bool,
+}
+
+/// A stream's queue and counters, shared with the workers and the events it waits on.
+struct Strand {
+    state: Mutex<StrandState>,
     done: Condvar,
     /// Tasks queued so far, and tasks finished so far.
     queued: AtomicU64,
     finished: AtomicU64,
 }
 
-/// A stream: an in-order queue of host tasks and the worker thread running them.
-pub struct CpuStream {
-    shared: Arc<StreamShared>,
-    worker: Mutex<Option<JoinHandle<()>>>,
-    worker_id: ThreadId,
+/// The shared workers and the queue of streams ready to run.
+struct Scheduler {
+    ready: Mutex<VecDeque<Arc<Strand>>>,
+    ready_len: AtomicUsize,
+    work: Condvar,
+    /// Workers looking for work (polling or asleep), and all workers.
+    idle: AtomicUsize,
+    workers: AtomicUsize,
 }
 
-impl StreamShared {
-    fn next_task(&self) -> Option<HostTask> {
-        let mut q = lock(&self.queue);
-        loop {
-            if let Some(t) = q.tasks.pop_front() {
-                return Some(t);
-            }
-            if q.closing {
-                return None;
-            }
-            drop(q);
-            let queued = || self.queued.load(Ordering::Acquire) != self.finished.load(Ordering::Acquire);
-            poll_until(queued);
-            q = lock(&self.queue);
-            if q.tasks.is_empty() && !q.closing {
-                q.worker_sleeping = true;
-                q = self.work.wait_while(q, |q| q.tasks.is_empty() && !q.closing).unwrap_or_else(|e| e.into_inner());
-                q.worker_sleeping = false;
-            }
+static SCHEDULER: Lazy<Scheduler> = Lazy::new(|| Scheduler {
+    ready: Mutex::new(VecDeque::new()),
+    ready_len: AtomicUsize::new(0),
+    work: Condvar::new(),
+    idle: AtomicUsize::new(0),
+    workers: AtomicUsize::new(0),
+});
+
+thread_local! {
+    /// The strand whose task this thread runs, if any (a task synchronizing or freeing its own
+    /// stream must not wait for itself).
+    static RUNNING: Cell<usize> = const { Cell::new(0) };
+}
+
+impl Scheduler {
+    /// Queue a strand that just became ready; add a worker if none is looking for work.
+    fn schedule(&'static self, strand: Arc<Strand>) {
+        lock(&self.ready).push_back(strand);
+        self.ready_len.fetch_add(1, Ordering::AcqRel);
+        self.work.notify_one();
+        if self.idle.load(Ordering::Acquire) == 0 && self.workers.load(Ordering::Acquire) < MAX_WORKERS {
+            self.spawn_worker();
         }
     }
 
-    fn run(&self) {
-        while let Some(task) = self.next_task() {
-            // A task is runtime code with its own error reporting; a panic in one must not
-            // take the stream down with the tasks queued behind it.
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
-            self.finished.fetch_add(1, Ordering::AcqRel);
-            if lock(&self.queue).sleeping_syncs > 0 {
-                self.done.notify_all();
+    fn spawn_worker(&'static self) {
+        let n = self.workers.fetch_add(1, Ordering::AcqRel);
+        let spawned = std::thread::Builder::new().name(format!("tvm-stream-{n}")).spawn(move || self.worker());
+        if spawned.is_err() {
+            // The workers there are still drain the queue, only with less overlap.
+            self.workers.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    fn take_ready(&self) -> Option<Arc<Strand>> {
+        let s = lock(&self.ready).pop_front();
+        if s.is_some() {
+            self.ready_len.fetch_sub(1, Ordering::AcqRel);
+        }
+        s
+    }
+
+    /// Wait for a ready strand: poll, then sleep.
+    fn next_strand(&self) -> Arc<Strand> {
+        self.idle.fetch_add(1, Ordering::AcqRel);
+        let strand = loop {
+            poll_until(|| self.ready_len.load(Ordering::Acquire) > 0);
+            let mut q = lock(&self.ready);
+            if q.is_empty() {
+                q = self.work.wait_while(q, |q| q.is_empty()).unwrap_or_else(|e| e.into_inner());
+            }
+            if let Some(s) = q.pop_front() {
+                self.ready_len.fetch_sub(1, Ordering::AcqRel);
+                break s;
+            }
+        };
+        self.idle.fetch_sub(1, Ordering::AcqRel);
+        strand
+    }
+
+    fn worker(&'static self) {
+        loop {
+            let mut strand = self.next_strand();
+            // Run ready strands back to back without going idle in between.
+            loop {
+                if let Some(again) = strand.run_turn() {
+                    self.schedule(again);
+                }
+                match self.take_ready() {
+                    Some(s) => strand = s,
+                    None => break,
+                }
             }
         }
     }
+}
+
+impl Strand {
+    /// Run up to [`TASKS_PER_TURN`] tasks; the strand itself if it still has work to do then.
+    fn run_turn(self: Arc<Self>) -> Option<Arc<Strand>> {
+        for _ in 0..TASKS_PER_TURN {
+            let mut st = lock(&self.state);
+            let Some(task) = st.tasks.pop_front() else {
+                st.status = Status::Idle;
+                return None;
+            };
+            match task {
+                Task::Wait(event, target) => {
+                    if !event.park_unless_reached(&self, target) {
+                        st.tasks.push_front(Task::Wait(event, target));
+                        st.status = Status::Parked;
+                        return None;
+                    }
+                    drop(st);
+                }
+                Task::Run(f) => {
+                    drop(st);
+                    let outer = RUNNING.with(|r| r.replace(Arc::as_ptr(&self) as usize));
+                    // A task is runtime code with its own error reporting; a panic in one must
+                    // not take the stream down with the tasks queued behind it.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+                    RUNNING.with(|r| r.set(outer));
+                }
+            }
+            self.task_finished();
+        }
+        Some(self)
+    }
+
+    fn task_finished(&self) {
+        self.finished.fetch_add(1, Ordering::AcqRel);
+        if lock(&self.state).sleeping_syncs > 0 {
+            self.done.notify_all();
+        }
+    }
+
+    /// The event this strand was parked on is reached: make it ready again.
+    fn resume(self: Arc<Self>) {
+        let mut st = lock(&self.state);
+        if st.status == Status::Parked {
+            st.status = Status::Scheduled;
+            drop(st);
+            SCHEDULER.schedule(self);
+        }
+    }
+
+    fn is_running_here(&self) -> bool {
+        RUNNING.with(|r| r.get()) == self as *const Strand as usize
+    }
+}
+
+/// A stream: an in-order queue of host tasks, run by the shared workers.
+pub struct CpuStream {
+    strand: Arc<Strand>,
 }
 
 impl CpuStream {
-    /// A stream with a fresh worker thread named `name`.
-    pub fn new(name: String) -> std::io::Result<CpuStream> {
-        let shared = Arc::new(StreamShared {
-            queue: Mutex::new(Queue::default()),
-            work: Condvar::new(),
+    /// A new stream (`name` is kept for symmetry with device streams; workers are shared).
+    pub fn new(_name: String) -> std::io::Result<CpuStream> {
+        let state = StrandState { tasks: VecDeque::new(), status: Status::Idle, sleeping_syncs: 0, closed: false };
+        let strand = Strand {
+            state: Mutex::new(state),
             done: Condvar::new(),
             queued: AtomicU64::new(0),
             finished: AtomicU64::new(0),
-        });
-        let s = shared.clone();
-        let worker = std::thread::Builder::new().name(name).spawn(move || s.run())?;
-        let worker_id = worker.thread().id();
-        Ok(CpuStream { shared, worker: Mutex::new(Some(worker)), worker_id })
+        };
+        Ok(CpuStream { strand: Arc::new(strand) })
+    }
+
+    fn enqueue(&self, task: Task) {
+        let s = &self.strand;
+        let mut st = lock(&s.state);
+        if st.closed {
+            // Queued while the stream is being freed (a race the caller lost): it runs here,
+            // after what was queued before, rather than never.
+            drop(st);
+            self.synchronize();
+            match task {
+                Task::Run(f) => f(),
+                Task::Wait(event, target) => event.wait_for(target),
+            }
+            return;
+        }
+        st.tasks.push_back(task);
+        s.queued.fetch_add(1, Ordering::AcqRel);
+        if st.status == Status::Idle {
+            st.status = Status::Scheduled;
+            drop(st);
+            SCHEDULER.schedule(s.clone());
+        }
     }
 
     /// Queue `task` behind everything queued before it.
     pub fn push(&self, task: HostTask) {
-        let s = &*self.shared;
-        let mut q = lock(&s.queue);
-        if q.closing {
-            // Queued while the stream is being freed (a race the caller lost): the worker may
-            // be gone, so the task runs here rather than never.
-            drop(q);
-            task();
-            return;
-        }
-        q.tasks.push_back(task);
-        s.queued.fetch_add(1, Ordering::AcqRel);
-        if q.worker_sleeping {
-            s.work.notify_one();
-        }
+        self.enqueue(Task::Run(task));
     }
 
     /// Whether everything queued so far has run.
     pub fn is_idle(&self) -> bool {
-        self.shared.finished.load(Ordering::Acquire) >= self.shared.queued.load(Ordering::Acquire)
+        self.strand.finished.load(Ordering::Acquire) >= self.strand.queued.load(Ordering::Acquire)
     }
 
-    /// Block until everything queued before this call has run. From the stream's own worker
-    /// (a task synchronizing its stream) it returns at once: the tasks before it are done.
+    /// Block until everything queued before this call has run. From one of the stream's own
+    /// tasks it returns at once: the tasks before it are done.
     pub fn synchronize(&self) {
-        if std::thread::current().id() == self.worker_id {
+        let s = &*self.strand;
+        if s.is_running_here() {
             return;
         }
-        let s = &*self.shared;
         let target = s.queued.load(Ordering::Acquire);
         let reached = || s.finished.load(Ordering::Acquire) >= target;
         if poll_until(reached) {
             return;
         }
-        let mut q = lock(&s.queue);
-        q.sleeping_syncs += 1;
-        q = s.done.wait_while(q, |_| !reached()).unwrap_or_else(|e| e.into_inner());
-        q.sleeping_syncs -= 1;
+        let mut st = lock(&s.state);
+        st.sleeping_syncs += 1;
+        st = s.done.wait_while(st, |_| !reached()).unwrap_or_else(|e| e.into_inner());
+        st.sleeping_syncs -= 1;
     }
 
-    /// Run what is queued, then stop the worker. From the worker itself (a task freeing its
-    /// own stream), the worker is left to finish the queue and exit on its own.
+    /// Let what is queued run, then close the stream (later tasks run on their caller). From
+    /// one of the stream's own tasks it does not wait for the rest of the queue.
     pub fn shut_down(&self) {
-        lock(&self.shared.queue).closing = true;
-        self.shared.work.notify_all();
-        if std::thread::current().id() == self.worker_id {
-            return;
-        }
-        if let Some(w) = lock(&self.worker).take() {
-            let _ = w.join();
-        }
+        self.synchronize();
+        lock(&self.strand.state).closed = true;
     }
 }
 
@@ -191,6 +324,8 @@ struct EventState {
     /// Recordings made, and recordings whose point its stream has passed.
     recorded: u64,
     reached: u64,
+    /// Streams parked until a recording is reached.
+    parked: Vec<(Arc<Strand>, u64)>,
 }
 
 /// A point in a stream that others can wait for.
@@ -221,8 +356,26 @@ impl CpuEvent {
     fn mark_reached(&self, target: u64) {
         let mut st = lock(&self.state);
         st.reached = st.reached.max(target);
+        let reached = st.reached;
+        let (wake, keep): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut st.parked).into_iter().partition(|(_, t)| *t <= reached);
+        st.parked = keep;
         drop(st);
         self.reached.notify_all();
+        for (strand, _) in wake {
+            strand.resume();
+        }
+    }
+
+    /// True if recording `target` is reached; else parks `strand` on it (the caller holds the
+    /// strand's lock and marks it parked, so the wake-up cannot come before).
+    fn park_unless_reached(&self, strand: &Arc<Strand>, target: u64) -> bool {
+        let mut st = lock(&self.state);
+        if st.reached >= target {
+            return true;
+        }
+        st.parked.push((strand.clone(), target));
+        false
     }
 
     /// The recording a wait made now refers to, or None if it is reached already.
@@ -246,10 +399,7 @@ impl CpuEvent {
         let Some(target) = self.pending_target() else { return };
         match stream {
             None => self.wait_for(target),
-            Some(s) => {
-                let me = self.clone();
-                s.push(Box::new(move || me.wait_for(target)));
-            }
+            Some(s) => s.enqueue(Task::Wait(self.clone(), target)),
         }
     }
 
