@@ -725,6 +725,7 @@ int TVMGraphExecutorScheduleDot(TVMGraphExecutor *g, const char **out);
 
 /*
  Destroy an executor (NULL is a no-op). A second free of the same handle is an error.
+ Stages queued by the asynchronous calls are waited for first (their errors are dropped).
 
  # Safety
  None: `g` is only looked up among live executors (a bad handle is an error).
@@ -803,6 +804,56 @@ void TVMGraphExecutor_Run(TVMGraphExecutor *executor);
  holds is checked as in `TVMGraphExecutorFree`.
  */
 int TVMGraphExecutor_Release(TVMGraphExecutor **executor);
+
+/*
+ h2d: copy `data` into input `index` on `stream` (NULL: now). Streams here are NULL or made
+ by `TVMStreamCreate` for the executor's (first) device. Dtype and shape are checked here; the copy waits on `stream` for the queued stages that still use the input (a pending
+ run reading it, an earlier copy into it). The first queued copy into a weight shared with
+ other executors of the factory waits on the host for the queued stages, once, to give this
+ executor its own copy.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error); `stream` is checked by
+ the device API. `data` must be NULL (an error) or a valid `DLTensor` during the call, and its
+ data must stay valid, and unwritten by others, until `stream` has run the copy (synchronize
+ the stream, an event recorded on it afterwards, or the executor).
+ */
+int TVMGraphExecutorSetInputAsync(TVMGraphExecutor *g, int32_t index, const DLTensor *data, void *stream);
+
+/*
+ compute: run the graph on `stream` (NULL: now, on the caller, returning the run's error), as
+ `TVMGraphExecutorRun` does, after the queued copies into its inputs and the queued stages
+ still using its outputs. The error of a queued run is returned by
+ `TVMGraphExecutorSynchronize` (or the next synchronous call) and names the failing node.
+
+ # Safety
+ None: `g` is only looked up among live executors (a bad handle is an error); `stream` is
+ checked by the device API.
+ */
+int TVMGraphExecutorRunAsync(TVMGraphExecutor *g, void *stream);
+
+/*
+ d2h: copy output `index` into `out` on `stream` (NULL: now), after the queued run that
+ writes it. Dtype and shape are checked here.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error); `stream` is checked by
+ the device API. `out` must be NULL (an error) or a valid `DLTensor` during the call, and its
+ data must stay valid, and unread and unwritten by others, until `stream` has run the copy.
+ */
+int TVMGraphExecutorGetOutputAsync(TVMGraphExecutor *g, int32_t index, DLTensor *out, void *stream);
+
+/*
+ Wait for everything queued by the asynchronous calls; returns the first error a queued stage
+ hit (e.g. a failing kernel, naming its node) since it was last reported, then clears it.
+ Every synchronous call on the executor (`TVMGraphExecutorRun`, `...SetInput`, the info calls)
+ also waits for the queued stages first, and reports such an error the same way (once), doing
+ nothing else then. `TVMGraphExecutorFree` waits for them and drops the error.
+
+ # Safety
+ None: `g` is only looked up among live executors (a bad handle is an error).
+ */
+int TVMGraphExecutorSynchronize(TVMGraphExecutor *g);
 
 /*
  Load a module from a file through `runtime.module.loadfile_<format>`; `format` NULL or ""

@@ -4,7 +4,9 @@
 # test_packed_func: 8 threads calling string-returning functions; test_module: parallel kernels
 # with barriers; test_streams: 4 threads each chaining copies through 2 streams and 2 events,
 # 500 rounds, reading the data after every round; test_pipeline: 4 threads submitting to one
-# request pipeline, callbacks on its threads, frees with requests in flight).
+# request pipeline, callbacks on its threads, frees with requests in flight; test_async_phases:
+# an executor's copies and runs on stream workers, ordered by events, with the host reading and
+# refilling its tensors meanwhile).
 #
 #   scripts/tsan.sh [extra ctest args, e.g. -R test_graph_executor]
 #   TSAN_MODE=c-only|full|auto (default auto)
@@ -36,8 +38,8 @@
 #   the library is suppressed; scripts/tsan-full.supp lists only known races in the tests.
 #   rustc's instrumentation calls __tsan_memcpy/memmove/memset, which GCC's libtsan lacks;
 #   scripts/tsan_memfns.c provides them. The static_link test is linked against the instrumented
-#   static library too. Then the library's unit tests and tests/concurrency.rs run on the same
-#   instrumented build (TSAN_RUST_TESTS=0 skips them).
+#   static library too. Then the library's unit tests, tests/concurrency.rs, tests/inter_op.rs
+#   and tests/async_phases.rs run on the same instrumented build (TSAN_RUST_TESTS=0 skips them).
 #
 # The sanitizer_canary_data_race ctest must report a deliberate race, proving TSan is active.
 # Build directories: target/sanitize/tsan (c-only), target/sanitize/tsan-full (full). Exits
@@ -139,12 +141,13 @@ echo "-- ctest (every C test, plus the data-race canary that must be reported)"
 (cd "$BUILD" && "${runner[@]}" ctest --output-on-failure -j "$JOBS" "$@")
 
 if [ "$MODE" = full ] && [ "${TSAN_RUST_TESTS:-1}" = 1 ]; then
-  # The same instrumented build runs the library's own unit tests and tests/concurrency.rs
-  # and tests/inter_op.rs (threads through the C API from Rust; the inter-op scheduler), with rustc's TSan runtime. TSAN_RUST_TESTS=0 skips.
-  # tests/pipeline.rs: the request pipeline's streams, contexts, callbacks and shutdown.
-  echo "-- the library's unit tests and tests/concurrency.rs under TSan (TSAN_RUST_TESTS=0 skips)"
+  # The same instrumented build runs the library's own unit tests, tests/concurrency.rs,
+  # tests/inter_op.rs, tests/async_phases.rs and tests/pipeline.rs (threads through the C API
+  # from Rust; the inter-op scheduler; stages on stream workers; the request pipeline's streams,
+  # contexts, callbacks and shutdown), with rustc's TSan runtime. TSAN_RUST_TESTS=0 skips.
+  echo "-- the library's unit tests and the concurrent Rust tests under TSan (TSAN_RUST_TESTS=0 skips)"
   (cd "$REPO" && RUSTFLAGS="-Zsanitizer=thread" "${runner[@]}" "${cargo_cmd[@]}" test --quiet --release \
      -Zbuild-std --target "$host" --target-dir "$RUST_TARGET_DIR" --lib --test concurrency --test inter_op \
-     --test pipeline)
+     --test async_phases --test pipeline)
 fi
 echo "tsan ($MODE): no data races reported; canary reported as expected"

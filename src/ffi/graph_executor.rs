@@ -7,7 +7,8 @@
 //! executor fails (it does not block). Create one executor per thread; executors created from
 //! one factory share kernels and weights. Tensors passed in are borrowed for the call only,
 //! except with the zero-copy calls, where the caller keeps the memory alive while the executor
-//! uses it. Names and shapes returned by the info calls live as long as the executor.
+//! uses it. Names and shapes returned by the info calls live as long as the executor. The
+//! asynchronous phases (`...Async`, `TVMGraphExecutorSynchronize`) are in `graph_phases.rs`.
 
 use super::ptr::{out_param, slice};
 use crate::abi::{DLDataType, DLDevice, DLTensor};
@@ -27,7 +28,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 /// An executor handle (opaque to C): the shared front, plus what C needs to outlive a call.
 pub struct TVMGraphExecutor {
-    front: ExecutorFront,
+    pub(super) front: ExecutorFront,
     /// NUL-terminated input and output names handed out by the info calls.
     input_names: Vec<CString>,
     output_names: Vec<CString>,
@@ -54,7 +55,7 @@ pub struct TVMTensorInfo {
 /// executor during the call.
 static LIVE: Lazy<RwLock<HashMap<usize, Arc<TVMGraphExecutor>>>> = Lazy::new(Default::default);
 
-fn handle(g: *const TVMGraphExecutor) -> Result<Arc<TVMGraphExecutor>> {
+pub(super) fn handle(g: *const TVMGraphExecutor) -> Result<Arc<TVMGraphExecutor>> {
     if g.is_null() {
         return Err(Error::value("argument `g` (graph executor) is NULL"));
     }
@@ -566,6 +567,7 @@ pub unsafe extern "C" fn TVMGraphExecutorScheduleDot(g: *mut TVMGraphExecutor, o
 }
 
 /// Destroy an executor (NULL is a no-op). A second free of the same handle is an error.
+/// Stages queued by the asynchronous calls are waited for first (their errors are dropped).
 ///
 /// # Safety
 /// None: `g` is only looked up among live executors (a bad handle is an error).
@@ -577,8 +579,12 @@ pub unsafe extern "C" fn TVMGraphExecutorFree(g: *mut TVMGraphExecutor) -> c_int
         }
         let removed = LIVE.write().unwrap_or_else(|e| e.into_inner()).remove(&(g as usize));
         match removed {
-            // Dropped here, or when the last in-flight call on another thread returns.
-            Some(exec) => drop(exec),
+            // Dropped here, or when the last in-flight call on another thread returns; no
+            // queued copy touches the caller's memory once this returns.
+            Some(exec) => {
+                exec.front.wait_for_stages();
+                drop(exec)
+            }
             None => return Err(Error::value(format!("graph executor {g:p} is not live (freed twice?)"))),
         }
         Ok(0)

@@ -10,6 +10,7 @@ pub mod device;
 pub mod error;
 pub mod func;
 pub mod graph_executor;
+pub mod graph_phases;
 pub mod module;
 pub mod object;
 pub mod pipeline;

@@ -304,7 +304,7 @@ impl Executor {
     }
 
     /// Give storage `sid` private memory (copying the shared weights) before a write.
-    fn make_private(&mut self, sid: usize) -> Result<()> {
+    pub(crate) fn make_private(&mut self, sid: usize) -> Result<()> {
         if let Backing::Shared(shared) = &self.backing[sid] {
             let spec = &self.plan.storage[sid];
             let own = alloc_slot(spec.bytes, spec.device)?;
@@ -331,6 +331,16 @@ impl Executor {
     /// Output `index`'s tensor as kernels see it (see [`Executor::owned_input_tensor`]).
     pub(crate) fn output_tensor(&self, index: usize) -> Result<DLTensor> {
         Ok(self.tensors[self.check_output_index(index)?])
+    }
+
+    /// Where entry `eid`'s data is now (it moves only through `&mut self` calls).
+    pub(crate) fn entry_data(&self, eid: usize) -> *mut c_void {
+        self.tensors[eid].data
+    }
+
+    /// Whether storage `sid` is still the plan's shared weights (a write makes it private).
+    pub(crate) fn is_shared_weight(&self, sid: usize) -> bool {
+        matches!(self.backing[sid], Backing::Shared(_))
     }
 
     /// Entry `eid`'s tensor as kernels see it.

@@ -6,30 +6,109 @@
 
 use super::executor::Executor;
 use super::options::ExecutorOptions;
+use super::phases::Phases;
 use super::plan::Plan;
 use super::profile::OpTiming;
 use super::schedule::{ParallelRunner, Parallelism};
 use crate::abi::DLDataType;
 use crate::runtime::error::{Error, Result};
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
 /// An executor shared between callers, used by one at a time, with the way it runs its ops:
-/// one after another, or on several workers ([`ParallelRunner`]).
+/// one after another, or on several workers ([`ParallelRunner`]). Besides the synchronous
+/// calls, stages may be queued on device streams (`phases.rs`); every synchronous call first
+/// waits for them.
 pub struct ExecutorFront {
+    /// One caller at a time (a try-lock), with the bookkeeping of the stages it queued.
+    pub(super) phases: Mutex<Phases>,
+    /// What queued stages share with the callers.
+    pub(super) core: Arc<FrontCore>,
+}
+
+/// The executor and its runner, shared with the runs queued on streams.
+pub(crate) struct FrontCore {
     exec: Mutex<Executor>,
     runner: Option<ParallelRunner>,
+    /// The first error a queued stage hit, kept until a caller is told.
+    failure: Mutex<Option<Error>>,
+    /// Whether `failure` holds one (so a synchronous call looks without locking).
+    failed: AtomicBool,
+}
+
+impl FrontCore {
+    /// The executor. Callers hold the front's `phases` lock and have waited for every queued
+    /// stage first, and a queued run takes it only while it runs, so this never waits long.
+    pub(super) fn exec(&self) -> MutexGuard<'_, Executor> {
+        // A panic inside a call is reported by that call; the executor's state is still whole
+        // (every write is a full tensor copy), so later calls may go on.
+        self.exec.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Run the graph once, on the workers when there is a runner.
+    pub(super) fn run(&self, e: &mut Executor) -> Result<()> {
+        match &self.runner {
+            Some(r) => r.run(e),
+            None => e.run(),
+        }
+    }
+
+    /// Keep `e` unless an earlier failure is still unreported.
+    pub(super) fn keep_failure(&self, e: Error) {
+        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        failure.get_or_insert(e);
+        self.failed.store(true, Ordering::Release);
+    }
+
+    /// The kept failure, cleared. Callers have waited for the stages that could keep one, so
+    /// the flag they see is current.
+    pub(super) fn take_failure(&self) -> Option<Error> {
+        if !self.failed.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        self.failed.store(false, Ordering::Release);
+        failure.take()
+    }
+}
+
+/// Exclusive use of the executor for one synchronous call (see [`ExecutorFront::lock`]).
+pub struct FrontGuard<'a> {
+    exec: MutexGuard<'a, Executor>,
+    _caller: MutexGuard<'a, Phases>,
+}
+
+impl Deref for FrontGuard<'_> {
+    type Target = Executor;
+    fn deref(&self) -> &Executor {
+        &self.exec
+    }
+}
+
+impl DerefMut for FrontGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Executor {
+        &mut self.exec
+    }
 }
 
 impl ExecutorFront {
     /// A front that runs ops one after another, as TVM does.
     pub fn new(exec: Executor) -> Self {
-        ExecutorFront { exec: Mutex::new(exec), runner: None }
+        Self::with(exec, None)
     }
 
     /// A front that runs independent ops in parallel.
     pub fn with_runner(exec: Executor, runner: ParallelRunner) -> Self {
-        ExecutorFront { exec: Mutex::new(exec), runner: Some(runner) }
+        Self::with(exec, Some(runner))
+    }
+
+    fn with(exec: Executor, runner: Option<ParallelRunner>) -> Self {
+        let phases = Phases::new(exec.plan().clone());
+        let core =
+            FrontCore { exec: Mutex::new(exec), runner, failure: Mutex::new(None), failed: AtomicBool::new(false) };
+        ExecutorFront { phases: Mutex::new(phases), core: Arc::new(core) }
     }
 
     /// An executor over `plan` that runs as `options` say (their memory plan is the plan's
@@ -46,34 +125,43 @@ impl ExecutorFront {
 
     /// The parallel runner, if this front has one.
     pub fn runner(&self) -> Option<&ParallelRunner> {
-        self.runner.as_ref()
+        self.core.runner.as_ref()
     }
 
     /// Run the graph once, on the workers when there is a runner.
     pub fn run(&self) -> Result<()> {
         let mut e = self.lock()?;
-        match &self.runner {
-            Some(r) => r.run(&mut e),
-            None => e.run(),
-        }
+        self.core.run(&mut e)
     }
 
     /// Run once timing every op (with the worker that ran it).
     pub fn run_profiled(&self) -> Result<Vec<OpTiming>> {
         let mut e = self.lock()?;
-        match &self.runner {
+        match &self.core.runner {
             Some(r) => r.run_profiled(&mut e),
             None => e.run_profiled(),
         }
     }
 
-    /// Exclusive access. A call while another thread uses the executor is an error, not a wait:
-    /// an executor serves one thread at a time, and blocking would hide that misuse.
-    pub fn lock(&self) -> Result<MutexGuard<'_, Executor>> {
-        match self.exec.try_lock() {
+    /// Exclusive access for a synchronous call. A call while another thread uses the executor
+    /// is an error, not a wait: an executor serves one thread at a time, and blocking would
+    /// hide that misuse. Stages queued on streams are waited for first (so the call never races
+    /// them, and may change buffer addresses); if one of them failed, that error is returned
+    /// (once) instead of access.
+    pub fn lock(&self) -> Result<FrontGuard<'_>> {
+        let mut caller = self.enter()?;
+        caller.settle()?;
+        if let Some(e) = self.core.take_failure() {
+            return Err(e);
+        }
+        Ok(FrontGuard { exec: self.core.exec(), _caller: caller })
+    }
+
+    /// The caller's turn: the phases lock, or the in-use error.
+    pub(super) fn enter(&self) -> Result<MutexGuard<'_, Phases>> {
+        match self.phases.try_lock() {
             Ok(g) => Ok(g),
-            // A panic inside a call is reported by that call; the executor's state is still whole
-            // (every write is a full tensor copy), so later calls may go on.
+            // A panic inside a call is reported by that call; the bookkeeping is still whole.
             Err(TryLockError::Poisoned(p)) => Ok(p.into_inner()),
             Err(TryLockError::WouldBlock) => {
                 Err(Error::runtime("graph executor is in use by another thread (use one executor per thread)"))
@@ -102,7 +190,7 @@ pub struct TensorInfo<'a> {
     pub is_param: bool,
 }
 
-fn index_in_range(index: i64, n: usize, what: &str, plural: &str) -> Result<usize> {
+pub(super) fn index_in_range(index: i64, n: usize, what: &str, plural: &str) -> Result<usize> {
     let i = usize::try_from(index).map_err(|_| Error::index(format!("{what} index {index} is negative")))?;
     if i >= n {
         return Err(Error::index(format!("{what} index {i} out of range (the graph has {n} {plural})")));

@@ -1,7 +1,8 @@
 //! The graph executor: graph JSON model and validation ([`json`]), the shared immutable
 //! [`plan::Plan`], per-run [`executor::Executor`] contexts, the one front door callers share
-//! ([`front`]), profiling ([`profile`]), the executor as a TVM module ([`module`]), and the
-//! `GraphExecutorFactory` packed by `export_library`.
+//! ([`front`]), its asynchronous stages on streams ([`phases`]), profiling ([`profile`]), the
+//! executor as a TVM module ([`module`]), and the `GraphExecutorFactory` packed by
+//! `export_library`.
 
 pub mod deps;
 pub mod executor;
@@ -11,13 +12,14 @@ pub mod json;
 pub mod memory_plan;
 pub mod module;
 pub mod options;
+pub mod phases;
 pub mod pipeline;
 pub mod plan;
 pub mod profile;
 pub mod schedule;
 
 pub use executor::Executor;
-pub use front::{ExecutorFront, Key, TensorInfo};
+pub use front::{ExecutorFront, FrontGuard, Key, TensorInfo};
 pub use json::Graph;
 pub use plan::Plan;
 

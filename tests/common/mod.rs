@@ -226,6 +226,13 @@ impl HostTensor {
         h.t.shape = h.shape.as_mut_ptr();
         h
     }
+    /// Overwrite the data (same element count).
+    pub fn set_values(&mut self, data: &[f32]) {
+        let n: i64 = self.shape.iter().product();
+        assert_eq!(n as usize, data.len());
+        let off = self.offset;
+        self.buf[off..off + data.len() * 4].copy_from_slice(&bytes_of(data));
+    }
     pub fn values(&self) -> Vec<f32> {
         let n: i64 = self.shape.iter().product();
         f32s(&self.buf[self.offset..self.offset + n as usize * 4])

@@ -1,7 +1,7 @@
 //! The CPU device: aligned host memory, `memcpy` copies, asynchronous streams.
 //!
 //! The NULL stream is synchronous: work "queued" on it runs at once on the calling thread, as
-//! in TVM. A stream made by `create_stream` has a worker thread of its own ([`CpuStream`]):
+//! in TVM. A stream made by `create_stream` is a strand over shared workers ([`CpuStream`]):
 //! copies and host tasks queued on it run there, in order, and the caller synchronizes before
 //! reading, as on a GPU. Stream and event handles are keys into tables, never dereferenced, so
 //! a bogus or freed handle is an error, not a crash.
