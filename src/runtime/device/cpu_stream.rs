@@ -148,7 +148,7 @@ impl Scheduler {
     }
 
     /// Wait for a ready strand: poll, then sleep.
-    fn next_strand(&self) -> Arc<Strand> {
+    fn next_strand(&'static self) -> Arc<Strand> {
         self.idle.fetch_add(1, Ordering::AcqRel);
         let strand = loop {
             poll_until(|| self.ready_len.load(Ordering::Acquire) > 0);
@@ -161,7 +161,13 @@ impl Scheduler {
                 break s;
             }
         };
-        self.idle.fetch_sub(1, Ordering::AcqRel);
+        // More ready streams and no one else looking: they must not wait for this one's turn.
+        if self.idle.fetch_sub(1, Ordering::AcqRel) == 1
+            && self.ready_len.load(Ordering::Acquire) > 0
+            && self.workers.load(Ordering::Acquire) < MAX_WORKERS
+        {
+            self.spawn_worker();
+        }
         strand
     }
 
@@ -542,5 +548,41 @@ mod tests {
             let pos: Vec<usize> = (0..4).map(|k| got.iter().position(|&x| x == round * 4 + k).unwrap()).collect();
             assert!(pos.windows(2).all(|w| w[0] < w[1]), "round {round}: {pos:?}");
         }
+    }
+
+    #[test]
+    fn blocking_tasks_do_not_starve_other_streams() {
+        // Eight streams whose first tasks all wait for each other: only workers added while the
+        // others block let them all start.
+        let streams: Vec<CpuStream> = (0..8).map(|_| stream()).collect();
+        let all_in = Arc::new(std::sync::Barrier::new(8));
+        let after = Arc::new(AtomicUsize::new(0));
+        for s in &streams {
+            let (b, a) = (all_in.clone(), after.clone());
+            s.push(Box::new(move || {
+                b.wait();
+                a.fetch_add(1, Ordering::SeqCst);
+            }));
+        }
+        streams.iter().for_each(CpuStream::synchronize);
+        assert_eq!(after.load(Ordering::SeqCst), 8);
+    }
+
+    #[test]
+    fn a_task_may_synchronize_and_free_its_own_stream() {
+        let s = Arc::new(stream());
+        let n = Arc::new(AtomicUsize::new(0));
+        let (me, m) = (s.clone(), n.clone());
+        s.push(Box::new(move || {
+            me.synchronize();
+            me.shut_down();
+            m.fetch_add(1, Ordering::SeqCst);
+        }));
+        let m = n.clone();
+        s.push(Box::new(move || {
+            m.fetch_add(1, Ordering::SeqCst);
+        }));
+        s.synchronize();
+        assert_eq!(n.load(Ordering::SeqCst), 2);
     }
 }
