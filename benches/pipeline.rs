@@ -7,7 +7,8 @@
 //! * latency: submit -> wait of one request at a time against a synchronous set_input / run /
 //!   get_output, on the demo model (tiny): the asynchronous path's overhead in microseconds;
 //! * memory: RSS of a pipeline (G groups, 2G contexts) against one executor plus one more set of
-//!   activations per extra context, each measured in a fresh child process.
+//!   activations per extra context, each measured in a fresh child process (also on a model
+//!   whose weights dwarf its activations).
 //!
 //! `BENCH_ONLY=latency|throughput|memory` runs one part; `BENCH_ROUNDS` sets the rounds.
 //!
@@ -35,23 +36,36 @@ struct Model {
     so: PathBuf,
     input: Vec<i64>,
     output: Vec<i64>,
+    /// Measured for memory only.
+    memory_only: bool,
 }
 
+impl Model {
+    fn of(spec: &model::Spec, memory_only: bool) -> Model {
+        Model {
+            name: spec.name,
+            so: model::build_spec(spec).unwrap_or_else(|e| panic!("building {}: {e}", spec.name)),
+            input: spec.input_shape().to_vec(),
+            output: spec.output_shape().to_vec(),
+            memory_only,
+        }
+    }
+}
+
+/// The demo, the large CNN, and for memory a model whose 8 MiB of weights dwarf its
+/// activations (one conv stage, then a dense layer of 16384 x 128), so a copy of the weights per
+/// context would show.
 fn models() -> Vec<Model> {
-    let demo = Model {
-        name: "demo",
-        so: model::build().expect("building the demo model"),
-        input: model::INPUT_SHAPE.to_vec(),
-        output: model::OUTPUT_SHAPE.to_vec(),
+    let wide = model::Spec {
+        name: "wide",
+        channels: 3,
+        height: 64,
+        width: 64,
+        stages: vec![model::Stage { channels: 16, pool: true }],
+        num_classes: 128,
+        weight_seed: 7,
     };
-    let spec = model::Spec::large();
-    let cnn = Model {
-        name: "cnn",
-        so: model::build_spec(&spec).expect("building the CNN"),
-        input: spec.input_shape().to_vec(),
-        output: spec.output_shape().to_vec(),
-    };
-    vec![demo, cnn]
+    vec![Model::of(&model::Spec::demo(), false), Model::of(&model::Spec::large(), false), Model::of(&wide, true)]
 }
 
 fn check(rc: i32, what: &str) {
@@ -307,7 +321,7 @@ fn main() {
         if m.name == "demo" && part("latency") {
             latency(m, factory);
         }
-        if part("throughput") {
+        if part("throughput") && !m.memory_only {
             throughput(m, factory);
         }
         check(unsafe { TVMModFree(factory) }, "free");
