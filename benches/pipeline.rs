@@ -1,9 +1,9 @@
 //! The request pipeline (`TVMPipeline*`) against one executor, each side measured in the same
 //! run, through the C API as an application would use them:
 //!
-//! * throughput: G core groups x T threads against one executor using all G*T threads for its
-//!   kernels, requests run back to back (the pipeline keeps its `in_flight` requests
-//!   outstanding); for every (G, T) that fits the cores (`BENCH_CORES`, default: this machine's);
+//! * throughput: G core groups x T threads (4 requests in flight per group, all kept
+//!   outstanding) against one executor using all G*T threads for its kernels, requests back to
+//!   back; for every (G, T) that fits the cores (`BENCH_CORES`, default: this machine's);
 //! * latency: submit -> wait of one request at a time against a synchronous set_input / run /
 //!   get_output, on the demo model (tiny): the asynchronous path's overhead in microseconds;
 //! * memory: RSS of a pipeline (G groups, 2G contexts) against one executor plus one more set of
@@ -183,9 +183,10 @@ fn throughput(m: &Model, factory: *mut c_void) {
     for (groups, threads) in configs(cores()) {
         let g = executor(factory, groups * threads);
         let n = requests_for(g, m, Duration::from_millis(400));
-        let p = pipeline(factory, &format!("core_groups={groups},threads_per_group={threads}"));
+        let p =
+            pipeline(factory, &format!("core_groups={groups},threads_per_group={threads},in_flight={}", 4 * groups));
         let mut bufs: Vec<(Buffer, Buffer)> =
-            (0..2 * groups).map(|k| (Buffer::new(&m.input, 0.1 * k as f32), Buffer::new(&m.output, 0.0))).collect();
+            (0..4 * groups).map(|k| (Buffer::new(&m.input, 0.1 * k as f32), Buffer::new(&m.output, 0.0))).collect();
         let (mut x, mut y) = (Buffer::new(&m.input, 0.5), Buffer::new(&m.output, 0.0));
         pipelined(p, &mut bufs, n);
         let (mut exec_rate, mut pipe_rate) = (Vec::new(), Vec::new());

@@ -107,6 +107,8 @@ struct State {
     requests: HashMap<u64, Request>,
     running: usize,
     closed: bool,
+    /// Threads sleeping on `finished` (a wake-up is a system call: made only when one sleeps).
+    sleepers: usize,
 }
 
 /// One traced stage.
@@ -232,10 +234,12 @@ impl Pipeline {
         };
         poll_until(|| done.load(Ordering::Acquire));
         let mut st = lock(&inner.state);
+        st.sleepers += 1;
         st = inner
             .finished
             .wait_while(st, |st| st.requests.get(&id).is_some_and(|r| r.result.is_none()))
             .unwrap_or_else(|e| e.into_inner());
+        st.sleepers -= 1;
         match st.requests.remove(&id) {
             Some(Request { result: Some(r), .. }) => r,
             // Another thread waited for it meanwhile.
@@ -280,8 +284,11 @@ impl Pipeline {
             f(id, result);
         }
         inner.finished.notify_all();
-        let st = lock(&inner.state);
-        drop(inner.finished.wait_while(st, |st| st.running > 0).unwrap_or_else(|e| e.into_inner()));
+        let mut st = lock(&inner.state);
+        st.sleepers += 1;
+        st = inner.finished.wait_while(st, |st| st.running > 0).unwrap_or_else(|e| e.into_inner());
+        st.sleepers -= 1;
+        drop(st);
         inner.free_device_handles();
     }
 }
@@ -467,7 +474,7 @@ impl Inner {
 
     /// Request `id` is done: free its context, start the next request, report.
     fn finish(self: &Arc<Self>, id: u64, g: usize, c: usize, result: Result<()>) {
-        let callback = {
+        let (callback, sleepers) = {
             let mut st = lock(&self.state);
             st.running -= 1;
             st.free.push((g, c));
@@ -475,9 +482,11 @@ impl Inner {
             if !st.closed {
                 Inner::dispatch(self, &mut st);
             }
-            cb
+            (cb, st.sleepers)
         };
-        self.finished.notify_all();
+        if sleepers > 0 {
+            self.finished.notify_all();
+        }
         if let Some((f, result)) = callback {
             f(id, result);
         }

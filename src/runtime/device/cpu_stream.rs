@@ -97,7 +97,9 @@ struct Strand {
 
 /// The shared workers and the queue of streams ready to run.
 struct Scheduler {
-    ready: Mutex<VecDeque<Arc<Strand>>>,
+    /// Ready strands, and how many workers sleep waiting for one (a wake-up is a system call:
+    /// made only when someone sleeps).
+    ready: Mutex<ReadyQueue>,
     ready_len: AtomicUsize,
     work: Condvar,
     /// Workers looking for work (polling or asleep), and all workers.
@@ -105,8 +107,14 @@ struct Scheduler {
     workers: AtomicUsize,
 }
 
+#[derive(Default)]
+struct ReadyQueue {
+    strands: VecDeque<Arc<Strand>>,
+    sleeping: usize,
+}
+
 static SCHEDULER: Lazy<Scheduler> = Lazy::new(|| Scheduler {
-    ready: Mutex::new(VecDeque::new()),
+    ready: Mutex::new(ReadyQueue::default()),
     ready_len: AtomicUsize::new(0),
     work: Condvar::new(),
     idle: AtomicUsize::new(0),
@@ -122,9 +130,13 @@ thread_local! {
 impl Scheduler {
     /// Queue a strand that just became ready; add a worker if none is looking for work.
     fn schedule(&'static self, strand: Arc<Strand>) {
-        lock(&self.ready).push_back(strand);
+        let mut q = lock(&self.ready);
+        q.strands.push_back(strand);
         self.ready_len.fetch_add(1, Ordering::AcqRel);
-        self.work.notify_one();
+        if q.sleeping > 0 {
+            self.work.notify_one();
+        }
+        drop(q);
         if self.idle.load(Ordering::Acquire) == 0 && self.workers.load(Ordering::Acquire) < MAX_WORKERS {
             self.spawn_worker();
         }
@@ -140,7 +152,7 @@ impl Scheduler {
     }
 
     fn take_ready(&self) -> Option<Arc<Strand>> {
-        let s = lock(&self.ready).pop_front();
+        let s = lock(&self.ready).strands.pop_front();
         if s.is_some() {
             self.ready_len.fetch_sub(1, Ordering::AcqRel);
         }
@@ -153,10 +165,12 @@ impl Scheduler {
         let strand = loop {
             poll_until(|| self.ready_len.load(Ordering::Acquire) > 0);
             let mut q = lock(&self.ready);
-            if q.is_empty() {
-                q = self.work.wait_while(q, |q| q.is_empty()).unwrap_or_else(|e| e.into_inner());
+            if q.strands.is_empty() {
+                q.sleeping += 1;
+                q = self.work.wait_while(q, |q| q.strands.is_empty()).unwrap_or_else(|e| e.into_inner());
+                q.sleeping -= 1;
             }
-            if let Some(s) = q.pop_front() {
+            if let Some(s) = q.strands.pop_front() {
                 self.ready_len.fetch_sub(1, Ordering::AcqRel);
                 break s;
             }
@@ -332,6 +346,8 @@ struct EventState {
     reached: u64,
     /// Streams parked until a recording is reached.
     parked: Vec<(Arc<Strand>, u64)>,
+    /// Hosts sleeping in `wait_for`.
+    sleepers: usize,
 }
 
 /// A point in a stream that others can wait for.
@@ -366,8 +382,11 @@ impl CpuEvent {
         let (wake, keep): (Vec<_>, Vec<_>) =
             std::mem::take(&mut st.parked).into_iter().partition(|(_, t)| *t <= reached);
         st.parked = keep;
+        let sleepers = st.sleepers;
         drop(st);
-        self.reached.notify_all();
+        if sleepers > 0 {
+            self.reached.notify_all();
+        }
         for (strand, _) in wake {
             strand.resume();
         }
@@ -395,8 +414,10 @@ impl CpuEvent {
         if poll_until(reached) {
             return;
         }
-        let st = lock(&self.state);
-        drop(self.reached.wait_while(st, |st| st.reached < target).unwrap_or_else(|e| e.into_inner()));
+        let mut st = lock(&self.state);
+        st.sleepers += 1;
+        st = self.reached.wait_while(st, |st| st.reached < target).unwrap_or_else(|e| e.into_inner());
+        st.sleepers -= 1;
     }
 
     /// Make `stream` wait for the latest recording (None: the host waits, as the default
