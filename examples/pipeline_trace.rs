@@ -7,36 +7,17 @@
 //! chrome://tracing or ui.perfetto.dev) and `pipeline_trace.svg` (the same lanes drawn as a
 //! picture, used in the README) to OUT_DIR (default: `target/pipeline_trace`).
 
+#[path = "demo/capi.rs"]
+mod capi;
 #[path = "demo/model.rs"]
 mod model;
 
-use std::ffi::{c_char, c_void, CStr, CString};
+use capi::{check, tensor, Library};
+use std::ffi::{c_char, CStr};
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use tvm_runtime::abi::{DLDataType, DLDevice, DLTensor};
-use tvm_runtime::ffi::error::TVMGetLastError;
-use tvm_runtime::ffi::module::{TVMModFree, TVMModLoadFromFile};
+use tvm_runtime::abi::DLDevice;
 use tvm_runtime::ffi::pipeline::*;
-
-fn check(rc: i32, what: &str) -> Result<(), String> {
-    if rc == 0 {
-        return Ok(());
-    }
-    // SAFETY: TVMGetLastError returns a valid C string.
-    Err(format!("{what}: {}", unsafe { CStr::from_ptr(TVMGetLastError()) }.to_string_lossy()))
-}
-
-fn tensor(data: &mut [f32], shape: &mut [i64]) -> DLTensor {
-    DLTensor {
-        data: data.as_mut_ptr() as *mut c_void,
-        device: DLDevice::cpu(0),
-        ndim: shape.len() as i32,
-        dtype: DLDataType::FLOAT32,
-        shape: shape.as_mut_ptr(),
-        strides: std::ptr::null_mut(),
-        byte_offset: 0,
-    }
-}
 
 /// A traced stage: lane, request, start and duration in microseconds.
 type Span = (u64, u64, f64, f64);
@@ -103,20 +84,18 @@ fn run() -> Result<PathBuf, String> {
     tvm_runtime::init();
     let spec = model::Spec::large();
     let so = model::build_spec(&spec)?;
-    let path = CString::new(so.to_str().ok_or("path")?).map_err(|e| e.to_string())?;
-    let mut factory = std::ptr::null_mut();
-    check(unsafe { TVMModLoadFromFile(path.as_ptr(), c"".as_ptr(), &mut factory) }, "load")?;
+    let factory = Library::load(&so)?;
     let dev = DLDevice::cpu(0);
     let mut p = std::ptr::null_mut();
     let opts = c"core_groups=2,threads_per_group=1,in_flight=4,trace=1";
-    check(unsafe { TVMPipelineCreate(factory, &dev, 1, opts.as_ptr(), &mut p) }, "create")?;
+    check(unsafe { TVMPipelineCreate(factory.handle(), &dev, 1, opts.as_ptr(), &mut p) }, "create")?;
     let (mut xs, mut ys) = (spec.input_shape().to_vec(), spec.output_shape().to_vec());
     let (n_in, n_out) = (xs.iter().product::<i64>() as usize, ys.iter().product::<i64>() as usize);
     let mut bufs: Vec<(Vec<f32>, Vec<f32>)> =
         (0..12).map(|k| (vec![0.01 * k as f32; n_in], vec![0.0; n_out])).collect();
     let mut ids = Vec::new();
     for (x, y) in bufs.iter_mut() {
-        let (xi, mut yo) = (tensor(x, &mut xs), tensor(y, &mut ys));
+        let (xi, mut yo) = (tensor(x.as_mut_ptr(), &mut xs), tensor(y.as_mut_ptr(), &mut ys));
         let mut id = 0;
         check(unsafe { TVMPipelineSubmit(p, &xi, 1, &mut yo, 1, &mut id) }, "submit")?;
         ids.push(id);
@@ -129,7 +108,6 @@ fn run() -> Result<PathBuf, String> {
     // SAFETY: the pipeline owns the string until the next call or the free.
     let json = unsafe { CStr::from_ptr(json) }.to_string_lossy().into_owned();
     check(unsafe { TVMPipelineFree(p) }, "free")?;
-    check(unsafe { TVMModFree(factory) }, "free")?;
     std::fs::write(out_dir.join("pipeline_trace.json"), &json).map_err(|e| e.to_string())?;
     let (lanes, spans) = spans(&json)?;
     std::fs::write(out_dir.join("pipeline_trace.svg"), svg(&lanes, &spans)).map_err(|e| e.to_string())?;

@@ -26,7 +26,8 @@ pub fn last_error() -> String {
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
-fn check(rc: i32, what: &str) -> Result<(), String> {
+/// Ok for status 0, else the error naming the call and the runtime's message.
+pub fn check(rc: i32, what: &str) -> Result<(), String> {
     if rc == 0 {
         Ok(())
     } else {
@@ -53,7 +54,7 @@ pub fn num_threads() -> Result<i64, String> {
 }
 
 /// A compact float32 CPU tensor over `data`, as a C caller would describe a host buffer.
-fn tensor(data: *mut f32, shape: &mut [i64]) -> DLTensor {
+pub fn tensor(data: *mut f32, shape: &mut [i64]) -> DLTensor {
     DLTensor {
         data: data as *mut c_void,
         device: DLDevice::cpu(0),
