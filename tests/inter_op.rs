@@ -9,8 +9,12 @@ use tvm_runtime::abi::DLDevice;
 use tvm_runtime::ffi::graph_executor::*;
 
 fn seed004_so() -> std::path::PathBuf {
-    let out = scratch("inter_op").join("seed004.so");
-    build_so(&out, &[kernels_c()], Some(&tvm_data("seed004", "mblob.bin")))
+    static SO: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    SO.get_or_init(|| {
+        let out = scratch("inter_op").join("seed004.so");
+        build_so(&out, &[kernels_c()], Some(&tvm_data("seed004", "mblob.bin")))
+    })
+    .clone()
 }
 
 /// An executor from the factory with `options`, or the error text.

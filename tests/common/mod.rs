@@ -67,21 +67,31 @@ pub fn blob_c_source(blob: &[u8]) -> String {
     s
 }
 
-/// Compile `sources` (paths) plus an optional embedded blob into a shared library.
+/// Compile `sources` (paths) plus an optional embedded blob into a shared library. The library
+/// is written under a temporary name and renamed into place, so tests building the same library
+/// at once (threads of one test binary, or several binaries) never load a half-written file.
 pub fn build_so(out: &Path, sources: &[PathBuf], blob: Option<&[u8]>) -> PathBuf {
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let unique = format!("{}.{}", std::process::id(), BUILDS.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+    let tmp = out.with_extension(format!("{unique}.tmp.so"));
     let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
     cmd.args(["-shared", "-fPIC", "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"])
         .arg("-I")
         .arg(repo().join("include"))
         .args(sources);
-    if let Some(blob) = blob {
-        let c = out.with_extension("blob.c");
+    let blob_c = blob.map(|blob| {
+        let c = out.with_extension(format!("{unique}.blob.c"));
         std::fs::write(&c, blob_c_source(blob)).unwrap();
-        cmd.arg(&c);
-    }
-    cmd.arg("-o").arg(out);
+        c
+    });
+    cmd.args(&blob_c);
+    cmd.arg("-o").arg(&tmp);
     let status = cmd.status().expect("a C compiler (cc) must be installed");
+    if let Some(c) = blob_c {
+        let _ = std::fs::remove_file(c);
+    }
     assert!(status.success(), "compiling {} failed", out.display());
+    std::fs::rename(&tmp, out).unwrap();
     out.to_path_buf()
 }
 
