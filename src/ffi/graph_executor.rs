@@ -19,12 +19,11 @@ use crate::graph::options::ExecutorOptions;
 use crate::graph::profile::{chrome_trace, profile_table};
 use crate::graph::{ExecutorFront, Graph, Key, TensorInfo};
 use crate::runtime::error::{set_last_error, Error, Result};
+use crate::runtime::handles::HandleTable;
 use crate::runtime::module::Module;
 use crate::runtime::tensor::TensorRef;
-use once_cell::sync::Lazy;
-use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CString};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 /// An executor handle (opaque to C): the shared front, plus what C needs to outlive a call.
 pub struct TVMGraphExecutor {
@@ -53,13 +52,13 @@ pub struct TVMTensorInfo {
 /// Live executors by handle address. A call holds its own reference for its duration, so a
 /// freed or foreign handle is an error instead of a crash, even when another thread frees the
 /// executor during the call.
-static LIVE: Lazy<RwLock<HashMap<usize, Arc<TVMGraphExecutor>>>> = Lazy::new(Default::default);
+static LIVE: HandleTable<TVMGraphExecutor> = HandleTable::new();
 
 pub(super) fn handle(g: *const TVMGraphExecutor) -> Result<Arc<TVMGraphExecutor>> {
     if g.is_null() {
         return Err(Error::value("argument `g` (graph executor) is NULL"));
     }
-    LIVE.read().unwrap_or_else(|e| e.into_inner()).get(&(g as usize)).cloned().ok_or_else(|| {
+    LIVE.get(g).ok_or_else(|| {
         Error::value(format!("graph executor {g:p} is not live (freed already, or not created by this runtime)"))
     })
 }
@@ -77,14 +76,12 @@ fn publish(front: ExecutorFront) -> Result<*mut TVMGraphExecutor> {
         front,
         text: Mutex::new(CString::default()),
     });
-    let ptr = Arc::as_ptr(&g) as *mut TVMGraphExecutor;
-    LIVE.write().unwrap_or_else(|e| e.into_inner()).insert(ptr as usize, g);
-    Ok(ptr)
+    Ok(LIVE.insert(g))
 }
 
 /// # Safety
 /// `devices` must hold `n` devices when `n > 0`.
-unsafe fn device_list<'a>(devices: *const DLDevice, n: u32) -> Result<&'a [DLDevice]> {
+pub(super) unsafe fn device_list<'a>(devices: *const DLDevice, n: u32) -> Result<&'a [DLDevice]> {
     if n == 0 {
         return Err(Error::value("`num_devices` is 0: at least one device is required"));
     }
@@ -177,7 +174,7 @@ unsafe fn create_from_factory(
     publish(ExecutorFront::create(plan, &options)?)
 }
 
-fn factory_of(m: &Module) -> Result<&GraphExecutorFactory> {
+pub(super) fn factory_of(m: &Module) -> Result<&GraphExecutorFactory> {
     m.node()
         .as_any()
         .downcast_ref::<GraphExecutorFactory>()
@@ -577,7 +574,7 @@ pub unsafe extern "C" fn TVMGraphExecutorFree(g: *mut TVMGraphExecutor) -> c_int
         if g.is_null() {
             return Ok(0);
         }
-        let removed = LIVE.write().unwrap_or_else(|e| e.into_inner()).remove(&(g as usize));
+        let removed = LIVE.remove(g);
         match removed {
             // Dropped here, or when the last in-flight call on another thread returns; no
             // queued copy touches the caller's memory once this returns.

@@ -6,17 +6,16 @@
 //! input and output tensors' data until it is done (waited for, or its callback called); the
 //! `DLTensor` structs themselves are copied at submit.
 
+use super::graph_executor::{device_list, factory_of};
 use super::ptr::{out_param, slice};
 use crate::abi::{DLDevice, DLTensor};
-use crate::graph::factory::GraphExecutorFactory;
 use crate::graph::options::{MemoryPlan, PipelineOptions};
 use crate::graph::pipeline::{Completion, Pipeline};
 use crate::runtime::error::{Error, Result};
+use crate::runtime::handles::HandleTable;
 use crate::runtime::tensor::TensorRef;
-use once_cell::sync::Lazy;
-use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CString};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 /// A pipeline handle (opaque to C).
 pub struct TVMPipeline {
@@ -34,13 +33,13 @@ pub type TVMPipelineCallback =
 /// TVM's module handle (`c_runtime_api.h` declares it; named here so the header shows it).
 pub type TVMModuleHandle = *mut c_void;
 
-static LIVE: Lazy<RwLock<HashMap<usize, Arc<TVMPipeline>>>> = Lazy::new(Default::default);
+static LIVE: HandleTable<TVMPipeline> = HandleTable::new();
 
 fn handle(p: *const TVMPipeline) -> Result<Arc<TVMPipeline>> {
     if p.is_null() {
         return Err(Error::value("pipeline handle `p` is NULL"));
     }
-    LIVE.read().unwrap_or_else(|e| e.into_inner()).get(&(p as usize)).cloned().ok_or_else(|| {
+    LIVE.get(p).ok_or_else(|| {
         Error::value(format!("pipeline {p:p} is not live (freed already, or not created by this runtime)"))
     })
 }
@@ -70,20 +69,12 @@ pub unsafe extern "C" fn TVMPipelineCreate(
         // SAFETY: C arguments per the contract above.
         let out = unsafe { out_param(out, "out")? };
         let m = unsafe { super::module::module_arg(factory, "factory")? };
-        if num_devices == 0 {
-            return Err(Error::value("`num_devices` is 0: at least one device is required"));
-        }
-        let devices = unsafe { slice(devices, num_devices as usize, "devices")? };
+        let devices = unsafe { device_list(devices, num_devices)? };
         let text = if options.is_null() { None } else { Some(unsafe { c_str!(options)? }) };
         let options = PipelineOptions::parse(text).map_err(|e| e.context("pipeline options"))?;
-        let factory = m.node().as_any().downcast_ref::<GraphExecutorFactory>().ok_or_else(|| {
-            Error::type_error(format!("module of type `{}` is not a GraphExecutorFactory", m.type_key()))
-        })?;
-        let plan = factory.plan_with(&m, devices, MemoryPlan::Tvm)?;
+        let plan = factory_of(&m)?.plan_with(&m, devices, MemoryPlan::Tvm)?;
         let p = Arc::new(TVMPipeline { pipeline: Pipeline::new(plan, &options)?, text: Mutex::default() });
-        let ptr = Arc::as_ptr(&p) as *mut TVMPipeline;
-        LIVE.write().unwrap_or_else(|e| e.into_inner()).insert(ptr as usize, p);
-        *out = ptr;
+        *out = LIVE.insert(p);
         Ok(0)
     })
 }
@@ -236,7 +227,7 @@ pub unsafe extern "C" fn TVMPipelineFree(p: *mut TVMPipeline) -> c_int {
         if p.is_null() {
             return Ok(0);
         }
-        let removed = LIVE.write().unwrap_or_else(|e| e.into_inner()).remove(&(p as usize));
+        let removed = LIVE.remove(p);
         let pipeline = removed.ok_or_else(|| Error::value(format!("pipeline {p:p} is not live (freed twice?)")))?;
         // Drains now; waits still blocked on other threads hold their own reference.
         pipeline.pipeline.shut_down();

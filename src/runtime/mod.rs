@@ -12,6 +12,7 @@ pub mod dso;
 pub mod dtype;
 pub mod env_capi;
 pub mod error;
+pub mod handles;
 pub mod library;
 pub mod module;
 pub mod ndarray;

@@ -10,43 +10,34 @@ use super::cpu_stream::{CpuEvent, CpuStream};
 use super::{DeviceApi, EventHandle, HostTask, StreamHandle};
 use crate::abi::{DLDataType, DLDevice};
 use crate::runtime::error::{Error, Result};
+use crate::runtime::handles::HandleTable;
 use crate::runtime::tensor::TensorRef;
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
-/// Live streams and events by handle.
+/// Live streams or events, and what they are called in errors.
 struct Handles<T> {
-    live: RwLock<Option<HashMap<usize, Arc<T>>>>,
+    table: HandleTable<T>,
     what: &'static str,
 }
 
 impl<T> Handles<T> {
     const fn new(what: &'static str) -> Self {
-        Handles { live: RwLock::new(None), what }
+        Handles { table: HandleTable::new(), what }
     }
 
     fn insert(&self, item: T) -> *mut c_void {
-        let item = Arc::new(item);
-        let handle = Arc::as_ptr(&item) as *mut c_void;
-        let mut live = self.live.write().unwrap_or_else(|e| e.into_inner());
-        live.get_or_insert_with(HashMap::new).insert(handle as usize, item);
-        handle
+        self.table.insert(Arc::new(item)) as *mut c_void
     }
 
     fn get(&self, handle: *mut c_void) -> Result<Arc<T>> {
-        let live = self.live.read().unwrap_or_else(|e| e.into_inner());
-        live.as_ref()
-            .and_then(|m| m.get(&(handle as usize)))
-            .cloned()
-            .ok_or_else(|| Error::value(format!("{handle:p} is not a live cpu {}", self.what)))
+        self.table.get(handle).ok_or_else(|| Error::value(format!("{handle:p} is not a live cpu {}", self.what)))
     }
 
     fn remove(&self, handle: *mut c_void) -> Result<Arc<T>> {
-        let mut live = self.live.write().unwrap_or_else(|e| e.into_inner());
-        live.as_mut()
-            .and_then(|m| m.remove(&(handle as usize)))
+        self.table
+            .remove(handle)
             .ok_or_else(|| Error::value(format!("{handle:p} is not a live cpu {} (freed twice?)", self.what)))
     }
 }
