@@ -265,16 +265,6 @@ impl Phases {
         device_api(dev.device_type)?.stream_query(dev, stream).map(drop).map_err(|e| e.context("stream"))
     }
 
-    /// A caller's tensor for entry `eid`: dtype, shape, compactness, data.
-    fn check_tensor(&self, eid: usize, t: TensorRef<'_>, what: &str) -> Result<()> {
-        self.layout.plan.check_tensor(eid, t, what)?;
-        t.check_contiguous(what)?;
-        if t.raw().data.is_null() && self.layout.plan.entry_bytes(eid) > 0 {
-            return Err(Error::value(format!("{what}: data pointer is NULL")));
-        }
-        Ok(())
-    }
-
     /// Entry `eid`'s tensor over `data` (shape and dtype from the plan).
     fn entry_tensor(&self, eid: usize, data: usize) -> DLTensor {
         let plan = &self.layout.plan;
@@ -303,9 +293,10 @@ impl Phases {
     ) -> Result<()> {
         let plan = self.layout.plan.clone();
         let i = index_in_range(index, plan.num_inputs(), "input", "inputs")?;
-        let (eid, what) = (plan.input_entry(i), format!("set_input_async `{}`", plan.input_name(i)));
-        self.check_tensor(eid, src, &what)?;
-        self.check_stream(stream).map_err(|e| e.context(&what))?;
+        // Named only for an error: this is on every request's path.
+        let (eid, what) = (plan.input_entry(i), || format!("set_input_async `{}`", plan.input_name(i)));
+        plan.check_caller_tensor(eid, src, &what)?;
+        self.check_stream(stream).map_err(|e| e.context(what()))?;
         let data = self.writable_input(core, i)?;
         let dst = self.entry_tensor(eid, data);
         let buffer = self.layout.input_buffer[i];
@@ -314,7 +305,7 @@ impl Phases {
             // shapes it points to), which stays put until a synchronous call or the front's drop,
             // and both wait for this stage first; `src` stays valid by this function's contract.
             .enqueue(stream, &[], &[buffer], |_, _| unsafe { copy_from_to_on(src, TensorRef::new(&dst), stream) })
-            .map_err(|e| e.context(what))
+            .map_err(|e| e.context(what()))
     }
 
     /// d2h: queue a copy of output `index` into `out` on `stream`.
@@ -330,16 +321,16 @@ impl Phases {
     ) -> Result<()> {
         let plan = self.layout.plan.clone();
         let j = index_in_range(index, plan.num_outputs(), "output", "outputs")?;
-        let (eid, what) = (plan.output_entry(j), format!("get_output_async `{}`", plan.output_name(j)));
-        self.check_tensor(eid, out, &what)?;
-        self.check_stream(stream).map_err(|e| e.context(&what))?;
+        let (eid, what) = (plan.output_entry(j), || format!("get_output_async `{}`", plan.output_name(j)));
+        plan.check_caller_tensor(eid, out, &what)?;
+        self.check_stream(stream).map_err(|e| e.context(what()))?;
         let data = self.addresses(core)?.outputs[j];
         let src = self.entry_tensor(eid, data);
         let buffer = self.layout.output_buffer[j];
         self.tracker
             // SAFETY: as in `set_input`, with `out` valid by this function's contract.
             .enqueue(stream, &[buffer], &[], |_, _| unsafe { copy_from_to_on(TensorRef::new(&src), out, stream) })
-            .map_err(|e| e.context(what))
+            .map_err(|e| e.context(what()))
     }
 
     /// compute: queue a run on `stream` (the NULL stream: run now, returning its error).

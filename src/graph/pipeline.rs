@@ -361,18 +361,8 @@ impl Inner {
                 plan.num_outputs()
             )));
         }
-        // Names are formatted only for an error: submit is on every request's path.
         let check = |t: TensorRef<'_>, eid: usize, what: &dyn Fn() -> String| -> Result<OwnedTensor> {
-            let ok = t.dtype() == plan.entry_dtype(eid)
-                && t.shape()? == plan.entry_shape(eid)
-                && t.is_contiguous()
-                && (!t.raw().data.is_null() || plan.entry_bytes(eid) == 0);
-            if !ok {
-                let what = what();
-                plan.check_tensor(eid, t, &what)?;
-                t.check_contiguous(&what)?;
-                return Err(Error::value(format!("{what}: data pointer is NULL")));
-            }
+            plan.check_caller_tensor(eid, t, what)?;
             Ok(OwnedTensor::new(t.raw(), t.shape()?))
         };
         let ins = self

@@ -298,6 +298,23 @@ impl Plan {
         self.param_inputs[index]
     }
 
+    /// A caller's tensor that the runtime will copy into or out of entry `eid` later, on a
+    /// stream: dtype and shape as planned, compact, and its data present. `what` names it in
+    /// an error and is formatted only then (this check is on every request's path).
+    pub fn check_caller_tensor(&self, eid: usize, t: TensorRef<'_>, what: &dyn Fn() -> String) -> Result<()> {
+        let fits = t.dtype() == self.entry_dtype(eid)
+            && t.shape()? == self.entry_shape(eid)
+            && t.is_contiguous()
+            && (!t.raw().data.is_null() || self.entry_bytes(eid) == 0);
+        if fits {
+            return Ok(());
+        }
+        let what = what();
+        self.check_tensor(eid, t, &what)?;
+        t.check_contiguous(&what)?;
+        Err(Error::value(format!("{what}: data pointer is NULL")))
+    }
+
     /// Check a tensor against entry `eid`: dtype and shape must match exactly.
     pub fn check_tensor(&self, eid: usize, t: TensorRef<'_>, what: &str) -> Result<()> {
         let want_dtype = self.entry_dtype(eid);
