@@ -115,11 +115,6 @@ pub fn allowed_cpus() -> Vec<usize> {
     (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
 }
 
-/// Pin the calling thread to `cpus` (ids of 1024 and above are ignored).
-pub fn pin_current_thread(cpus: &[usize]) {
-    pin_to(cpus)
-}
-
 fn pin_to(cpus: &[usize]) {
     #[cfg(target_os = "linux")]
     {

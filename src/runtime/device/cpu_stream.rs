@@ -262,8 +262,8 @@ pub struct CpuStream {
 }
 
 impl CpuStream {
-    /// A new stream (`name` is kept for symmetry with device streams; workers are shared).
-    pub fn new(_name: String) -> std::io::Result<CpuStream> {
+    /// A new stream (no thread of its own: the shared workers run it).
+    pub fn new() -> CpuStream {
         let state = StrandState { tasks: VecDeque::new(), status: Status::Idle, sleeping_syncs: 0, closed: false };
         let strand = Strand {
             state: Mutex::new(state),
@@ -271,7 +271,7 @@ impl CpuStream {
             queued: AtomicU64::new(0),
             finished: AtomicU64::new(0),
         };
-        Ok(CpuStream { strand: Arc::new(strand) })
+        CpuStream { strand: Arc::new(strand) }
     }
 
     fn enqueue(&self, task: Task) {
@@ -450,7 +450,7 @@ mod tests {
     use std::time::Duration;
 
     fn stream() -> CpuStream {
-        CpuStream::new("test-stream".into()).unwrap()
+        CpuStream::new()
     }
 
     #[test]
