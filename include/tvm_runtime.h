@@ -243,6 +243,87 @@ int TVMBackendAnyListResetItem(void *_anylist, int _index);
 int TVMBackendAnyListMoveFromPackedReturn(void *_anylist, int _index, TVMValue *_args, int *_type_codes, int _ret_offset);
 
 /*
+ Create one executor over `num_factories` versions of a model compiled at different shapes
+ (the `GraphExecutorFactory` modules `TVMModLoadFromFile` returns for each version's
+ `export_library` file, in any order). The input axes whose extents differ between versions
+ are the dynamic ones; versions that differ in anything else (input names, dtypes, static
+ extents, weights) are refused with a message naming the difference. Weights with the same
+ name and bytes are kept once; one activation arena, sized for the largest bucket, serves every
+ bucket. The factories may be freed afterwards.
+
+ The result is an ordinary executor: `TVMGraphExecutorSetInput` takes any shape the buckets
+ cover (padded into the smallest bucket covering the request on every dynamic axis, ties to the
+ smallest padded volume), `TVMGraphExecutorRun` runs that bucket, and `GetOutputInfo` /
+ `GetOutput` give the last run's true output shapes. The zero-copy and asynchronous calls
+ are not supported on it (its buffers change with the bucket).
+
+ `options`: NULL or `"key=value,..."`: those of `TVMGraphExecutorCreateWithOptions` (every
+ bucket runs with them), plus `pad_value` (what fills an input beyond its true extent; default
+ 0, converted to the input's dtype). Only CPU devices are supported.
+
+ # Safety
+ `factories` must point to `num_factories` handles, each NULL (an error) or a live object handle
+ of this runtime (its type is checked); `devices` must point to `num_devices` devices;
+ `options` must be NULL or a NUL-terminated string; `out` must be NULL (an error) or valid for
+ writing one handle.
+ */
+int TVMGraphExecutorCreateBucketed(const TVMModuleHandle *factories, uint32_t num_factories, const DLDevice *devices, uint32_t num_devices, const char *options, TVMGraphExecutor **out);
+
+/*
+ As `TVMGraphExecutorCreateBucketed`, over the artifacts a manifest file lists: one
+ `export_library` path per line, relative to the manifest's directory; blank lines and `#`
+ comments are skipped. Messages name the versions by path.
+
+ # Safety
+ `manifest_path` must be NULL (an error) or a NUL-terminated string; the other arguments as
+ for `TVMGraphExecutorCreateBucketed`.
+ */
+int TVMGraphExecutorCreateBucketedFromManifest(const char *manifest_path, const DLDevice *devices, uint32_t num_devices, const char *options, TVMGraphExecutor **out);
+
+/*
+ Number of buckets of a bucketed executor (an error for a plain one). Buckets are numbered
+ from the smallest padded input volume up.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+ error) or writable.
+ */
+int TVMGraphExecutorGetNumBuckets(const TVMGraphExecutor *g, uint32_t *out);
+
+/*
+ The shape input `input_index` has in bucket `bucket`: `*shape` points to `*ndim` extents,
+ valid as long as the executor.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `shape` and `ndim` must
+ be NULL (an error) or writable.
+ */
+int TVMGraphExecutorGetBucketInputShape(const TVMGraphExecutor *g, uint32_t bucket, int32_t input_index, const int64_t **shape, int32_t *ndim);
+
+/*
+ The bucket the inputs set so far picked: the one the next `TVMGraphExecutorRun` runs.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+ error) or writable.
+ */
+int TVMGraphExecutorGetCurrentBucket(const TVMGraphExecutor *g, uint32_t *out);
+
+/*
+ The extents to compile a version of a model for, for one dynamic axis whose requests range
+ over `min_extent..=max_extent`. `options`: NULL or `"key=value,..."`: `policy=log` (default;
+ `min`, the powers of `base` between, `max`; `base` default 2) or `policy=uniform` (every
+ `step`: `step, 2·step, …`, then `max`; `step` required). `*num_out` receives the count; the
+ extents are written to `out` when `capacity` is enough (`out` NULL with `capacity` 0 only
+ counts), otherwise it is an error.
+
+ # Safety
+ `out` must be NULL or point to `capacity` writable values; `num_out` NULL (an error) or
+ writable; `options` NULL or a NUL-terminated string.
+ */
+int TVMBucketExtents(int64_t min_extent, int64_t max_extent, const char *options, int64_t *out, uint32_t capacity, uint32_t *num_out);
+
+/*
  Allocate `nbytes` on `dev` aligned to `alignment` (a power of two). Free with
  `TVMDeviceFreeDataSpace`.
 

@@ -17,7 +17,7 @@ use crate::graph::factory::GraphExecutorFactory;
 use crate::graph::memory_plan::build_plan;
 use crate::graph::options::ExecutorOptions;
 use crate::graph::profile::{chrome_trace, profile_table};
-use crate::graph::{ExecutorFront, Graph, Key, TensorInfo};
+use crate::graph::{Engine, ExecutorFront, Graph, Key, TensorInfo};
 use crate::runtime::error::{set_last_error, Error, Result};
 use crate::runtime::handles::HandleTable;
 use crate::runtime::module::Module;
@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 /// An executor handle (opaque to C): the shared front, plus what C needs to outlive a call.
 pub struct TVMGraphExecutor {
-    pub(super) front: ExecutorFront,
+    pub(super) engine: Engine,
     /// NUL-terminated input and output names handed out by the info calls.
     input_names: Vec<CString>,
     output_names: Vec<CString>,
@@ -68,14 +68,14 @@ fn c_name(s: &str) -> CString {
     CString::new(s.replace('\0', "")).expect("NULs removed")
 }
 
-fn publish(front: ExecutorFront) -> Result<*mut TVMGraphExecutor> {
-    let plan = front.lock()?.plan().clone();
-    let g = Arc::new(TVMGraphExecutor {
-        input_names: (0..plan.num_inputs()).map(|i| c_name(plan.input_name(i))).collect(),
-        output_names: (0..plan.num_outputs()).map(|i| c_name(&plan.output_name(i))).collect(),
-        front,
-        text: Mutex::new(CString::default()),
-    });
+pub(super) fn publish(engine: Engine) -> Result<*mut TVMGraphExecutor> {
+    let (input_names, output_names) = {
+        let e = engine.lock()?;
+        let inputs = (0..e.num_inputs()).map(|i| Ok(c_name(&e.input_info(i)?.name))).collect::<Result<_>>()?;
+        let outputs = (0..e.num_outputs()).map(|i| Ok(c_name(&e.output_info(i)?.name))).collect::<Result<_>>()?;
+        (inputs, outputs)
+    };
+    let g = Arc::new(TVMGraphExecutor { input_names, output_names, engine, text: Mutex::new(CString::default()) });
     Ok(LIVE.insert(g))
 }
 
@@ -153,7 +153,7 @@ unsafe fn create_from_json(
     let devices = unsafe { device_list(devices, num_devices)? };
     let options = unsafe { executor_options(options)? };
     let plan = build_plan(Graph::parse(json)?, module, devices, options.memory_plan)?;
-    publish(ExecutorFront::create(Arc::new(plan), &options)?)
+    publish(Engine::Plain(ExecutorFront::create(Arc::new(plan), &options)?))
 }
 
 /// The body of `TVMGraphExecutorCreateFromFactory` / `...WithOptions`.
@@ -171,7 +171,7 @@ unsafe fn create_from_factory(
     let devices = unsafe { device_list(devices, num_devices)? };
     let options = unsafe { executor_options(options)? };
     let plan = factory_of(&m)?.plan_with(&m, devices, options.memory_plan)?;
-    publish(ExecutorFront::create(plan, &options)?)
+    publish(Engine::Plain(ExecutorFront::create(plan, &options)?))
 }
 
 pub(super) fn factory_of(m: &Module) -> Result<&GraphExecutorFactory> {
@@ -254,7 +254,7 @@ pub unsafe extern "C" fn TVMGraphExecutorLoadParams(
         let g = handle(g)?;
         // SAFETY: `data` holds `size` bytes (caller contract).
         let blob = unsafe { slice(data as *const u8, size, "data")? };
-        g.front.lock()?.load_params(blob)?;
+        g.engine.lock()?.load_params(blob)?;
         Ok(0)
     })
 }
@@ -276,7 +276,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInput(
         let g = handle(g)?;
         // SAFETY: C string valid for the call (caller contract).
         let name = unsafe { c_str!(name)? };
-        let mut e = g.front.lock()?;
+        let mut e = g.engine.lock()?;
         let i = e.input(Key::Name(name))?;
         e.set_input(i, data)?;
         Ok(0)
@@ -298,7 +298,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(
         // SAFETY: the tensor is valid for the call (caller contract).
         let data = unsafe { TensorRef::from_ptr(data, "data")? };
         let g = handle(g)?;
-        let mut e = g.front.lock()?;
+        let mut e = g.engine.lock()?;
         let i = e.input(Key::Index(index.into()))?;
         e.set_input(i, data)?;
         Ok(0)
@@ -321,7 +321,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputZeroCopy(
         // SAFETY: the tensor is valid for the call (caller contract).
         let data = unsafe { TensorRef::from_ptr(data, "data")? };
         let g = handle(g)?;
-        let mut e = g.front.lock()?;
+        let mut e = g.engine.plain("TVMGraphExecutorSetInputZeroCopy")?.lock()?;
         let i = e.input(Key::Index(index.into()))?;
         // SAFETY: the caller keeps the memory alive while the executor uses it (C contract).
         unsafe { e.set_input_zero_copy(i, data)? };
@@ -345,7 +345,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(
         // SAFETY: the tensor is valid for the call (caller contract).
         let data = unsafe { TensorRef::from_ptr(data, "data")? };
         let g = handle(g)?;
-        let mut e = g.front.lock()?;
+        let mut e = g.engine.plain("TVMGraphExecutorSetOutputZeroCopy")?.lock()?;
         let i = e.output(Key::Index(index.into()))?;
         // SAFETY: the caller keeps the memory alive while the executor uses it (C contract).
         unsafe { e.set_output_zero_copy(i, data)? };
@@ -360,7 +360,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorRun(g: *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutorRun", {
-        handle(g)?.front.run()?;
+        handle(g)?.engine.run()?;
         Ok(0)
     })
 }
@@ -376,7 +376,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutput(g: *mut TVMGraphExecutor, ind
         // SAFETY: the tensor is valid for the call (caller contract).
         let out = unsafe { TensorRef::from_ptr(out, "out")? };
         let g = handle(g)?;
-        let e = g.front.lock()?;
+        let e = g.engine.lock()?;
         let i = e.output(Key::Index(index.into()))?;
         e.get_output_into(i, out)?;
         Ok(0)
@@ -393,7 +393,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetNumInputs(g: *const TVMGraphExecutor
     ffi_boundary!("TVMGraphExecutorGetNumInputs", {
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
-        *out = handle(g)?.front.lock()?.plan().num_inputs() as i32;
+        *out = handle(g)?.engine.lock()?.num_inputs() as i32;
         Ok(0)
     })
 }
@@ -408,7 +408,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetNumOutputs(g: *const TVMGraphExecuto
     ffi_boundary!("TVMGraphExecutorGetNumOutputs", {
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
-        *out = handle(g)?.front.lock()?.plan().num_outputs() as i32;
+        *out = handle(g)?.engine.lock()?.num_outputs() as i32;
         Ok(0)
     })
 }
@@ -429,7 +429,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetInputIndex(
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
         let name = unsafe { c_str!(name)? };
-        *out = g.front.lock()?.input(Key::Name(name))? as i32;
+        *out = g.engine.lock()?.input(Key::Name(name))? as i32;
         Ok(0)
     })
 }
@@ -450,7 +450,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutputIndex(
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
         let name = unsafe { c_str!(name)? };
-        *out = g.front.lock()?.output(Key::Name(name))? as i32;
+        *out = g.engine.lock()?.output(Key::Name(name))? as i32;
         Ok(0)
     })
 }
@@ -483,7 +483,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetInputInfo(
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        let e = g.front.lock()?;
+        let e = g.engine.lock()?;
         let i = e.input(Key::Index(index.into()))?;
         *out = c_info(&e.input_info(i)?, &g.input_names[i]);
         Ok(0)
@@ -505,7 +505,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutputInfo(
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        let e = g.front.lock()?;
+        let e = g.engine.lock()?;
         let i = e.output(Key::Index(index.into()))?;
         *out = c_info(&e.output_info(i)?, &g.output_names[i]);
         Ok(0)
@@ -528,7 +528,7 @@ pub unsafe extern "C" fn TVMGraphExecutorProfile(
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        let timings = g.front.run_profiled()?;
+        let timings = g.engine.run_profiled()?;
         let text = match format {
             0 => profile_table(&timings),
             1 => chrome_trace(&timings),
@@ -554,7 +554,7 @@ pub unsafe extern "C" fn TVMGraphExecutorScheduleDot(g: *mut TVMGraphExecutor, o
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        let plan = g.front.lock()?.plan().clone();
+        let plan = g.engine.plain("TVMGraphExecutorScheduleDot")?.lock()?.plan().clone();
         let dot = OpGraph::new(&plan).to_dot(&plan);
         let mut slot = g.text.lock().unwrap_or_else(|e| e.into_inner());
         *slot = CString::new(dot).map_err(|_| Error::internal("schedule text contains NUL"))?;
@@ -579,7 +579,9 @@ pub unsafe extern "C" fn TVMGraphExecutorFree(g: *mut TVMGraphExecutor) -> c_int
             // Dropped here, or when the last in-flight call on another thread returns; no
             // queued copy touches the caller's memory once this returns.
             Some(exec) => {
-                exec.front.wait_for_stages();
+                if let Engine::Plain(front) = &exec.engine {
+                    front.wait_for_stages();
+                }
                 drop(exec)
             }
             None => return Err(Error::value(format!("graph executor {g:p} is not live (freed twice?)"))),

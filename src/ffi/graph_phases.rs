@@ -42,7 +42,9 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputAsync(
         // SAFETY: the tensor is valid for the call (caller contract).
         let data = unsafe { TensorRef::from_ptr(data, "data")? };
         // SAFETY: its data stays valid until the stream ran the copy (caller contract).
-        unsafe { handle(g)?.front.set_input_async(index.into(), data, stream)? };
+        unsafe {
+            handle(g)?.engine.plain("TVMGraphExecutorSetInputAsync")?.set_input_async(index.into(), data, stream)?
+        };
         Ok(0)
     })
 }
@@ -58,7 +60,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputAsync(
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorRunAsync(g: *mut TVMGraphExecutor, stream: *mut c_void) -> c_int {
     ffi_boundary!("TVMGraphExecutorRunAsync", {
-        handle(g)?.front.run_async(stream)?;
+        handle(g)?.engine.plain("TVMGraphExecutorRunAsync")?.run_async(stream)?;
         Ok(0)
     })
 }
@@ -81,7 +83,9 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutputAsync(
         // SAFETY: the tensor is valid for the call (caller contract).
         let out = unsafe { TensorRef::from_ptr(out, "out")? };
         // SAFETY: its data stays valid until the stream ran the copy (caller contract).
-        unsafe { handle(g)?.front.get_output_async(index.into(), out, stream)? };
+        unsafe {
+            handle(g)?.engine.plain("TVMGraphExecutorGetOutputAsync")?.get_output_async(index.into(), out, stream)?
+        };
         Ok(0)
     })
 }
@@ -97,7 +101,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutputAsync(
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorSynchronize(g: *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutorSynchronize", {
-        handle(g)?.front.synchronize()?;
+        handle(g)?.engine.plain("TVMGraphExecutorSynchronize")?.synchronize()?;
         Ok(0)
     })
 }

@@ -6,6 +6,7 @@
 mod boundary;
 pub mod array;
 pub mod backend;
+pub mod buckets;
 pub mod device;
 pub mod error;
 pub mod func;

@@ -3,7 +3,7 @@
 //! calls that allocates nothing and looks nothing up.
 
 use super::front::Key;
-use super::plan::{OpKind, Plan};
+use super::plan::{OpKind, Plan, StorageSpec};
 use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc, TVMValue};
 use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
 use crate::runtime::ndarray::{copy_from_to, NDArray, ALLOC_ALIGNMENT};
@@ -73,13 +73,24 @@ fn alloc_slot(bytes: usize, device: DLDevice) -> Result<NDArray> {
 
 impl Executor {
     pub fn new(plan: Arc<Plan>) -> Result<Executor> {
+        Self::with_slots(plan, &mut |_, spec| alloc_slot(spec.bytes, spec.device))
+    }
+
+    /// An executor whose storage slots (all but the plan's shared weights) come from `slot`,
+    /// called with each slot's id and spec; it must return at least `spec.bytes` on
+    /// `spec.device`, and may hand out memory other executors use at other times (an arena
+    /// several executors take turns on).
+    pub(crate) fn with_slots(
+        plan: Arc<Plan>,
+        slot: &mut dyn FnMut(usize, &StorageSpec) -> Result<NDArray>,
+    ) -> Result<Executor> {
         let backing = plan
             .storage
             .iter()
             .enumerate()
             .map(|(sid, spec)| match &plan.shared_storage[sid] {
                 Some(a) => Ok(Backing::Shared(a.clone())),
-                None => alloc_slot(spec.bytes, spec.device).map(Backing::Own),
+                None => slot(sid, spec).map(Backing::Own),
             })
             .collect::<Result<Vec<_>>>()?;
         let attrs = &plan.graph.attrs;

@@ -114,7 +114,12 @@ impl ExecutorFront {
     /// An executor over `plan` that runs as `options` say (their memory plan is the plan's
     /// business: see `GraphExecutorFactory::plan_with` and `memory_plan::parallel_plan`).
     pub fn create(plan: Arc<Plan>, options: &ExecutorOptions) -> Result<ExecutorFront> {
-        let exec = Executor::new(plan.clone())?;
+        Self::create_over(Executor::new(plan)?, options)
+    }
+
+    /// A front over `exec` that runs as `options` say.
+    pub fn create_over(exec: Executor, options: &ExecutorOptions) -> Result<ExecutorFront> {
+        let plan = exec.plan().clone();
         let default_intra = crate::runtime::threading::default_num_threads();
         if options.inter_op_threads == 1 && options.intra_op_threads == default_intra {
             return Ok(ExecutorFront::new(exec));
@@ -190,7 +195,7 @@ pub struct TensorInfo<'a> {
     pub is_param: bool,
 }
 
-pub(super) fn index_in_range(index: i64, n: usize, what: &str, plural: &str) -> Result<usize> {
+pub(crate) fn index_in_range(index: i64, n: usize, what: &str, plural: &str) -> Result<usize> {
     let i = usize::try_from(index).map_err(|_| Error::index(format!("{what} index {index} is negative")))?;
     if i >= n {
         return Err(Error::index(format!("{what} index {i} out of range (the graph has {n} {plural})")));

@@ -4,6 +4,7 @@
 //! executor as a TVM module ([`module`]), and the `GraphExecutorFactory` packed by
 //! `export_library`.
 
+pub mod buckets;
 pub mod deps;
 pub mod executor;
 pub mod factory;
@@ -17,11 +18,13 @@ pub mod pipeline;
 pub mod plan;
 pub mod profile;
 pub mod schedule;
+pub mod session;
 
 pub use executor::Executor;
 pub use front::{ExecutorFront, FrontGuard, Key, TensorInfo};
 pub use json::Graph;
 pub use plan::Plan;
+pub use session::{Engine, GraphSession, SessionGuard};
 
 /// Register the graph executor with the runtime: the blob loader for the factory modules
 /// `export_library` packs, and TVM's `tvm.graph_executor*` globals. Called by [`crate::init`].

@@ -80,7 +80,11 @@ impl ExecutorOptions {
     /// Parse executor options. Defaults: one inter-op worker, the runtime's thread count for
     /// kernels, TVM's memory plan; with several workers, kernels get an equal share of the cores.
     pub fn parse(text: Option<&str>) -> Result<ExecutorOptions> {
-        let o = Options::parse(text, EXECUTOR_KEYS)?;
+        Self::from_options(&Options::parse(text, EXECUTOR_KEYS)?)
+    }
+
+    /// The executor options among parsed options (absent keys take their defaults).
+    fn from_options(o: &Options) -> Result<ExecutorOptions> {
         let cores = crate::runtime::threading::default_num_threads();
         let inter_op_threads = o.usize_in("inter_op_threads", 1, 1, MAX_THREADS)?;
         let intra_default = (cores / inter_op_threads).max(1);
@@ -92,6 +96,31 @@ impl ExecutorOptions {
                 _ => MemoryPlan::Tvm,
             },
         })
+    }
+}
+
+/// Options of `TVMGraphExecutorCreateBucketed`: the executor options (every bucket runs with
+/// them), plus `pad_value`, what fills an input beyond its true extent (default 0; converted to
+/// the input's dtype, so it must be a whole number for integer inputs and fit in their range).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BucketOptions {
+    pub executor: ExecutorOptions,
+    pub pad_value: f64,
+}
+
+impl BucketOptions {
+    pub fn parse(text: Option<&str>) -> Result<BucketOptions> {
+        let keys: Vec<&str> = EXECUTOR_KEYS.iter().copied().chain(["pad_value"]).collect();
+        let o = Options::parse(text, &keys)?;
+        let pad_value = match o.get("pad_value") {
+            None => 0.0,
+            Some(v) => v
+                .parse::<f64>()
+                .ok()
+                .filter(|x| !x.is_nan())
+                .ok_or_else(|| Error::value(format!("option `pad_value`: `{v}` is not a number")))?,
+        };
+        Ok(BucketOptions { executor: ExecutorOptions::from_options(&o)?, pad_value })
     }
 }
 
@@ -214,6 +243,19 @@ mod tests {
         assert!(e.message().contains("option `inter_op_threads`"), "{e}");
         assert!(ExecutorOptions::parse(Some("memory_plan=magic")).unwrap_err().message().contains("`memory_plan`"));
         assert!(ExecutorOptions::parse(Some("threads=2")).unwrap_err().message().contains("unknown option `threads`"));
+    }
+
+    #[test]
+    fn bucket_options() {
+        let d = BucketOptions::parse(None).unwrap();
+        assert_eq!((d.executor, d.pad_value), (ExecutorOptions::parse(None).unwrap(), 0.0));
+        let o = BucketOptions::parse(Some("pad_value=-1.5,memory_plan=parallel")).unwrap();
+        assert_eq!((o.pad_value, o.executor.memory_plan), (-1.5, MemoryPlan::Parallel));
+        let e = |s: &str| BucketOptions::parse(Some(s)).unwrap_err().message().to_string();
+        assert!(e("pad_value=zero").contains("option `pad_value`"), "{}", e("pad_value=zero"));
+        assert!(e("pad_value=nan").contains("option `pad_value`"));
+        assert!(e("inter_op_threads=0").contains("option `inter_op_threads`"));
+        assert!(e("pad=1").contains("unknown option `pad`"));
     }
 
     #[test]

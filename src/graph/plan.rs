@@ -249,6 +249,12 @@ impl Plan {
         Ok(())
     }
 
+    /// The shared weight array behind input `name`, if it is a param of the plan.
+    pub fn shared_weight(&self, name: &str) -> Option<&NDArray> {
+        let eid = self.input_entry(self.input_index(name)?);
+        self.shared_storage[self.graph.attrs.storage_id[eid] as usize].as_ref()
+    }
+
     /// Bytes of every storage slot together (activations and weights, as planned).
     pub fn storage_bytes(&self) -> usize {
         self.storage.iter().map(|s| s.bytes).sum()

@@ -208,6 +208,30 @@ impl NDArray {
         )
     }
 
+    /// A view of `shape`/`dtype` starting `offset` bytes into this array's memory, which must
+    /// hold it. The view's data pointer is the parent's plus `offset` (its `byte_offset` stays the
+    /// parent's), so it is for devices whose memory has plain addresses, as CPU memory does.
+    pub fn create_view_at(&self, offset: usize, shape: &[i64], dtype: DLDataType) -> Result<NDArray> {
+        let need = data_size(shape, dtype)?;
+        let have = self.nbytes();
+        if !matches!(offset.checked_add(need), Some(end) if end <= have) {
+            return Err(Error::value(format!(
+                "view of {need} bytes at offset {offset} does not fit in an array of {have} bytes"
+            )));
+        }
+        build(
+            // SAFETY: `offset + need <= have`, so the address stays inside this array's memory.
+            unsafe { (self.dl_tensor.data as *mut u8).add(offset) } as *mut c_void,
+            shape.into(),
+            None,
+            dtype,
+            self.dl_tensor.device,
+            self.dl_tensor.byte_offset,
+            self.as_header() as *mut c_void,
+            DataOwner::Parent(self.clone()),
+        )
+    }
+
     /// An array over memory this runtime does not own (nothing is freed on drop).
     ///
     /// # Safety
