@@ -324,3 +324,28 @@ fn run_allocates_nothing() {
     let after = ALLOCS.with(|c| c.get());
     assert_eq!(after - before, 0, "run() allocated {} times", after - before);
 }
+
+/// A library's packed blob is released from memory after its modules are built (its pages
+/// come back from the file when read again): loading the same library a second time, while
+/// the first load's modules live, and again after they are gone, gives the same factory.
+#[test]
+fn a_blob_read_again_after_its_pages_were_released_is_unchanged() {
+    use tvm_runtime::graph::factory::GraphExecutorFactory;
+    use tvm_runtime::runtime::Module;
+    tvm_runtime::init();
+    // 250 KB of blob: dozens of whole pages to release.
+    let blob = tvm_data("chain500", "mblob.bin");
+    let so = build_so(&scratch("reload").join("chain500.so"), &[kernels_c()], Some(&blob));
+    let contents = |m: &Module| -> (String, Vec<Vec<u8>>) {
+        let f = m.node().as_any().downcast_ref::<GraphExecutorFactory>().expect("factory");
+        (f.graph_json.clone(), f.params.iter().map(|(_, a)| a.to_vec_u8().unwrap()).collect())
+    };
+    let first = Module::load_from_file(so.to_str().unwrap(), "").unwrap();
+    let want = contents(&first);
+    assert!(want.0.len() > 100_000, "the graph JSON is most of the blob");
+    let second = Module::load_from_file(so.to_str().unwrap(), "").unwrap();
+    assert_eq!(contents(&second), want);
+    drop((first, second));
+    let third = Module::load_from_file(so.to_str().unwrap(), "").unwrap();
+    assert_eq!(contents(&third), want);
+}

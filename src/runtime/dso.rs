@@ -194,9 +194,29 @@ pub fn load_so(path: &str) -> Result<Module> {
     let symbols = lib_module.node().as_any().downcast_ref::<LibraryModule>().expect("library module").symbols().clone();
     match symbols.symbol("__tvm_dev_mblob") {
         Some(addr) => {
-            load_import_tree(blob_bytes(addr)?, lib_module).map_err(|e| e.context(format!("loading `{path}`")))
+            let blob = blob_bytes(addr)?;
+            let root = load_import_tree(blob, lib_module).map_err(|e| e.context(format!("loading `{path}`")))?;
+            release_pages(blob);
+            Ok(root)
         }
         None => Ok(lib_module),
+    }
+}
+
+/// Tell the kernel the pages wholly inside `bytes`, a packed blob just parsed, are not needed:
+/// the modules built from it hold their own copies (the weights among them), and a resident
+/// blob would count every weight twice. Those pages belong to the library's file mapping and
+/// are never written, so this only drops them from memory: a later read (loading the library
+/// again) faults them back in from the file, unchanged.
+fn release_pages(bytes: &[u8]) {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as usize;
+    let start = (bytes.as_ptr() as usize).div_ceil(page) * page;
+    let end = (bytes.as_ptr() as usize + bytes.len()) / page * page;
+    if end > start {
+        // SAFETY: the range is whole pages of the mapped blob; MADV_DONTNEED on clean pages of a
+        // file mapping discards nothing but residency (their content comes back from the file).
+        unsafe { libc::madvise(start as *mut c_void, end - start, libc::MADV_DONTNEED) };
     }
 }
 
