@@ -23,6 +23,9 @@
 //! (`demo_b4`, generated kernels): row i of its output is bit for bit what batch 1 gives for
 //! image i, as the bucketed executor's tests need. The reference stays per image.
 //!
+//! The packing helpers (`graph_json_of`, `build_library`, ...) also build the sequence model of
+//! `seq_model.rs`.
+//!
 //! Shared by `examples/demo.rs` and `tests/demo.rs` through `#[path = "..."] mod model;`.
 #![allow(dead_code)]
 
