@@ -100,6 +100,7 @@ fn batch_rows_equal_batch_one_runs_bit_for_bit() {
     let spec = model::Spec::demo().with_batch(4);
     assert_eq!((spec.name.as_str(), spec.batch), ("demo_b4", 4));
     assert_eq!(spec.with_batch(1), model::Spec::demo());
+    assert_eq!(spec.with_batch(2).name, "demo_b2");
     assert_eq!(model::params_blob_spec(&spec), model::params_blob(), "weights differ across batch sizes");
     let so = model::build_spec(&spec).unwrap_or_else(|e| panic!("building {}: {e}", spec.name));
     assert!(so.ends_with("demo/demo_b4_model.so"), "{}", so.display());
