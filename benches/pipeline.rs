@@ -32,7 +32,7 @@ use tvm_runtime::ffi::pipeline::*;
 
 /// A model to measure: its library and tensor shapes.
 struct Model {
-    name: &'static str,
+    name: String,
     so: PathBuf,
     input: Vec<i64>,
     output: Vec<i64>,
@@ -43,7 +43,7 @@ struct Model {
 impl Model {
     fn of(spec: &model::Spec, memory_only: bool) -> Model {
         Model {
-            name: spec.name,
+            name: spec.name.clone(),
             so: model::build_spec(spec).unwrap_or_else(|e| panic!("building {}: {e}", spec.name)),
             input: spec.input_shape().to_vec(),
             output: spec.output_shape().to_vec(),
@@ -57,7 +57,8 @@ impl Model {
 /// context would show.
 fn models() -> Vec<Model> {
     let wide = model::Spec {
-        name: "wide",
+        name: "wide".into(),
+        batch: 1,
         channels: 3,
         height: 64,
         width: 64,
@@ -277,7 +278,7 @@ fn child(what: &str, so: &Path, m: &Model) {
 fn rss_of(what: &str, m: &Model) -> f64 {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .env("PIPELINE_BENCH_CHILD", what)
-        .env("PIPELINE_BENCH_MODEL", m.name)
+        .env("PIPELINE_BENCH_MODEL", &m.name)
         .output()
         .expect("running the memory child");
     assert!(out.status.success(), "memory child failed: {}", String::from_utf8_lossy(&out.stderr));

@@ -93,6 +93,38 @@ fn large_cnn_matches_the_reference() {
     assert!(classes.len() >= 2, "every image predicted as {classes:?}");
 }
 
+/// The demo at batch 4 (`demo_b4`, generated kernels, the demo's weights): each row of its
+/// output is bit for bit the batch-1 demo's output for that image, and matches the reference.
+#[test]
+fn batch_rows_equal_batch_one_runs_bit_for_bit() {
+    let spec = model::Spec::demo().with_batch(4);
+    assert_eq!((spec.name.as_str(), spec.batch), ("demo_b4", 4));
+    assert_eq!(spec.with_batch(1), model::Spec::demo());
+    assert_eq!(spec.with_batch(2).name, "demo_b2");
+    assert_eq!(model::params_blob_spec(&spec), model::params_blob(), "weights differ across batch sizes");
+    let so = model::build_spec(&spec).unwrap_or_else(|e| panic!("building {}: {e}", spec.name));
+    assert!(so.ends_with("demo/demo_b4_model.so"), "{}", so.display());
+    let batched = Library::load(&so).unwrap();
+    let mut exec4 = Executor::new(&batched).unwrap();
+    let single = Library::load(&model_so()).unwrap();
+    let mut exec1 = Executor::new(&single).unwrap();
+    for seeds in [[0u64, 1, 2, 3], [9, 4, 9, 17]] {
+        let input = model::input_batch(&spec, &seeds);
+        assert_eq!(input.len(), spec.batch_input_len());
+        let mut out = vec![0f32; 4 * spec.num_classes];
+        exec4.set_input(model::INPUT_NAME, &input, &spec.input_shape()).unwrap();
+        exec4.run().unwrap();
+        exec4.get_output(0, &mut out, &spec.output_shape()).unwrap();
+        for (row, &seed) in out.chunks(spec.num_classes).zip(&seeds) {
+            let image = model::input_image(seed);
+            let one = predict(&mut exec1, &image);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(row), bits(&one), "seed {seed}: batch-4 row vs batch-1 run");
+            check_probs(row, &image, &format!("batch 4, seed {seed}"));
+        }
+    }
+}
+
 #[test]
 fn graph_json_and_params_blob_give_the_same_outputs() {
     // The older deployment flow: graph JSON + kernels module + params blob.

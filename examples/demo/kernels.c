@@ -1,6 +1,6 @@
 /*
  * Kernels of the demo image classifier, written by hand in the form TVM's LLVM backend emits
- * for `relay.build(mod, target="llvm")` (TVM's compiled-kernel ABI):
+ * for `relay.build(mod, target="llvm")` (TVM's compiled-kernel ABI, kernel_abi.h):
  *
  *   - every kernel is an exported `TVMBackendPackedCFunc` named like TVM's fused functions
  *     (tvmgen_default_fused_...), specialised to static shapes, and validates its arguments
@@ -13,10 +13,13 @@
  *     iterations by penv->num_task; buffers of 1 KiB or more (the padded conv input) come from
  *     __TVMBackendAllocWorkspace and are freed with __TVMBackendFreeWorkspace.
  *
- * The kernels themselves are static and take the shape as arguments; the exported functions at
- * the end fix the demo's shapes. Other networks of the same family (model.rs, `Spec`) are built
- * from a generated C file that defines DEMO_GENERATED_LAYERS, includes this one and exports one
- * wrapper per layer instead, as TVM emits one specialised function per fused op.
+ * The kernels themselves are static and take the shape, batch first, as arguments; the
+ * exported functions at the end fix the demo's shapes (batch 1). Other networks of the same
+ * family (model.rs, `Spec`, other batch sizes included) are built from a generated C file that
+ * defines DEMO_GENERATED_LAYERS, includes this one and exports one wrapper per layer instead,
+ * as TVM emits one specialised function per fused op. A batch is computed image by image (row
+ * by row) with exactly the operations of a batch of one, so row i of a batch-N run is
+ * bit-identical to a batch-1 run of image i.
  *
  * Demo network (NCHW, float32):
  *   data[1,1,16,16]
@@ -28,156 +31,18 @@
  *   -> dense (10) + bias                      tvmgen_default_fused_nn_dense_add
  *   -> softmax                                tvmgen_default_fused_nn_softmax
  */
-#include <tvm/runtime/c_backend_api.h>
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-
-#define EXPORT __attribute__((visibility("default")))
-
-/* Context pointers: zero-initialised here, filled by the runtime when it loads the library. */
-EXPORT void* __tvm_module_ctx = NULL;
-EXPORT void (*__TVMAPISetLastError)(const char*) = NULL;
-EXPORT int (*__TVMBackendParallelLaunch)(FTVMParallelLambda, void*, int) = NULL;
-EXPORT int (*__TVMBackendParallelBarrier)(int, TVMParallelGroupEnv*) = NULL;
-EXPORT void* (*__TVMBackendAllocWorkspace)(int, int, uint64_t, int, int) = NULL;
-EXPORT int (*__TVMBackendFreeWorkspace)(int, int, void*) = NULL;
-EXPORT int (*__TVMBackendGetFuncFromEnv)(void*, const char*, TVMFunctionHandle*) = NULL;
-EXPORT int (*__TVMFuncCall)(TVMFunctionHandle, TVMValue*, int*, int, TVMValue*, int*) = NULL;
-
-/* ------------------------------------------------------------------------------------------ */
-/* Argument checking (messages modelled on TVM's generated asserts).                           */
-
-static _Thread_local char err_buf[512];
-
-static int fail(const char* msg) {
-  __TVMAPISetLastError(msg);
-  return -1;
-}
-
-/* Checks argument `i` is a float32 CPU tensor of exactly `shape` (compact, byte_offset 0, data
- * non-NULL, same device_id as argument 0). Returns the tensor, or NULL with the error set. */
-static const DLTensor* tensor_arg(const TVMValue* args, const int* codes, int i, const char* fn, int ndim,
-                                  const int64_t* shape) {
-  int code = codes[i];
-  if (code != kTVMOpaqueHandle && code != kTVMNDArrayHandle && code != kTVMDLTensorHandle &&
-      code != kTVMNullptr) {
-    snprintf(err_buf, sizeof err_buf,
-             "Assert fail: p%d_code == 3 || p%d_code == 13 || p%d_code == 7 || p%d_code == 4, %s: Expect "
-             "arg[%d] to be pointer",
-             i, i, i, i, fn, i);
-    fail(err_buf);
-    return NULL;
-  }
-  const DLTensor* t = (const DLTensor*)args[i].v_handle;
-  if (t == NULL) {
-    snprintf(err_buf, sizeof err_buf, "Assert fail: p%d != NULL, %s: arg[%d] is a NULL tensor", i, fn, i);
-    fail(err_buf);
-    return NULL;
-  }
-  if (t->ndim != ndim) {
-    snprintf(err_buf, sizeof err_buf, "Assert fail: %d == p%d.ndim, %s.p%d.ndim is expected to equal %d, got %d",
-             ndim, i, fn, i, ndim, (int)t->ndim);
-    fail(err_buf);
-    return NULL;
-  }
-  if (t->dtype.code != kDLFloat || t->dtype.bits != 32 || t->dtype.lanes != 1) {
-    snprintf(err_buf, sizeof err_buf,
-             "Assert fail: p%d.dtype == float32, %s.p%d.dtype is expected to be float32 (got code %d bits %d "
-             "lanes %d)",
-             i, fn, i, t->dtype.code, t->dtype.bits, t->dtype.lanes);
-    fail(err_buf);
-    return NULL;
-  }
-  for (int d = 0; d < ndim; ++d) {
-    if (t->shape[d] != shape[d]) {
-      snprintf(err_buf, sizeof err_buf,
-               "Assert fail: %lld == p%d.shape[%d], Argument %s.p%d.shape[%d] has an unmatched value: expected "
-               "%lld, got %lld",
-               (long long)shape[d], i, d, fn, i, d, (long long)shape[d], (long long)t->shape[d]);
-      fail(err_buf);
-      return NULL;
-    }
-  }
-  if (t->strides != NULL) {
-    int64_t expect = 1;
-    for (int d = ndim - 1; d >= 0; --d) {
-      if (shape[d] != 1 && t->strides[d] != expect) {
-        snprintf(err_buf, sizeof err_buf, "Assert fail: %s.p%d.strides: expected to be compact array", fn, i);
-        fail(err_buf);
-        return NULL;
-      }
-      expect *= shape[d];
-    }
-  }
-  if (t->byte_offset != 0) {
-    snprintf(err_buf, sizeof err_buf,
-             "Assert fail: p%d.byte_offset == 0, Argument %s.p%d.byte_offset has an unmatched value: expected 0",
-             i, fn, i);
-    fail(err_buf);
-    return NULL;
-  }
-  if (t->device.device_type != kDLCPU) {
-    snprintf(err_buf, sizeof err_buf,
-             "Assert fail: 1 == p%d.device_type, Argument %s.p%d.device_type has an unmatched value: expected 1, "
-             "got %d",
-             i, fn, i, (int)t->device.device_type);
-    fail(err_buf);
-    return NULL;
-  }
-  if (i > 0) {
-    const DLTensor* t0 = (const DLTensor*)args[0].v_handle;
-    if (t->device.device_id != t0->device.device_id) {
-      snprintf(err_buf, sizeof err_buf,
-               "Assert fail: dev_id == p%d.device_id, Argument %s.p%d.device_id has an unmatched value", i, fn,
-               i);
-      fail(err_buf);
-      return NULL;
-    }
-  }
-  if (t->data == NULL) {
-    snprintf(err_buf, sizeof err_buf, "Assert fail: p%d != NULL, %s.p%d is expected to have non-NULL data pointer",
-             i, fn, i);
-    fail(err_buf);
-    return NULL;
-  }
-  return t;
-}
-
-static int check_num_args(const TVMValue* args, const int* codes, int num_args, int expected, const char* fn) {
-  if (num_args != expected) {
-    snprintf(err_buf, sizeof err_buf, "Assert fail: num_args == %d, %s: num_args should be %d, got %d", expected,
-             fn, expected, num_args);
-    return fail(err_buf);
-  }
-  if (args == NULL || codes == NULL) {
-    snprintf(err_buf, sizeof err_buf, "Assert fail: args != NULL && arg_type_ids != NULL, %s: args pointer is NULL",
-             fn);
-    return fail(err_buf);
-  }
-  return 0;
-}
-
-static int64_t chunk_begin(int64_t n, int task_id, int num_task) {
-  int64_t chunk = (n + num_task - 1) / num_task;
-  int64_t b = chunk * task_id;
-  return b < n ? b : n;
-}
-
-static int64_t chunk_end(int64_t n, int task_id, int num_task) {
-  int64_t chunk = (n + num_task - 1) / num_task;
-  int64_t e = chunk * (task_id + 1);
-  return e < n ? e : n;
-}
+#include "kernel_abi.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* conv2d 3x3, stride 1, padding 1, NCHW/OIHW, + bias[O,1,1] + relu                           */
 
+/* One image: the kernel launches this once per image of the batch, reusing the workspace, so
+ * every image is computed exactly as in a batch of one. */
 typedef struct {
-  const float* data; /* [1, C, H, W] */
+  const float* data; /* [C, H, W]: one image of the batch */
   const float* w;    /* [O, C, 3, 3] */
   const float* bias; /* [O, 1, 1] */
-  float* out;        /* [1, O, H, W] */
+  float* out;        /* [O, H, W]: that image's output */
   float* pad;        /* workspace: [C, H+2, W+2] */
   int64_t c, h, w_, o;
 } ConvClosure;
@@ -216,13 +81,26 @@ static int conv_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   return 0;
 }
 
-static int conv2d_add_relu(TVMValue* args, int* codes, int num_args, const char* fn, int64_t c, int64_t h,
-                           int64_t w, int64_t o) {
+/* Runs conv_task over each of the `n` images of `k` in turn (k->data, k->out: the whole batch). */
+static int conv_images(ConvClosure k, int64_t n) {
+  const float* data = k.data;
+  float* out = k.out;
+  for (int64_t i = 0; i < n; ++i) {
+    k.data = data + i * k.c * k.h * k.w_;
+    k.out = out + i * k.o * k.h * k.w_;
+    int rc = __TVMBackendParallelLaunch(conv_task, &k, 0);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+static int conv2d_add_relu(TVMValue* args, int* codes, int num_args, const char* fn, int64_t n, int64_t c,
+                           int64_t h, int64_t w, int64_t o) {
   if (check_num_args(args, codes, num_args, 4, fn) != 0) return -1;
-  const int64_t s_data[4] = {1, c, h, w};
+  const int64_t s_data[4] = {n, c, h, w};
   const int64_t s_w[4] = {o, c, 3, 3};
   const int64_t s_b[3] = {o, 1, 1};
-  const int64_t s_out[4] = {1, o, h, w};
+  const int64_t s_out[4] = {n, o, h, w};
   const DLTensor* data = tensor_arg(args, codes, 0, fn, 4, s_data);
   if (data == NULL) return -1;
   const DLTensor* wt = tensor_arg(args, codes, 1, fn, 4, s_w);
@@ -236,7 +114,7 @@ static int conv2d_add_relu(TVMValue* args, int* codes, int num_args, const char*
   uint64_t pad_bytes = (uint64_t)(c * (h + 2) * (w + 2)) * sizeof(float);
   k.pad = (float*)__TVMBackendAllocWorkspace(kDLCPU, data->device.device_id, pad_bytes, kDLFloat, 32);
   if (k.pad == NULL) return -1;
-  int rc = __TVMBackendParallelLaunch(conv_task, &k, 0);
+  int rc = conv_images(k, n);
   if (__TVMBackendFreeWorkspace(kDLCPU, data->device.device_id, k.pad) != 0) return -1;
   return rc;
 }
@@ -245,15 +123,18 @@ static int conv2d_add_relu(TVMValue* args, int* codes, int num_args, const char*
 /* max_pool2d 2x2, stride 2, NCHW                                                              */
 
 typedef struct {
-  const float* data; /* [1, C, H, W] */
-  float* out;        /* [1, C, H/2, W/2] */
-  int64_t c, h, w;
+  const float* data; /* [N, C, H, W] */
+  float* out;        /* [N, C, H/2, W/2] */
+  int64_t planes;    /* N * C */
+  int64_t h, w;
 } PoolClosure;
 
 static int pool_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   const PoolClosure* k = (const PoolClosure*)cdata;
   const int64_t oh = k->h / 2, ow = k->w / 2;
-  for (int64_t c = chunk_begin(k->c, task_id, penv->num_task); c < chunk_end(k->c, task_id, penv->num_task); ++c) {
+  const int64_t begin = chunk_begin(k->planes, task_id, penv->num_task);
+  const int64_t end = chunk_end(k->planes, task_id, penv->num_task);
+  for (int64_t c = begin; c < end; ++c) {
     const float* src = k->data + c * k->h * k->w;
     float* dst = k->out + c * oh * ow;
     for (int64_t y = 0; y < oh; ++y) {
@@ -270,43 +151,50 @@ static int pool_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   return 0;
 }
 
-static int max_pool2d(TVMValue* args, int* codes, int num_args, const char* fn, int64_t c, int64_t h, int64_t w) {
+static int max_pool2d(TVMValue* args, int* codes, int num_args, const char* fn, int64_t n, int64_t c, int64_t h,
+                      int64_t w) {
   if (check_num_args(args, codes, num_args, 2, fn) != 0) return -1;
-  const int64_t s_in[4] = {1, c, h, w};
-  const int64_t s_out[4] = {1, c, h / 2, w / 2};
+  const int64_t s_in[4] = {n, c, h, w};
+  const int64_t s_out[4] = {n, c, h / 2, w / 2};
   const DLTensor* data = tensor_arg(args, codes, 0, fn, 4, s_in);
   if (data == NULL) return -1;
   const DLTensor* out = tensor_arg(args, codes, 1, fn, 4, s_out);
   if (out == NULL) return -1;
-  PoolClosure k = {(const float*)data->data, (float*)out->data, c, h, w};
+  PoolClosure k = {(const float*)data->data, (float*)out->data, n * c, h, w};
   return __TVMBackendParallelLaunch(pool_task, &k, 0);
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* dense: out[1,N] = x[1,K] . w[N,K]^T + bias[N]                                               */
+/* dense: out[M,N] = x[M,K] . w[N,K]^T + bias[N]                                               */
 
 typedef struct {
   const float* x;
   const float* w;
   const float* bias;
   float* out;
-  int64_t k, n;
+  int64_t m, k, n;
 } DenseClosure;
 
+/* Each output element is one dot product over K in index order, whatever M and the split. */
 static int dense_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   const DenseClosure* d = (const DenseClosure*)cdata;
-  for (int64_t j = chunk_begin(d->n, task_id, penv->num_task); j < chunk_end(d->n, task_id, penv->num_task); ++j) {
+  const int64_t total = d->m * d->n;
+  const int64_t begin = chunk_begin(total, task_id, penv->num_task);
+  const int64_t end = chunk_end(total, task_id, penv->num_task);
+  for (int64_t e = begin; e < end; ++e) {
+    const int64_t r = e / d->n, j = e % d->n;
+    const float* x = d->x + r * d->k;
     const float* row = d->w + j * d->k;
     float acc = 0.f;
-    for (int64_t i = 0; i < d->k; ++i) acc += d->x[i] * row[i];
-    d->out[j] = acc + d->bias[j];
+    for (int64_t i = 0; i < d->k; ++i) acc += x[i] * row[i];
+    d->out[e] = acc + d->bias[j];
   }
   return 0;
 }
 
-static int dense_add(TVMValue* args, int* codes, int num_args, const char* fn, int64_t k, int64_t n) {
+static int dense_add(TVMValue* args, int* codes, int num_args, const char* fn, int64_t m, int64_t k, int64_t n) {
   if (check_num_args(args, codes, num_args, 4, fn) != 0) return -1;
-  const int64_t s_x[2] = {1, k}, s_w[2] = {n, k}, s_b[1] = {n}, s_out[2] = {1, n};
+  const int64_t s_x[2] = {m, k}, s_w[2] = {n, k}, s_b[1] = {n}, s_out[2] = {m, n};
   const DLTensor* x = tensor_arg(args, codes, 0, fn, 2, s_x);
   if (x == NULL) return -1;
   const DLTensor* w = tensor_arg(args, codes, 1, fn, 2, s_w);
@@ -315,22 +203,15 @@ static int dense_add(TVMValue* args, int* codes, int num_args, const char* fn, i
   if (b == NULL) return -1;
   const DLTensor* out = tensor_arg(args, codes, 3, fn, 2, s_out);
   if (out == NULL) return -1;
-  DenseClosure d = {(const float*)x->data, (const float*)w->data, (const float*)b->data, (float*)out->data, k, n};
+  DenseClosure d = {(const float*)x->data, (const float*)w->data, (const float*)b->data, (float*)out->data,
+                    m, k, n};
   return __TVMBackendParallelLaunch(dense_task, &d, 0);
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* softmax over the last axis of [1,N] (small: serial, as TVM leaves it)                       */
+/* softmax over the last axis of [M,N], row by row (small: serial, as TVM leaves it)           */
 
-static int softmax(TVMValue* args, int* codes, int num_args, const char* fn, int64_t n) {
-  if (check_num_args(args, codes, num_args, 2, fn) != 0) return -1;
-  const int64_t s[2] = {1, n};
-  const DLTensor* x = tensor_arg(args, codes, 0, fn, 2, s);
-  if (x == NULL) return -1;
-  const DLTensor* out = tensor_arg(args, codes, 1, fn, 2, s);
-  if (out == NULL) return -1;
-  const float* in = (const float*)x->data;
-  float* o = (float*)out->data;
+static void softmax_row(const float* in, float* o, int64_t n) {
   float m = in[0];
   for (int64_t i = 1; i < n; ++i) m = in[i] > m ? in[i] : m;
   float sum = 0.f;
@@ -339,6 +220,16 @@ static int softmax(TVMValue* args, int* codes, int num_args, const char* fn, int
     sum += o[i];
   }
   for (int64_t i = 0; i < n; ++i) o[i] = o[i] / sum;
+}
+
+static int softmax(TVMValue* args, int* codes, int num_args, const char* fn, int64_t m, int64_t n) {
+  if (check_num_args(args, codes, num_args, 2, fn) != 0) return -1;
+  const int64_t s[2] = {m, n};
+  const DLTensor* x = tensor_arg(args, codes, 0, fn, 2, s);
+  if (x == NULL) return -1;
+  const DLTensor* out = tensor_arg(args, codes, 1, fn, 2, s);
+  if (out == NULL) return -1;
+  for (int64_t r = 0; r < m; ++r) softmax_row((const float*)x->data + r * n, (float*)out->data + r * n, n);
   return 0;
 }
 
@@ -349,36 +240,36 @@ static int softmax(TVMValue* args, int* codes, int num_args, const char* fn, int
 EXPORT int tvmgen_default_fused_nn_conv2d_add_nn_relu(TVMValue* args, int* codes, int num_args, TVMValue* rv,
                                                       int* rc, void* rh) {
   (void)rv; (void)rc; (void)rh;
-  return conv2d_add_relu(args, codes, num_args, "tvmgen_default_fused_nn_conv2d_add_nn_relu", 1, 16, 16, 8);
+  return conv2d_add_relu(args, codes, num_args, "tvmgen_default_fused_nn_conv2d_add_nn_relu", 1, 1, 16, 16, 8);
 }
 
 EXPORT int tvmgen_default_fused_nn_conv2d_add_nn_relu_1(TVMValue* args, int* codes, int num_args, TVMValue* rv,
                                                         int* rc, void* rh) {
   (void)rv; (void)rc; (void)rh;
-  return conv2d_add_relu(args, codes, num_args, "tvmgen_default_fused_nn_conv2d_add_nn_relu_1", 8, 8, 8, 16);
+  return conv2d_add_relu(args, codes, num_args, "tvmgen_default_fused_nn_conv2d_add_nn_relu_1", 1, 8, 8, 8, 16);
 }
 
 EXPORT int tvmgen_default_fused_nn_max_pool2d(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc,
                                               void* rh) {
   (void)rv; (void)rc; (void)rh;
-  return max_pool2d(args, codes, num_args, "tvmgen_default_fused_nn_max_pool2d", 8, 16, 16);
+  return max_pool2d(args, codes, num_args, "tvmgen_default_fused_nn_max_pool2d", 1, 8, 16, 16);
 }
 
 EXPORT int tvmgen_default_fused_nn_max_pool2d_1(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc,
                                                 void* rh) {
   (void)rv; (void)rc; (void)rh;
-  return max_pool2d(args, codes, num_args, "tvmgen_default_fused_nn_max_pool2d_1", 16, 8, 8);
+  return max_pool2d(args, codes, num_args, "tvmgen_default_fused_nn_max_pool2d_1", 1, 16, 8, 8);
 }
 
 EXPORT int tvmgen_default_fused_nn_dense_add(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc,
                                              void* rh) {
   (void)rv; (void)rc; (void)rh;
-  return dense_add(args, codes, num_args, "tvmgen_default_fused_nn_dense_add", 256, 10);
+  return dense_add(args, codes, num_args, "tvmgen_default_fused_nn_dense_add", 1, 256, 10);
 }
 
 EXPORT int tvmgen_default_fused_nn_softmax(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc,
                                            void* rh) {
   (void)rv; (void)rc; (void)rh;
-  return softmax(args, codes, num_args, "tvmgen_default_fused_nn_softmax", 10);
+  return softmax(args, codes, num_args, "tvmgen_default_fused_nn_softmax", 1, 10);
 }
 #endif /* DEMO_GENERATED_LAYERS */

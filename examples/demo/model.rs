@@ -19,6 +19,12 @@
 //! `Spec::large()` is a larger CNN (`target/demo/cnn_model.so`, tens of milliseconds per
 //! inference on one core) whose exported kernels are generated as wrappers over the same C
 //! kernels. The functions without a spec (`build`, `reference`, ...) are the demo's.
+//! `spec.with_batch(n)` is the same network with the same weights on `n` images at a time
+//! (`demo_b4`, generated kernels): row i of its output is bit for bit what batch 1 gives for
+//! image i, as the bucketed executor's tests need. The reference stays per image.
+//!
+//! The packing helpers (`graph_json_of`, `build_library`, ...) also build the sequence model of
+//! `seq_model.rs`.
 //!
 //! Shared by `examples/demo.rs` and `tests/demo.rs` through `#[path = "..."] mod model;`.
 #![allow(dead_code)]
@@ -55,7 +61,9 @@ pub struct Stage {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Spec {
     /// Stem of the files `build_spec` writes: `<target>/demo/<name>_model.so`, ...
-    pub name: &'static str,
+    pub name: String,
+    /// Images per run: the first dimension of the input and output (1 for the demo).
+    pub batch: usize,
     pub channels: usize,
     pub height: usize,
     pub width: usize,
@@ -70,7 +78,8 @@ impl Spec {
     pub fn demo() -> Spec {
         let stage = |channels| Stage { channels, pool: true };
         Spec {
-            name: "demo",
+            name: "demo".into(),
+            batch: 1,
             channels: 1,
             height: 16,
             width: 16,
@@ -89,7 +98,8 @@ impl Spec {
             [conv, conv, Stage { channels, pool: true }]
         };
         Spec {
-            name: "cnn",
+            name: "cnn".into(),
+            batch: 1,
             channels: 3,
             height: 64,
             width: 64,
@@ -101,16 +111,35 @@ impl Spec {
         }
     }
 
-    pub fn input_shape(&self) -> [i64; 4] {
-        [1, self.channels as i64, self.height as i64, self.width as i64]
+    /// The same network and weights (same `weight_seed`: the params are byte-identical) run on
+    /// `n` images at a time, named `<name>_b<n>` (`demo_b4`); batch 1 keeps the plain name, so
+    /// `Spec::demo().with_batch(1) == Spec::demo()`.
+    pub fn with_batch(&self, n: usize) -> Spec {
+        assert!(n >= 1, "{}: batch {n}", self.name);
+        let suffix = format!("_b{}", self.batch);
+        let base = if self.batch == 1 { &self.name } else { self.name.strip_suffix(&suffix).unwrap_or(&self.name) };
+        let name = if n == 1 { base.to_string() } else { format!("{base}_b{n}") };
+        Spec { name, batch: n, ..self.clone() }
     }
 
+    /// `[batch, channels, height, width]`.
+    pub fn input_shape(&self) -> [i64; 4] {
+        [self.batch as i64, self.channels as i64, self.height as i64, self.width as i64]
+    }
+
+    /// Values of one image.
     pub fn input_len(&self) -> usize {
         self.channels * self.height * self.width
     }
 
+    /// Values of the whole input (`batch` images).
+    pub fn batch_input_len(&self) -> usize {
+        self.batch * self.input_len()
+    }
+
+    /// `[batch, num_classes]`.
     pub fn output_shape(&self) -> [i64; 2] {
-        [1, self.num_classes as i64]
+        [self.batch as i64, self.num_classes as i64]
     }
 
     /// The fused ops of the network, in graph order.
@@ -133,42 +162,27 @@ impl Spec {
     }
 }
 
-/// One fused op; shapes are those of its input (batch 1).
+/// One fused op; shapes are those of one image of its input (the batch is the spec's).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Layer {
-    /// conv2d 3x3 pad 1 + bias + relu, [1,c,h,w] -> [1,o,h,w].
-    Conv {
-        c: usize,
-        h: usize,
-        w: usize,
-        o: usize,
-    },
-    /// max_pool2d 2x2 stride 2, [1,c,h,w] -> [1,c,h/2,w/2].
-    Pool {
-        c: usize,
-        h: usize,
-        w: usize,
-    },
-    /// batch_flatten to [1,k]: a reshape, so TVM emits `__nop`.
-    Flatten {
-        k: usize,
-    },
-    /// dense + bias, [1,k] -> [1,n].
-    Dense {
-        k: usize,
-        n: usize,
-    },
-    Softmax {
-        n: usize,
-    },
+    /// conv2d 3x3 pad 1 + bias + relu, [batch,c,h,w] -> [batch,o,h,w].
+    Conv { c: usize, h: usize, w: usize, o: usize },
+    /// max_pool2d 2x2 stride 2, [batch,c,h,w] -> [batch,c,h/2,w/2].
+    Pool { c: usize, h: usize, w: usize },
+    /// batch_flatten to [batch,k]: a reshape, so TVM emits `__nop`.
+    Flatten { k: usize },
+    /// dense + bias, [batch,k] -> [batch,n].
+    Dense { k: usize, n: usize },
+    /// softmax of each row of [batch,n].
+    Softmax { n: usize },
 }
 
 impl Layer {
-    fn out_shape(self) -> Vec<i64> {
+    fn out_shape(self, batch: usize) -> Vec<i64> {
         let dims: Vec<usize> = match self {
-            Layer::Conv { h, w, o, .. } => vec![1, o, h, w],
-            Layer::Pool { c, h, w } => vec![1, c, h / 2, w / 2],
-            Layer::Flatten { k } | Layer::Dense { n: k, .. } | Layer::Softmax { n: k } => vec![1, k],
+            Layer::Conv { h, w, o, .. } => vec![batch, o, h, w],
+            Layer::Pool { c, h, w } => vec![batch, c, h / 2, w / 2],
+            Layer::Flatten { k } | Layer::Dense { n: k, .. } | Layer::Softmax { n: k } => vec![batch, k],
         };
         dims.into_iter().map(|d| d as i64).collect()
     }
@@ -207,12 +221,12 @@ impl Layer {
     }
 }
 
-/// The layers with their kernel names as TVM's codegen makes them unique: the n-th function of
-/// one kind gets the suffix `_n` (none for the first); the reshape is `__nop`.
-fn named_layers(spec: &Spec) -> Vec<(Layer, String)> {
+/// Kernel names of fused ops as TVM's codegen makes them unique: `tvmgen_default_fused_<op>`,
+/// the n-th function of one kind with the suffix `_n` (none for the first); a reshape (`__nop`)
+/// keeps its name.
+pub fn fused_names<'a>(ops: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut seen: Vec<&str> = Vec::new();
-    let name = |layer: Layer, seen: &mut Vec<&'static str>| {
-        let op = layer.op_name();
+    let mut name = |op: &'a str| {
         if op == "__nop" {
             return op.to_string();
         }
@@ -221,7 +235,14 @@ fn named_layers(spec: &Spec) -> Vec<(Layer, String)> {
         let suffix = if n == 0 { String::new() } else { format!("_{n}") };
         format!("tvmgen_default_fused_{op}{suffix}")
     };
-    spec.layers().into_iter().map(|l| (l, name(l, &mut seen))).collect()
+    ops.into_iter().map(&mut name).collect()
+}
+
+/// The layers with their kernel names (`fused_names`).
+fn named_layers(spec: &Spec) -> Vec<(Layer, String)> {
+    let layers = spec.layers();
+    let names = fused_names(layers.iter().map(|l| l.op_name()));
+    layers.into_iter().zip(names).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -294,7 +315,12 @@ pub fn params_blob() -> Vec<u8> {
 }
 
 pub fn params_blob_spec(spec: &Spec) -> Vec<u8> {
-    let arrays: Vec<(String, NDArray)> = params_spec(spec).iter().map(|p| (p.name.clone(), ndarray(p))).collect();
+    params_blob_of(&params_spec(spec))
+}
+
+/// `params` as TVM's params blob.
+pub fn params_blob_of(params: &[Param]) -> Vec<u8> {
+    let arrays: Vec<(String, NDArray)> = params.iter().map(|p| (p.name.clone(), ndarray(p))).collect();
     save_params(arrays.iter().map(|(n, a)| (n.as_str(), a.tensor()))).expect("params blob")
 }
 
@@ -306,12 +332,19 @@ pub fn input_image(seed: u64) -> Vec<f32> {
     input_for(&Spec::demo(), seed)
 }
 
-/// A deterministic input for `spec`, NCHW with N = 1, values in [0, 1]: each channel a bright
-/// ring and a bar whose position and size depend on `seed` and the channel, over faint noise.
+/// A deterministic image for `spec` (one image, CHW: `spec.input_len()` values), values in
+/// [0, 1]: each channel a bright ring and a bar whose position and size depend on `seed` and the
+/// channel, over faint noise.
 pub fn input_for(spec: &Spec, seed: u64) -> Vec<f32> {
     (0..spec.channels as u64)
         .flat_map(|c| input_channel(seed.wrapping_add(77 + 7919 * c), spec.height, spec.width))
         .collect()
+}
+
+/// The images of `seeds` one after the other (`input_for` each): an NCHW input of batch
+/// `seeds.len()`.
+pub fn input_batch(spec: &Spec, seeds: &[u64]) -> Vec<f32> {
+    seeds.iter().flat_map(|&seed| input_for(spec, seed)).collect()
 }
 
 /// One channel, row-major. Positions are drawn for a 16x16 image and scaled to `h` x `w`, so
@@ -341,13 +374,18 @@ fn input_channel(seed: u64, h: usize, w: usize) -> Vec<f32> {
 // ---------------------------------------------------------------------------------------------
 // Graph JSON (TVM's format) with TVM's storage planning
 
-struct Node {
-    op: &'static str, // "null" or "tvm_op"
-    name: String,
-    func_name: String,
-    inputs: Vec<usize>, // node ids (every node here has one output)
-    attrs: Vec<(&'static str, &'static str)>,
-    shape: Vec<i64>,
+/// A graph node with one float32 output.
+pub struct Node {
+    /// "null" (an input or weight) or "tvm_op".
+    pub op: &'static str,
+    pub name: String,
+    /// The kernel a `tvm_op` calls (`__nop` for a reshape); empty for inputs.
+    pub func_name: String,
+    /// Node ids read (every node here has one output).
+    pub inputs: Vec<usize>,
+    /// Attributes of a `tvm_op` besides those `graph_json_of` writes itself.
+    pub attrs: Vec<(&'static str, &'static str)>,
+    pub shape: Vec<i64>,
 }
 
 fn fnv_hash(s: &str) -> String {
@@ -359,8 +397,15 @@ fn fnv_hash(s: &str) -> String {
 }
 
 impl Node {
-    fn input(name: &str, shape: Vec<i64>) -> Node {
+    /// A graph input or weight.
+    pub fn input(name: &str, shape: Vec<i64>) -> Node {
         Node { op: "null", name: name.into(), func_name: String::new(), inputs: vec![], attrs: vec![], shape }
+    }
+
+    /// A `tvm_op` named after its kernel (`reshape_nop` for `__nop`).
+    pub fn op(func: String, inputs: Vec<usize>, attrs: Vec<(&'static str, &'static str)>, shape: Vec<i64>) -> Node {
+        let name = if func == "__nop" { "reshape_nop".to_string() } else { func.clone() };
+        Node { op: "tvm_op", name, func_name: func, inputs, attrs, shape }
     }
 }
 
@@ -375,8 +420,7 @@ fn nodes(spec: &Spec) -> Vec<Node> {
             params += 1;
             inputs.push(v.len() - 1);
         }
-        let name = if func == "__nop" { "reshape_nop".to_string() } else { func.clone() };
-        v.push(Node { op: "tvm_op", name, func_name: func, inputs, attrs: layer.attrs(), shape: layer.out_shape() });
+        v.push(Node::op(func, inputs, layer.attrs(), layer.out_shape(spec.batch)));
     }
     v
 }
@@ -394,8 +438,8 @@ pub fn kernel_names_spec(spec: &Spec) -> Vec<String> {
 /// their own slot; an op's output takes a free slot whose size is within a factor of 16 of its
 /// own (larger ones first, then the largest smaller one) or a new one; a slot is freed after
 /// its last reader (never for graph outputs); a reshape-only node (`__nop`) shares its input's
-/// slot.
-fn plan_storage(nodes: &[Node], heads: &[usize]) -> Vec<i64> {
+/// slot. `heads` are the graph outputs (node ids).
+pub fn plan_storage(nodes: &[Node], heads: &[usize]) -> Vec<i64> {
     const MATCH_RANGE: usize = 16;
     let bytes = |n: &Node| 4 * n.shape.iter().product::<i64>() as usize;
     // token of each node; tokens: (sid, max_bytes, remaining readers)
@@ -473,8 +517,13 @@ pub fn graph_json() -> String {
 /// The graph JSON of `spec`, as TVM's graph codegen writes it (one output per node).
 pub fn graph_json_spec(spec: &Spec) -> String {
     let nodes = nodes(spec);
-    let heads = vec![nodes.len() - 1];
-    let sids = plan_storage(&nodes, &heads);
+    graph_json_of(&nodes, &[nodes.len() - 1])
+}
+
+/// Graph JSON in TVM's format for `nodes` (float32, one output each, device 1) with the graph
+/// outputs `heads` (node ids, in output order), storage planned by `plan_storage`.
+pub fn graph_json_of(nodes: &[Node], heads: &[usize]) -> String {
+    let sids = plan_storage(nodes, heads);
     let mut s = String::from("{\n  \"nodes\": [\n");
     for (i, n) in nodes.iter().enumerate() {
         s += "    {\n";
@@ -529,8 +578,13 @@ pub fn module_blob() -> Vec<u8> {
 }
 
 pub fn module_blob_spec(spec: &Spec) -> Vec<u8> {
-    let params: Vec<(String, NDArray)> = params_spec(spec).iter().map(|p| (p.name.clone(), ndarray(p))).collect();
-    let payload = GraphExecutorFactory::new(graph_json_spec(spec), params, "default".into())
+    module_blob_of(graph_json_spec(spec), &params_spec(spec))
+}
+
+/// `__tvm_dev_mblob` (as `module_blob`) for any graph and weights.
+pub fn module_blob_of(graph_json: String, params: &[Param]) -> Vec<u8> {
+    let params: Vec<(String, NDArray)> = params.iter().map(|p| (p.name.clone(), ndarray(p))).collect();
+    let payload = GraphExecutorFactory::new(graph_json, params, "default".into())
         .save_binary()
         .expect("serialize GraphExecutorFactory");
     write_import_tree(
@@ -542,10 +596,11 @@ pub fn module_blob_spec(spec: &Spec) -> Vec<u8> {
 
 /// C source defining `__tvm_dev_mblob` (as `PackImportsToC` emits it), for the demo.
 pub fn blob_c_source(blob: &[u8]) -> String {
-    blob_c_source_named(blob, Spec::demo().name)
+    blob_c_source_named(blob, &Spec::demo().name)
 }
 
-fn blob_c_source_named(blob: &[u8], model: &str) -> String {
+/// C source defining `__tvm_dev_mblob` for the model called `model`.
+pub fn blob_c_source_named(blob: &[u8], model: &str) -> String {
     let mut s = String::with_capacity(blob.len() * 4 + 200);
     s += &format!("/* Generated by examples/demo/model.rs: the module blob of the {model} model. */\n");
     s += &format!("__attribute__((visibility(\"default\"))) const unsigned char __tvm_dev_mblob[{}] = {{", blob.len());
@@ -580,7 +635,7 @@ pub fn target_dir() -> PathBuf {
 
 /// Write `bytes` to `path` through a temporary file and a rename, so that concurrent builders
 /// (the example and the tests) never see a half-written file.
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
@@ -600,13 +655,19 @@ pub fn kernels_c_source(spec: &Spec) -> String {
             Layer::Softmax { n } => ("softmax", vec![n]),
             Layer::Flatten { .. } => continue,
         };
-        s += &format!(
-            "\nEXPORT int {func}(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc, void* rh) {{\n  \
-             (void)rv; (void)rc; (void)rh;\n  return {kernel}(args, codes, num_args, \"{func}\", {});\n}}\n",
-            join(shape)
-        );
+        let args = std::iter::once(spec.batch).chain(shape);
+        s += &kernel_wrapper(&func, kernel, &join(args));
     }
     s
+}
+
+/// C source of the exported kernel `func`: a `TVMBackendPackedCFunc` calling the static
+/// `kernel(args, codes, num_args, "<func>", <shape_args>)`.
+pub fn kernel_wrapper(func: &str, kernel: &str, shape_args: &str) -> String {
+    format!(
+        "\nEXPORT int {func}(TVMValue* args, int* codes, int num_args, TVMValue* rv, int* rc, void* rh) {{\n  \
+         (void)rv; (void)rc; (void)rh;\n  return {kernel}(args, codes, num_args, \"{func}\", {shape_args});\n}}\n"
+    )
 }
 
 /// Build the demo: `<target>/demo/demo_model.so` plus `demo_graph.json` and `demo_params.bin`.
@@ -617,27 +678,45 @@ pub fn build() -> Result<PathBuf, String> {
 /// Build `<target>/demo/<name>_model.so` (plus `<name>_graph.json` and `<name>_params.bin`, the
 /// files TVM's older export flow writes next to the library). Returns the library's path.
 pub fn build_spec(spec: &Spec) -> Result<PathBuf, String> {
+    // The demo's exported kernels are hand-written in kernels.c; other specs get theirs generated.
+    let kernels = if *spec == Spec::demo() {
+        KernelSource::File(repo_dir().join("examples/demo/kernels.c"))
+    } else {
+        KernelSource::Generated(kernels_c_source(spec))
+    };
+    build_library(&spec.name, &graph_json_spec(spec), &params_spec(spec), kernels)
+}
+
+/// The kernels of a library: a C file of the repository, or generated C source (compiled with
+/// `examples/demo` on the include path).
+pub enum KernelSource {
+    File(PathBuf),
+    Generated(String),
+}
+
+/// Build `<target>/demo/<name>_model.so` as export_library lays it out (the module blob of
+/// `graph_json` and `params` plus the kernels), and write `<name>_graph.json` and
+/// `<name>_params.bin` next to it. Returns the library's path.
+pub fn build_library(name: &str, graph_json: &str, params: &[Param], kernels: KernelSource) -> Result<PathBuf, String> {
     let dir = target_dir().join("demo");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let name = spec.name;
     let pid = std::process::id();
     // Per-process names for the generated sources: concurrent builders must not share them.
     let blob_c = dir.join(format!("{name}_model_blob.{pid}.c"));
     let mut generated = vec![blob_c.clone()];
-    std::fs::write(&blob_c, blob_c_source_named(&module_blob_spec(spec), name))
-        .map_err(|e| format!("{}: {e}", blob_c.display()))?;
-    // The demo's exported kernels are hand-written in kernels.c; other specs get theirs generated.
-    let kernels_c = if *spec == Spec::demo() {
-        repo_dir().join("examples/demo/kernels.c")
-    } else {
-        let path = dir.join(format!("{name}_kernels.{pid}.c"));
-        generated.push(path.clone());
-        std::fs::write(&path, kernels_c_source(spec)).map_err(|e| format!("{}: {e}", path.display()))?;
-        path
+    let blob = module_blob_of(graph_json.to_string(), params);
+    std::fs::write(&blob_c, blob_c_source_named(&blob, name)).map_err(|e| format!("{}: {e}", blob_c.display()))?;
+    let kernels_c = match kernels {
+        KernelSource::File(path) => path,
+        KernelSource::Generated(source) => {
+            let path = dir.join(format!("{name}_kernels.{pid}.c"));
+            generated.push(path.clone());
+            std::fs::write(&path, source).map_err(|e| format!("{}: {e}", path.display()))?;
+            path
+        }
     };
-    write_atomic(&dir.join(format!("{name}_graph.json")), graph_json_spec(spec).as_bytes())
-        .map_err(|e| e.to_string())?;
-    write_atomic(&dir.join(format!("{name}_params.bin")), &params_blob_spec(spec)).map_err(|e| e.to_string())?;
+    write_atomic(&dir.join(format!("{name}_graph.json")), graph_json.as_bytes()).map_err(|e| e.to_string())?;
+    write_atomic(&dir.join(format!("{name}_params.bin")), &params_blob_of(params)).map_err(|e| e.to_string())?;
 
     let so = dir.join(format!("{name}_model.so"));
     let built = compile(&so, &[&blob_c, &kernels_c]);
@@ -648,12 +727,13 @@ pub fn build_spec(spec: &Spec) -> Result<PathBuf, String> {
 }
 
 /// Compile `sources` with `cc` into the shared library `so` (through a temporary file and a
-/// rename, like `write_atomic`).
-fn compile(so: &Path, sources: &[&Path]) -> Result<(), String> {
+/// rename, like `write_atomic`). No floating-point contraction (`-ffp-contract=off`): every
+/// value is computed with the operations the source spells, whatever the compiler inlines.
+pub fn compile(so: &Path, sources: &[&Path]) -> Result<(), String> {
     let tmp_so = so.with_extension(format!("{}.so", std::process::id()));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(&cc)
-        .args(["-O2", "-shared", "-fPIC", "-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"])
+        .args(["-O2", "-shared", "-fPIC", "-std=c11", "-Wall", "-Wextra", "-ffp-contract=off", "-fvisibility=hidden"])
         .arg("-I")
         .arg(repo_dir().join("include"))
         .arg("-I")
@@ -667,6 +747,9 @@ fn compile(so: &Path, sources: &[&Path]) -> Result<(), String> {
     if !out.status.success() {
         let _ = std::fs::remove_file(&tmp_so);
         return Err(format!("`{cc}` failed to build {}:\n{}", so.display(), String::from_utf8_lossy(&out.stderr)));
+    }
+    if !out.stderr.is_empty() {
+        eprintln!("`{cc}` warnings building {}:\n{}", so.display(), String::from_utf8_lossy(&out.stderr));
     }
     std::fs::rename(&tmp_so, so).map_err(|e| format!("{}: {e}", so.display()))
 }
