@@ -7,12 +7,15 @@
 use std::ffi::{c_void, CStr, CString};
 use std::path::Path;
 use tvm_runtime::abi::{DLDataType, DLDevice, DLTensor};
+use tvm_runtime::ffi::buckets::{
+    TVMGraphExecutorCreateBucketed, TVMGraphExecutorCreateBucketedFromManifest, TVMGraphExecutorGetCurrentBucket,
+};
 use tvm_runtime::ffi::error::TVMGetLastError;
 use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
 use tvm_runtime::ffi::graph_executor::{
     TVMGraphExecutor, TVMGraphExecutorCreate, TVMGraphExecutorCreateFromFactory, TVMGraphExecutorFree,
-    TVMGraphExecutorGetOutput, TVMGraphExecutorLoadParams, TVMGraphExecutorProfile, TVMGraphExecutorRun,
-    TVMGraphExecutorSetInput,
+    TVMGraphExecutorGetOutput, TVMGraphExecutorGetOutputInfo, TVMGraphExecutorLoadParams, TVMGraphExecutorProfile,
+    TVMGraphExecutorRun, TVMGraphExecutorSetInput, TVMTensorInfo,
 };
 use tvm_runtime::ffi::module::{TVMModFree, TVMModLoadFromFile};
 
@@ -127,6 +130,51 @@ impl Executor {
         // SAFETY: C string, live module handle, one device, valid out-pointer.
         check(unsafe { TVMGraphExecutorCreate(json.as_ptr(), kernels.0, &dev, 1, &mut g) }, "TVMGraphExecutorCreate")?;
         Ok(Executor(g))
+    }
+
+    /// A bucketed executor on CPU 0 over the versions in `factories` (`options` as for
+    /// `TVMGraphExecutorCreateBucketed`).
+    pub fn bucketed(factories: &[&Library], options: Option<&str>) -> Result<Executor, String> {
+        let handles: Vec<*mut c_void> = factories.iter().map(|f| f.0).collect();
+        let options = options.map(|o| CString::new(o).expect("options without NUL"));
+        let opts = options.as_ref().map_or(std::ptr::null(), |o| o.as_ptr());
+        let dev = DLDevice::cpu(0);
+        let mut g: *mut TVMGraphExecutor = std::ptr::null_mut();
+        // SAFETY: live module handles, one device, options NULL or a C string, valid out-pointer.
+        let rc =
+            unsafe { TVMGraphExecutorCreateBucketed(handles.as_ptr(), handles.len() as u32, &dev, 1, opts, &mut g) };
+        check(rc, "TVMGraphExecutorCreateBucketed")?;
+        Ok(Executor(g))
+    }
+
+    /// A bucketed executor on CPU 0 over the versions a manifest file lists.
+    pub fn bucketed_from_manifest(manifest: &Path) -> Result<Executor, String> {
+        let path = CString::new(manifest.to_str().ok_or("manifest path is not UTF-8")?).map_err(|e| e.to_string())?;
+        let dev = DLDevice::cpu(0);
+        let mut g: *mut TVMGraphExecutor = std::ptr::null_mut();
+        // SAFETY: C string, one device, no options, valid out-pointer.
+        let rc =
+            unsafe { TVMGraphExecutorCreateBucketedFromManifest(path.as_ptr(), &dev, 1, std::ptr::null(), &mut g) };
+        check(rc, "TVMGraphExecutorCreateBucketedFromManifest")?;
+        Ok(Executor(g))
+    }
+
+    /// The bucket a bucketed executor's inputs picked.
+    pub fn current_bucket(&self) -> Result<u32, String> {
+        let mut b = 0u32;
+        // SAFETY: live executor, valid out-pointer.
+        check(unsafe { TVMGraphExecutorGetCurrentBucket(self.0, &mut b) }, "TVMGraphExecutorGetCurrentBucket")?;
+        Ok(b)
+    }
+
+    /// The shape of output `index` (after a run of a bucketed executor: its true shape).
+    pub fn output_shape(&self, index: i32) -> Result<Vec<i64>, String> {
+        // SAFETY: all-zero is a valid value of this plain C struct; filled by the call below.
+        let mut info: TVMTensorInfo = unsafe { std::mem::zeroed() };
+        // SAFETY: live executor, valid out-pointer; the shape lives as long as the executor.
+        check(unsafe { TVMGraphExecutorGetOutputInfo(self.0, index, &mut info) }, "TVMGraphExecutorGetOutputInfo")?;
+        // SAFETY: `ndim` extents at `shape`, owned by the executor.
+        Ok(unsafe { std::slice::from_raw_parts(info.shape, info.ndim as usize) }.to_vec())
     }
 
     /// Copy the weights of a params blob (TVM's format) into the matching inputs.
