@@ -11,7 +11,8 @@
 //!   against one that loads the batch-8 version and runs a plain executor, each in a fresh child
 //!   process; on the demo CNN and on a model whose 8 MiB of weights dwarf its activations.
 //!
-//! `BENCH_ONLY=dispatch|throughput|memory` runs one part; `BENCH_ROUNDS` sets the rounds.
+//! Kernels run on one thread on both sides. `BENCH_ONLY=dispatch|throughput|memory` runs one
+//! part; `BENCH_ROUNDS` sets the rounds.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -88,6 +89,14 @@ impl Versions {
         Versions { spec, so }
     }
 
+    /// The libraries the parent process built (a memory child must not build: the weights it
+    /// would make and free stay in the allocator and hide the growth being measured).
+    fn built(spec: model::Spec) -> Versions {
+        let dir = model::target_dir().join("demo");
+        let so = BATCHES.iter().map(|&b| dir.join(format!("{}_model.so", spec.with_batch(b).name))).collect();
+        Versions { spec, so }
+    }
+
     fn load(&self, batch: usize) -> *mut c_void {
         let i = BATCHES.iter().position(|&b| b == batch).unwrap();
         let path = CString::new(self.so[i].to_str().unwrap()).unwrap();
@@ -109,10 +118,17 @@ impl Versions {
     }
 }
 
+/// Both sides run kernels on one thread: on a shared 2-core machine, two-thread kernels time
+/// the other load more than the executors.
+const OPTIONS: &std::ffi::CStr = c"intra_op_threads=1";
+
 fn plain(factory: *mut c_void) -> *mut TVMGraphExecutor {
     let dev = DLDevice::cpu(0);
     let mut g = std::ptr::null_mut();
-    check(unsafe { TVMGraphExecutorCreateFromFactory(factory, &dev, 1, &mut g) }, "executor");
+    check(
+        unsafe { TVMGraphExecutorCreateFromFactoryWithOptions(factory, &dev, 1, OPTIONS.as_ptr(), &mut g) },
+        "executor",
+    );
     g
 }
 
@@ -122,7 +138,7 @@ fn bucketed(v: &Versions) -> *mut TVMGraphExecutor {
     let dev = DLDevice::cpu(0);
     let mut g = std::ptr::null_mut();
     let rc = unsafe {
-        TVMGraphExecutorCreateBucketed(factories.as_ptr(), factories.len() as u32, &dev, 1, std::ptr::null(), &mut g)
+        TVMGraphExecutorCreateBucketed(factories.as_ptr(), factories.len() as u32, &dev, 1, OPTIONS.as_ptr(), &mut g)
     };
     check(rc, "bucketed executor");
     factories.into_iter().for_each(|f| check(unsafe { TVMModFree(f) }, "free"));
@@ -190,9 +206,36 @@ fn dispatch(v: &Versions) {
         Some(1.05),
     );
     report_best(&format!("{name} batch 3 padded to 4"), "buckets", us(t[2].min), "plain batch-4", us(t[0].min), "us");
+    copies_alone(g_plain, g_buckets, [&mut x4, &mut y4, &mut x3, &mut y3], &name);
     check(unsafe { TVMGraphExecutorFree(g_plain) }, "free");
     check(unsafe { TVMGraphExecutorFree(g_buckets) }, "free");
     check(unsafe { TVMModFree(f4) }, "free");
+}
+
+/// set_input + get_output without the run: what dispatch adds, in absolute terms.
+fn copies_alone(g_plain: *mut TVMGraphExecutor, g_buckets: *mut TVMGraphExecutor, b: [&mut Buffer; 4], name: &str) {
+    let [x4, y4, x3, y3] = b;
+    let copies = |g: *mut TVMGraphExecutor, x: &mut Buffer, y: &mut Buffer| {
+        check(unsafe { TVMGraphExecutorSetInputByIndex(g, 0, &x.tensor()) }, "set_input");
+        check(unsafe { TVMGraphExecutorGetOutput(g, 0, &mut y.tensor()) }, "get_output");
+    };
+    // The bucketed executor's last run was batch 3; run batch 3 so its outputs have that shape.
+    infer(g_buckets, x3, y3);
+    let t = compare(
+        &mut [&mut || copies(g_plain, x4, y4), &mut || copies(g_buckets, x3, y3)],
+        Duration::from_millis(20),
+        rounds(),
+        3,
+    );
+    report(
+        &format!("{name} set_input + get_output alone, batch 3 into 4"),
+        "buckets",
+        t[1] / 1e3,
+        "plain batch-4",
+        t[0] / 1e3,
+        "us",
+        None,
+    );
 }
 
 /// Batches of 1..=8 images through the buckets, and through a batch-8 executor with each batch
@@ -294,11 +337,12 @@ fn wide() -> model::Spec {
 }
 
 fn main() {
-    let models = [Versions::build(model::Spec::demo()), Versions::build(wide())];
     if let Ok(what) = std::env::var("BUCKETS_BENCH_CHILD") {
         let name = std::env::var("BUCKETS_BENCH_MODEL").unwrap();
-        return child(&what, models.iter().find(|v| v.spec.name == name).unwrap());
+        let spec = [model::Spec::demo(), wide()].into_iter().find(|s| s.name == name).unwrap();
+        return child(&what, &Versions::built(spec));
     }
+    let models = [Versions::build(model::Spec::demo()), Versions::build(wide())];
     tvm_runtime::init();
     println!("buckets bench: load average {}", load_note());
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
