@@ -38,8 +38,8 @@
 #   the library is suppressed; scripts/tsan-full.supp lists only known races in the tests.
 #   rustc's instrumentation calls __tsan_memcpy/memmove/memset, which GCC's libtsan lacks;
 #   scripts/tsan_memfns.c provides them. The static_link test is linked against the instrumented
-#   static library too. Then the library's unit tests, tests/concurrency.rs, tests/inter_op.rs
-#   and tests/async_phases.rs run on the same instrumented build (TSAN_RUST_TESTS=0 skips them).
+#   static library too. Then the library's unit tests and the threaded Rust tests (see below)
+#   run on the same instrumented build (TSAN_RUST_TESTS=0 skips them).
 #
 # The sanitizer_canary_data_race ctest must report a deliberate race, proving TSan is active.
 # Build directories: target/sanitize/tsan (c-only), target/sanitize/tsan-full (full). Exits
@@ -142,12 +142,13 @@ echo "-- ctest (every C test, plus the data-race canary that must be reported)"
 
 if [ "$MODE" = full ] && [ "${TSAN_RUST_TESTS:-1}" = 1 ]; then
   # The same instrumented build runs the library's own unit tests, tests/concurrency.rs,
-  # tests/inter_op.rs, tests/async_phases.rs and tests/pipeline.rs (threads through the C API
-  # from Rust; the inter-op scheduler; stages on stream workers; the request pipeline's streams,
-  # contexts, callbacks and shutdown), with rustc's TSan runtime. TSAN_RUST_TESTS=0 skips.
+  # tests/inter_op.rs, tests/async_phases.rs, tests/pipeline.rs, tests/buckets.rs and
+  # tests/buckets_models.rs (threads through the C API from Rust; the inter-op scheduler; stages
+  # on stream workers; the request pipeline's streams, contexts, callbacks and shutdown; bucketed
+  # contexts on threads over one bucket set), with rustc's TSan runtime. TSAN_RUST_TESTS=0 skips.
   echo "-- the library's unit tests and the concurrent Rust tests under TSan (TSAN_RUST_TESTS=0 skips)"
   (cd "$REPO" && RUSTFLAGS="-Zsanitizer=thread" "${runner[@]}" "${cargo_cmd[@]}" test --quiet --release \
      -Zbuild-std --target "$host" --target-dir "$RUST_TARGET_DIR" --lib --test concurrency --test inter_op \
-     --test async_phases --test pipeline)
+     --test async_phases --test pipeline --test buckets --test buckets_models)
 fi
 echo "tsan ($MODE): no data races reported; canary reported as expected"
