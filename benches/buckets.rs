@@ -23,53 +23,12 @@ use common::*;
 use std::ffi::{c_void, CString};
 use std::path::PathBuf;
 use std::time::Duration;
-use tvm_runtime::abi::{DLDataType, DLDevice, DLTensor};
+use tvm_runtime::abi::DLDevice;
 use tvm_runtime::ffi::buckets::TVMGraphExecutorCreateBucketed;
 use tvm_runtime::ffi::graph_executor::*;
 use tvm_runtime::ffi::module::{TVMModFree, TVMModLoadFromFile};
 
 const BATCHES: [usize; 4] = [1, 2, 4, 8];
-
-fn check(rc: i32, what: &str) {
-    if rc != 0 {
-        let msg = unsafe { std::ffi::CStr::from_ptr(tvm_runtime::ffi::error::TVMGetLastError()) };
-        panic!("{what}: {}", msg.to_string_lossy());
-    }
-}
-
-/// A 64-byte aligned host tensor.
-struct Buffer {
-    data: Vec<f32>,
-    shape: Vec<i64>,
-    offset: usize,
-}
-
-impl Buffer {
-    fn new(shape: &[i64], values: &[f32]) -> Buffer {
-        let n = shape.iter().product::<i64>() as usize;
-        let mut data = vec![0f32; n + 16];
-        let offset = (16 - (data.as_ptr() as usize % 64) / 4) % 16;
-        data[offset..offset + values.len().min(n)].copy_from_slice(&values[..values.len().min(n)]);
-        Buffer { data, shape: shape.to_vec(), offset }
-    }
-
-    fn tensor(&mut self) -> DLTensor {
-        DLTensor {
-            data: self.data[self.offset..].as_mut_ptr() as *mut c_void,
-            device: DLDevice::cpu(0),
-            ndim: self.shape.len() as i32,
-            dtype: DLDataType::FLOAT32,
-            shape: self.shape.as_mut_ptr(),
-            strides: std::ptr::null_mut(),
-            byte_offset: 0,
-        }
-    }
-
-    fn values(&self) -> &[f32] {
-        let n = self.shape.iter().product::<i64>() as usize;
-        &self.data[self.offset..self.offset + n]
-    }
-}
 
 /// The versions of one model: its spec and the library of each batch size.
 struct Versions {
@@ -270,12 +229,6 @@ fn throughput(v: &Versions) {
     check(unsafe { TVMGraphExecutorFree(g_plain) }, "free");
     check(unsafe { TVMGraphExecutorFree(g_buckets) }, "free");
     check(unsafe { TVMModFree(f8) }, "free");
-}
-
-fn rss_bytes() -> usize {
-    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
-    let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize
 }
 
 /// In a child: RSS growth from loading and running batch 8 through `what` ("buckets": all four

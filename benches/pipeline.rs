@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 use std::ffi::{c_void, CString};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tvm_runtime::abi::{DLDataType, DLDevice, DLTensor};
+use tvm_runtime::abi::DLDevice;
 use tvm_runtime::ffi::graph_executor::*;
 use tvm_runtime::ffi::module::{TVMModFree, TVMModLoadFromFile};
 use tvm_runtime::ffi::pipeline::*;
@@ -41,10 +41,17 @@ struct Model {
 }
 
 impl Model {
-    fn of(spec: &model::Spec, memory_only: bool) -> Model {
+    /// The model of `spec`, built unless `built` says the parent process built it already (a
+    /// memory child must not build: the weights it would make and free stay in the allocator
+    /// and hide the growth being measured).
+    fn of(spec: &model::Spec, memory_only: bool, built: bool) -> Model {
+        let so = match built {
+            true => model::target_dir().join("demo").join(format!("{}_model.so", spec.name)),
+            false => model::build_spec(spec).unwrap_or_else(|e| panic!("building {}: {e}", spec.name)),
+        };
         Model {
             name: spec.name.clone(),
-            so: model::build_spec(spec).unwrap_or_else(|e| panic!("building {}: {e}", spec.name)),
+            so,
             input: spec.input_shape().to_vec(),
             output: spec.output_shape().to_vec(),
             memory_only,
@@ -55,7 +62,7 @@ impl Model {
 /// The demo, the large CNN, and for memory a model whose 8 MiB of weights dwarf its
 /// activations (one conv stage, then a dense layer of 16384 x 128), so a copy of the weights per
 /// context would show.
-fn models() -> Vec<Model> {
+fn models(built: bool) -> Vec<Model> {
     let wide = model::Spec {
         name: "wide".into(),
         batch: 1,
@@ -66,42 +73,11 @@ fn models() -> Vec<Model> {
         num_classes: 128,
         weight_seed: 7,
     };
-    vec![Model::of(&model::Spec::demo(), false), Model::of(&model::Spec::large(), false), Model::of(&wide, true)]
-}
-
-fn check(rc: i32, what: &str) {
-    if rc != 0 {
-        let msg = unsafe { std::ffi::CStr::from_ptr(tvm_runtime::ffi::error::TVMGetLastError()) };
-        panic!("{what}: {}", msg.to_string_lossy());
-    }
-}
-
-/// A 64-byte aligned host tensor.
-struct Buffer {
-    data: Vec<f32>,
-    shape: Vec<i64>,
-    offset: usize,
-}
-
-impl Buffer {
-    fn new(shape: &[i64], fill: f32) -> Buffer {
-        let n = shape.iter().product::<i64>() as usize;
-        let data = vec![fill; n + 16];
-        let offset = (16 - (data.as_ptr() as usize % 64) / 4) % 16;
-        Buffer { data, shape: shape.to_vec(), offset }
-    }
-
-    fn tensor(&mut self) -> DLTensor {
-        DLTensor {
-            data: self.data[self.offset..].as_mut_ptr() as *mut c_void,
-            device: DLDevice::cpu(0),
-            ndim: self.shape.len() as i32,
-            dtype: DLDataType::FLOAT32,
-            shape: self.shape.as_mut_ptr(),
-            strides: std::ptr::null_mut(),
-            byte_offset: 0,
-        }
-    }
+    vec![
+        Model::of(&model::Spec::demo(), false, built),
+        Model::of(&model::Spec::large(), false, built),
+        Model::of(&wide, true, built),
+    ]
 }
 
 fn load(so: &Path) -> *mut c_void {
@@ -169,7 +145,7 @@ fn configs(cores: usize) -> Vec<(usize, usize)> {
 
 /// Requests per sample so a sample takes about `target`.
 fn requests_for(g: *mut TVMGraphExecutor, m: &Model, target: Duration) -> usize {
-    let (mut x, mut y) = (Buffer::new(&m.input, 0.5), Buffer::new(&m.output, 0.0));
+    let (mut x, mut y) = (Buffer::filled(&m.input, 0.5), Buffer::filled(&m.output, 0.0));
     infer(g, &mut x, &mut y);
     let t = Instant::now();
     for _ in 0..3 {
@@ -186,9 +162,10 @@ fn throughput(m: &Model, factory: *mut c_void) {
         let n = requests_for(g, m, Duration::from_millis(400));
         let p =
             pipeline(factory, &format!("core_groups={groups},threads_per_group={threads},in_flight={}", 4 * groups));
-        let mut bufs: Vec<(Buffer, Buffer)> =
-            (0..4 * groups).map(|k| (Buffer::new(&m.input, 0.1 * k as f32), Buffer::new(&m.output, 0.0))).collect();
-        let (mut x, mut y) = (Buffer::new(&m.input, 0.5), Buffer::new(&m.output, 0.0));
+        let mut bufs: Vec<(Buffer, Buffer)> = (0..4 * groups)
+            .map(|k| (Buffer::filled(&m.input, 0.1 * k as f32), Buffer::filled(&m.output, 0.0)))
+            .collect();
+        let (mut x, mut y) = (Buffer::filled(&m.input, 0.5), Buffer::filled(&m.output, 0.0));
         pipelined(p, &mut bufs, n);
         let (mut exec_rate, mut pipe_rate) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
@@ -216,8 +193,8 @@ fn throughput(m: &Model, factory: *mut c_void) {
 fn latency(m: &Model, factory: *mut c_void) {
     let g = executor(factory, 1);
     let p = pipeline(factory, "core_groups=1,threads_per_group=1,in_flight=1");
-    let (mut x, mut y) = (Buffer::new(&m.input, 0.5), Buffer::new(&m.output, 0.0));
-    let mut bufs = vec![(Buffer::new(&m.input, 0.5), Buffer::new(&m.output, 0.0))];
+    let (mut x, mut y) = (Buffer::filled(&m.input, 0.5), Buffer::filled(&m.output, 0.0));
+    let mut bufs = vec![(Buffer::filled(&m.input, 0.5), Buffer::filled(&m.output, 0.0))];
     let stats = compare_stats(
         &mut [&mut || infer(g, &mut x, &mut y), &mut || pipelined(p, &mut bufs, 1)],
         Duration::from_millis(20),
@@ -239,12 +216,6 @@ fn latency(m: &Model, factory: *mut c_void) {
     check(unsafe { TVMGraphExecutorFree(g) }, "free");
 }
 
-fn rss_bytes() -> usize {
-    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
-    let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize
-}
-
 /// In a child: RSS growth from loading the model through `what` ("exec N": N executors, each
 /// run once; "pipe G": a pipeline of G groups with 2G contexts, each used once).
 fn child(what: &str, so: &Path, m: &Model) {
@@ -253,7 +224,7 @@ fn child(what: &str, so: &Path, m: &Model) {
     let factory = load(so);
     let (kind, n) = what.split_once(' ').unwrap();
     let n: usize = n.parse().unwrap();
-    let (mut x, mut y) = (Buffer::new(&m.input, 0.5), Buffer::new(&m.output, 0.0));
+    let (mut x, mut y) = (Buffer::filled(&m.input, 0.5), Buffer::filled(&m.output, 0.0));
     let mut keep_exec = Vec::new();
     let mut keep_pipe = Vec::new();
     if kind == "exec" {
@@ -265,7 +236,7 @@ fn child(what: &str, so: &Path, m: &Model) {
     } else {
         let p = pipeline(factory, &format!("core_groups={n},threads_per_group=1,in_flight={}", 2 * n));
         let mut bufs: Vec<(Buffer, Buffer)> =
-            (0..2 * n).map(|_| (Buffer::new(&m.input, 0.5), Buffer::new(&m.output, 0.0))).collect();
+            (0..2 * n).map(|_| (Buffer::filled(&m.input, 0.5), Buffer::filled(&m.output, 0.0))).collect();
         pipelined(p, &mut bufs, 8 * n);
         keep_pipe.push(p);
     }
@@ -307,8 +278,9 @@ fn memory(m: &Model) {
 }
 
 fn main() {
-    let models = models();
-    if let Ok(what) = std::env::var("PIPELINE_BENCH_CHILD") {
+    let child_of = std::env::var("PIPELINE_BENCH_CHILD");
+    let models = models(child_of.is_ok());
+    if let Ok(what) = child_of {
         let name = std::env::var("PIPELINE_BENCH_MODEL").unwrap();
         let m = models.iter().find(|m| m.name == name).unwrap();
         return child(&what, &m.so, m);

@@ -256,3 +256,62 @@ pub fn load_note() -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!("load average {} over the last minute on {cpus} CPUs", load.as_deref().unwrap_or("?"))
 }
+
+/// Panic with the runtime's last error unless `rc` is 0.
+pub fn check(rc: i32, what: &str) {
+    if rc != 0 {
+        // SAFETY: the last error is a NUL-terminated string the runtime keeps for this thread.
+        let msg = unsafe { std::ffi::CStr::from_ptr(tvm_runtime::ffi::error::TVMGetLastError()) };
+        panic!("{what}: {}", msg.to_string_lossy());
+    }
+}
+
+/// A 64-byte aligned host float32 tensor.
+pub struct Buffer {
+    data: Vec<f32>,
+    shape: Vec<i64>,
+    offset: usize,
+}
+
+impl Buffer {
+    /// A tensor of `shape` starting with `values` (zeros after them).
+    pub fn new(shape: &[i64], values: &[f32]) -> Buffer {
+        let n = shape.iter().product::<i64>() as usize;
+        let mut data = vec![0f32; n + 16];
+        let offset = (16 - (data.as_ptr() as usize % 64) / 4) % 16;
+        let k = values.len().min(n);
+        data[offset..offset + k].copy_from_slice(&values[..k]);
+        Buffer { data, shape: shape.to_vec(), offset }
+    }
+
+    /// A tensor of `shape` filled with `value`.
+    pub fn filled(shape: &[i64], value: f32) -> Buffer {
+        let n = shape.iter().product::<i64>() as usize;
+        Buffer::new(shape, &vec![value; n])
+    }
+
+    pub fn tensor(&mut self) -> tvm_runtime::abi::DLTensor {
+        tvm_runtime::abi::DLTensor {
+            data: self.data[self.offset..].as_mut_ptr() as *mut std::ffi::c_void,
+            device: tvm_runtime::abi::DLDevice::cpu(0),
+            ndim: self.shape.len() as i32,
+            dtype: tvm_runtime::abi::DLDataType::FLOAT32,
+            shape: self.shape.as_mut_ptr(),
+            strides: std::ptr::null_mut(),
+            byte_offset: 0,
+        }
+    }
+
+    pub fn values(&self) -> &[f32] {
+        let n = self.shape.iter().product::<i64>() as usize;
+        &self.data[self.offset..self.offset + n]
+    }
+}
+
+/// This process's resident set size.
+pub fn rss_bytes() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
+    let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize
+}

@@ -191,21 +191,7 @@ impl NDArray {
 
     /// A view of this array's memory with another shape/dtype that must fit in it.
     pub fn create_view(&self, shape: &[i64], dtype: DLDataType) -> Result<NDArray> {
-        let need = data_size(shape, dtype)?;
-        let have = self.nbytes();
-        if need > have {
-            return Err(Error::value(format!("view of {need} bytes does not fit in an array of {have} bytes")));
-        }
-        build(
-            self.dl_tensor.data,
-            shape.into(),
-            None,
-            dtype,
-            self.dl_tensor.device,
-            self.dl_tensor.byte_offset,
-            self.as_header() as *mut c_void,
-            DataOwner::Parent(self.clone()),
-        )
+        self.create_view_at(0, shape, dtype)
     }
 
     /// A view of `shape`/`dtype` starting `offset` bytes into this array's memory, which must
@@ -215,9 +201,8 @@ impl NDArray {
         let need = data_size(shape, dtype)?;
         let have = self.nbytes();
         if !matches!(offset.checked_add(need), Some(end) if end <= have) {
-            return Err(Error::value(format!(
-                "view of {need} bytes at offset {offset} does not fit in an array of {have} bytes"
-            )));
+            let at = if offset == 0 { String::new() } else { format!(" at offset {offset}") };
+            return Err(Error::value(format!("view of {need} bytes{at} does not fit in an array of {have} bytes")));
         }
         build(
             // SAFETY: `offset + need <= have`, so the address stays inside this array's memory.
