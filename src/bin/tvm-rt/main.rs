@@ -1,0 +1,55 @@
+//! `tvm-rt`: inspect, run, benchmark and profile compiled TVM models from the command line,
+//! on this crate's runtime. One module per subcommand; `model` loads a model and builds its
+//! executors, `fail` carries errors to exit codes.
+
+mod dot;
+mod fail;
+mod inspect;
+mod model;
+mod table;
+
+use clap::{Parser, Subcommand};
+use fail::Failure;
+use std::process::ExitCode;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  `run --compare`: an output differs from the expected array
+  2  usage or input error: bad arguments, a missing or unreadable file, a bad .npy, an unknown
+     input name, a wrong shape or dtype
+  3  the runtime failed while running the model";
+
+/// Inspect, run, benchmark and profile compiled TVM models (export_library .so files, or graph
+/// JSON + kernel library + params).
+#[derive(Parser)]
+#[command(name = "tvm-rt", version, after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Inspect(inspect::Args),
+    Dot(dot::Args),
+}
+
+fn dispatch(command: Command) -> Result<(), Failure> {
+    tvm_runtime::init();
+    match command {
+        Command::Inspect(a) => inspect::main(a),
+        Command::Dot(a) => dot::main(a),
+    }
+}
+
+fn main() -> ExitCode {
+    // Usage errors exit with clap's code 2, which is ours too.
+    let cli = Cli::parse();
+    fail::quiet_panics();
+    match std::panic::catch_unwind(|| dispatch(cli.command)) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(f)) => f.report(),
+        Err(_) => Failure::runtime("internal error (see the message above)").report(),
+    }
+}
