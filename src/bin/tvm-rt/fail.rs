@@ -12,6 +12,8 @@ pub struct Failure {
     pub message: String,
 }
 
+/// An output differs from the expected one (`run --compare`).
+pub const MISMATCH: u8 = 1;
 /// Bad arguments or input files.
 pub const USAGE: u8 = 2;
 /// The runtime failed.
@@ -24,6 +26,10 @@ impl Failure {
 
     pub fn runtime(message: impl Display) -> Failure {
         Failure { code: RUNTIME, message: message.to_string() }
+    }
+
+    pub fn mismatch(message: impl Display) -> Failure {
+        Failure { code: MISMATCH, message: message.to_string() }
     }
 
     /// A problem with the file at `path`.

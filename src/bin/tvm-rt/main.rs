@@ -1,12 +1,17 @@
 //! `tvm-rt`: inspect, run, benchmark and profile compiled TVM models from the command line,
 //! on this crate's runtime. One module per subcommand; `model` loads a model and builds its
-//! executors, `fail` carries errors to exit codes.
+//! executors, `tensors` reads and writes `.npy` files, `fail` carries errors to exit codes.
 
 mod dot;
 mod fail;
+mod inputs;
 mod inspect;
 mod model;
+mod params;
+mod profile;
+mod run;
 mod table;
+mod tensors;
 
 use clap::{Parser, Subcommand};
 use fail::Failure;
@@ -32,14 +37,22 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Inspect(inspect::Args),
+    Run(run::Args),
+    Profile(profile::Args),
     Dot(dot::Args),
+    /// List, extract and pack params files (TVM's weights format)
+    #[command(subcommand)]
+    Params(params::Command),
 }
 
 fn dispatch(command: Command) -> Result<(), Failure> {
     tvm_runtime::init();
     match command {
         Command::Inspect(a) => inspect::main(a),
+        Command::Run(a) => run::main(a),
+        Command::Profile(a) => profile::main(a),
         Command::Dot(a) => dot::main(a),
+        Command::Params(c) => params::main(c),
     }
 }
 

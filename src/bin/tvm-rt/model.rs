@@ -9,7 +9,7 @@ use tvm_runtime::abi::DLDevice;
 use tvm_runtime::graph::factory::GraphExecutorFactory;
 use tvm_runtime::graph::memory_plan::build_plan;
 use tvm_runtime::graph::options::{ExecutorOptions, MemoryPlan};
-use tvm_runtime::graph::{Graph, Plan};
+use tvm_runtime::graph::{ExecutorFront, Graph, Plan};
 use tvm_runtime::runtime::module::Module;
 use tvm_runtime::runtime::params::load_params_file;
 
@@ -146,4 +146,22 @@ impl ExecArgs {
         text += &format!(",memory_plan={memory}");
         ExecutorOptions::parse(Some(&text)).map_err(Failure::usage)
     }
+
+    /// An executor over `model` that runs as these options say.
+    pub fn executor(&self, model: &Model) -> Result<ExecutorFront, Failure> {
+        Ok(ExecutorFront::create(model.plan.clone(), &self.options()?)?)
+    }
+}
+
+/// One line saying how an executor runs.
+pub fn describe(options: &ExecutorOptions) -> String {
+    let workers = match options.inter_op_threads {
+        1 => "1 inter-op worker".to_string(),
+        n => format!("{n} inter-op workers"),
+    };
+    let memory = match options.memory_plan {
+        MemoryPlan::Tvm => "tvm",
+        MemoryPlan::Parallel => "parallel",
+    };
+    format!("cpu, {workers}, {} intra-op threads, memory plan {memory}", options.intra_op_threads)
 }
