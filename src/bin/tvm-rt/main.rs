@@ -2,6 +2,7 @@
 //! on this crate's runtime. One module per subcommand; `model` loads a model and builds its
 //! executors, `tensors` reads and writes `.npy` files, `fail` carries errors to exit codes.
 
+mod bench;
 mod dot;
 mod fail;
 mod inputs;
@@ -38,6 +39,7 @@ struct Cli {
 enum Command {
     Inspect(inspect::Args),
     Run(run::Args),
+    Bench(bench::Args),
     Profile(profile::Args),
     Dot(dot::Args),
     /// List, extract and pack params files (TVM's weights format)
@@ -50,6 +52,7 @@ fn dispatch(command: Command) -> Result<(), Failure> {
     match command {
         Command::Inspect(a) => inspect::main(a),
         Command::Run(a) => run::main(a),
+        Command::Bench(a) => bench::main(a),
         Command::Profile(a) => profile::main(a),
         Command::Dot(a) => dot::main(a),
         Command::Params(c) => params::main(c),
