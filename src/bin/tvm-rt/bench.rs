@@ -277,7 +277,7 @@ impl Window<'_> {
 fn describe_pipeline(o: &PipelineOptions) -> String {
     let pinned = if o.cpus.is_some() { "pinned" } else { "not pinned" };
     format!(
-        "pipeline: {} core groups of {} threads ({pinned}), {} requests in flight",
+        "pipeline; core groups: {}; threads per group: {} ({pinned}); requests in flight: {}",
         o.core_groups, o.threads_per_group, o.in_flight
     )
 }

@@ -155,13 +155,12 @@ impl ExecArgs {
 
 /// One line saying how an executor runs.
 pub fn describe(options: &ExecutorOptions) -> String {
-    let workers = match options.inter_op_threads {
-        1 => "1 inter-op worker".to_string(),
-        n => format!("{n} inter-op workers"),
-    };
     let memory = match options.memory_plan {
         MemoryPlan::Tvm => "tvm",
         MemoryPlan::Parallel => "parallel",
     };
-    format!("cpu, {workers}, {} intra-op threads, memory plan {memory}", options.intra_op_threads)
+    format!(
+        "cpu; inter-op workers: {}; intra-op threads: {}; memory plan: {memory}",
+        options.inter_op_threads, options.intra_op_threads
+    )
 }
