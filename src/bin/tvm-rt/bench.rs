@@ -15,6 +15,7 @@ use tvm_runtime::runtime::ndarray::NDArray;
 
 /// Measure latency (median, mean, p90, p99, min, max) and throughput of whole runs
 #[derive(clap::Args, Debug)]
+#[command(after_help = crate::EXIT_CODES)]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,

@@ -9,6 +9,7 @@ use tvm_runtime::graph::Plan;
 
 /// Write the graph (or, with --schedule, the op schedule) as Graphviz dot (`dot -Tsvg`)
 #[derive(clap::Args, Debug)]
+#[command(after_help = crate::EXIT_CODES)]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,

@@ -9,6 +9,7 @@ use tvm_runtime::graph::Plan;
 
 /// Show a model's inputs, outputs, ops, kernels, weights and storage plan
 #[derive(clap::Args, Debug)]
+#[command(after_help = crate::EXIT_CODES)]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,

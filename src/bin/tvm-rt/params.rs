@@ -12,6 +12,7 @@ use tvm_runtime::runtime::params::{load_params_file, save_params};
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
     /// List the tensors of a params file: name, shape, dtype, bytes
+    #[command(after_help = crate::EXIT_CODES)]
     List {
         #[arg(value_name = "FILE.params")]
         file: PathBuf,
@@ -20,6 +21,7 @@ pub enum Command {
         json: bool,
     },
     /// Write each tensor of a params file to DIR/<name>.npy
+    #[command(after_help = crate::EXIT_CODES)]
     Extract {
         #[arg(value_name = "FILE.params")]
         file: PathBuf,
@@ -28,6 +30,7 @@ pub enum Command {
         out: PathBuf,
     },
     /// Pack .npy files into a params file, in the order given
+    #[command(after_help = crate::EXIT_CODES)]
     Pack {
         /// The params file to write
         #[arg(long, value_name = "FILE.params")]

@@ -12,6 +12,7 @@ use tvm_runtime::graph::profile::{chrome_trace, OpTiming};
 
 /// Time every op: per-op and per-kernel tables sorted by time, and a Chrome trace
 #[derive(clap::Args, Debug)]
+#[command(after_help = crate::EXIT_CODES)]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,

@@ -12,6 +12,7 @@ use tvm_runtime::runtime::ndarray::NDArray;
 
 /// Run the model once: inputs from .npy files (or filled), outputs to .npy files or compared
 #[derive(clap::Args, Debug)]
+#[command(after_help = crate::EXIT_CODES)]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
