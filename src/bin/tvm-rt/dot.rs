@@ -54,7 +54,7 @@ fn schedule_dot(plan: &Plan, exec: &ExecArgs) -> Result<String, Failure> {
         tasks.tasks.len(),
         ops.critical_path().len(),
         options.inter_op_threads,
-        format!("{:?}", exec.memory_plan).to_lowercase()
+        exec.memory_plan.name()
     );
     Ok(head + &ops.to_dot(plan))
 }

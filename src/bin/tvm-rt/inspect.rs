@@ -1,7 +1,7 @@
 //! `tvm-rt inspect`: what a model takes and gives, what it runs, and the memory it plans.
 
 use crate::fail::Failure;
-use crate::model::{ExecArgs, ModelArgs};
+use crate::model::{MemoryPlanArg, ModelArgs};
 use crate::table::{render, thousands};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -16,8 +16,9 @@ pub struct Args {
     /// Print JSON instead of tables
     #[arg(long)]
     json: bool,
-    #[command(flatten)]
-    exec: ExecArgs,
+    /// The storage plan to show
+    #[arg(long, value_enum, default_value_t = MemoryPlanArg::Tvm)]
+    memory_plan: MemoryPlanArg,
 }
 
 #[derive(Serialize)]
@@ -78,9 +79,8 @@ struct Slot {
 }
 
 pub fn main(args: Args) -> Result<(), Failure> {
-    let model = args.model.load(args.exec.memory_plan())?;
-    let memory_plan = format!("{:?}", args.exec.memory_plan).to_lowercase();
-    let report = report(&model.plan, model.source, memory_plan);
+    let model = args.model.load(args.memory_plan.plan())?;
+    let report = report(&model.plan, model.source, args.memory_plan.name().to_string());
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("a report serializes"));
     } else {

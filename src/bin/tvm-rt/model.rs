@@ -128,12 +128,25 @@ pub struct ExecArgs {
     pub memory_plan: MemoryPlanArg,
 }
 
-impl ExecArgs {
-    pub fn memory_plan(&self) -> MemoryPlan {
-        match self.memory_plan {
+impl MemoryPlanArg {
+    pub fn plan(self) -> MemoryPlan {
+        match self {
             MemoryPlanArg::Tvm => MemoryPlan::Tvm,
             MemoryPlanArg::Parallel => MemoryPlan::Parallel,
         }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryPlanArg::Tvm => "tvm",
+            MemoryPlanArg::Parallel => "parallel",
+        }
+    }
+}
+
+impl ExecArgs {
+    pub fn memory_plan(&self) -> MemoryPlan {
+        self.memory_plan.plan()
     }
 
     /// The options, checked by the runtime's own parser (the same messages as the C API's).
@@ -142,8 +155,7 @@ impl ExecArgs {
         if let Some(n) = self.intra_op_threads {
             text += &format!(",intra_op_threads={n}");
         }
-        let memory = if self.memory_plan == MemoryPlanArg::Parallel { "parallel" } else { "tvm" };
-        text += &format!(",memory_plan={memory}");
+        text += &format!(",memory_plan={}", self.memory_plan.name());
         ExecutorOptions::parse(Some(&text)).map_err(Failure::usage)
     }
 
