@@ -21,7 +21,7 @@ pub struct Args {
     /// Unprofiled runs first
     #[arg(long, value_name = "N", default_value_t = 5)]
     warmup: usize,
-    /// Profiled runs; each op's time is its mean over them
+    /// Profiled runs; each op's time is its median over them
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
     /// Show only the N slowest ops (0: all)
@@ -42,7 +42,7 @@ struct Report {
     model: String,
     executor: String,
     runs: u32,
-    /// Sum of the ops' mean times.
+    /// Sum of the ops' median times.
     total_us: f64,
     ops: Vec<Row>,
     kernels: Vec<Row>,
@@ -60,7 +60,7 @@ struct Row {
     /// Ops calling the kernel (kernels only).
     #[serde(skip_serializing_if = "Option::is_none")]
     calls: Option<usize>,
-    /// Mean microseconds per run.
+    /// Median microseconds per run (kernels: the sum over their ops).
     time_us: f64,
     percent: f64,
     cumulative_percent: f64,
@@ -102,15 +102,17 @@ pub fn main(args: Args) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Each op's mean time over the runs, slowest first.
+/// Each op's median time over the runs (a run the machine preempted moves a mean, not a
+/// median), slowest first.
 fn op_rows(runs: &[Vec<OpTiming>]) -> Vec<Row> {
-    let mut sums: HashMap<u32, (Row, u64)> = HashMap::new();
+    let mut times: HashMap<u32, (Row, Vec<u64>)> = HashMap::new();
     for t in runs.iter().flatten() {
-        let entry = sums.entry(t.node_id).or_insert_with(|| (row(&t.name, Some(t), None), 0));
-        entry.1 += t.duration_ns;
+        let entry = times.entry(t.node_id).or_insert_with(|| (row(&t.name, Some(t), None), Vec::new()));
+        entry.1.push(t.duration_ns);
     }
-    let rows = sums.into_values().map(|(mut r, ns)| {
-        r.time_us = ns as f64 / 1000.0 / runs.len() as f64;
+    let rows = times.into_values().map(|(mut r, mut ns)| {
+        ns.sort_unstable();
+        r.time_us = ns[ns.len() / 2] as f64 / 1000.0;
         r
     });
     ranked(rows.collect())
@@ -155,7 +157,7 @@ fn ranked(mut rows: Vec<Row>) -> Vec<Row> {
 
 fn text(r: &Report, top: usize) -> String {
     let mut s = format!("model: {}\nexecutor: {}\n", r.model, r.executor);
-    s += &format!("mean over {} profiled runs; ops' total {:.1} us per run\n\n", r.runs, r.total_us);
+    s += &format!("median of {} profiled runs per op; ops' total {:.1} us\n\n", r.runs, r.total_us);
     let shown = if top == 0 { r.ops.len() } else { top.min(r.ops.len()) };
     let ops: Vec<Vec<String>> = r.ops[..shown]
         .iter()
