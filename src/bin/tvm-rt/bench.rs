@@ -251,7 +251,8 @@ impl Window<'_> {
         loop {
             while stop.more(submitted, started) && !free.is_empty() {
                 let slot = free.pop().expect("a free slot");
-                pending.push_back((self.submit(slot)?, Instant::now(), slot));
+                let at = Instant::now();
+                pending.push_back((self.submit(slot)?, at, slot));
                 submitted += 1;
             }
             let Some((id, at, slot)) = pending.pop_front() else { break };
