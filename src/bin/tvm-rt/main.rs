@@ -59,7 +59,18 @@ fn dispatch(command: Command) -> Result<(), Failure> {
     }
 }
 
+/// End quietly when the reader of our output goes away (`tvm-rt dot m.so | head`), as Unix
+/// tools do, instead of failing a write and reporting it.
+fn die_on_broken_pipe() {
+    // SAFETY: called first thing in main, before any other thread exists; SIG_DFL is a valid
+    // disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    die_on_broken_pipe();
     // Usage errors exit with clap's code 2, which is ours too.
     let cli = Cli::parse();
     fail::quiet_panics();
