@@ -112,26 +112,9 @@ struct Latency {
 
 pub fn main(args: Args) -> Result<(), Failure> {
     let model = args.model.load(args.exec.memory_plan())?;
-    let arrays = args.inputs.arrays(&model.plan, Some(Fill::Random))?;
     let stop = args.duration.map_or(Stop::Runs(args.runs), |d| Stop::After(d.into()));
     let show_progress = !args.json && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
-    let (executor, latencies, wall) = match args.pipeline.options()? {
-        None => {
-            let options = args.exec.options()?;
-            let front = args.exec.executor(&model)?;
-            feed(&front, &arrays)?;
-            let step = || front.run().map_err(Failure::from);
-            measure_executor(args.warmup, stop, show_progress, step).map(|(l, w)| (describe(&options), l, w))?
-        }
-        Some(options) => {
-            if args.exec.inter_op_threads != 1 || args.exec.intra_op_threads.is_some() {
-                return Err(Failure::usage("--inter-op-threads and --intra-op-threads are not pipeline options"));
-            }
-            let inputs: Vec<NDArray> = arrays.into_iter().map(|(_, a)| a).collect();
-            let (l, w) = measure_pipeline(&model, &options, &inputs, (args.warmup, stop), show_progress)?;
-            (describe_pipeline(&options), l, w)
-        }
-    };
+    let (executor, latencies, wall) = measure(&args, &model, stop, show_progress)?;
     let report = Report {
         model: model.source,
         executor,
@@ -147,6 +130,26 @@ pub fn main(args: Args) -> Result<(), Failure> {
         print!("{}", text(&report));
     }
     Ok(())
+}
+
+/// Measure on one executor, or on the pipeline when pipeline options are given: what ran,
+/// the latencies and the wall time.
+fn measure(args: &Args, model: &Model, stop: Stop, show: bool) -> Result<(String, Vec<Duration>, Duration), Failure> {
+    let arrays = args.inputs.arrays(&model.plan, Some(Fill::Random))?;
+    let Some(options) = args.pipeline.options()? else {
+        let options = args.exec.options()?;
+        let front = args.exec.executor(model)?;
+        feed(&front, &arrays)?;
+        let step = || front.run().map_err(Failure::from);
+        let (latencies, wall) = measure_executor(args.warmup, stop, show, step)?;
+        return Ok((describe(&options), latencies, wall));
+    };
+    if args.exec.inter_op_threads != 1 || args.exec.intra_op_threads.is_some() {
+        return Err(Failure::usage("--inter-op-threads and --intra-op-threads are not pipeline options"));
+    }
+    let inputs: Vec<NDArray> = arrays.into_iter().map(|(_, a)| a).collect();
+    let (latencies, wall) = measure_pipeline(model, &options, &inputs, (args.warmup, stop), show)?;
+    Ok((describe_pipeline(&options), latencies, wall))
 }
 
 fn progress_bar(stop: Stop, show: bool) -> ProgressBar {

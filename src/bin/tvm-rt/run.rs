@@ -3,7 +3,7 @@
 
 use crate::fail::{Failure, FileContext};
 use crate::inputs::{feed, name_and_path, InputArgs};
-use crate::model::{ExecArgs, ModelArgs};
+use crate::model::{ExecArgs, Model, ModelArgs};
 use crate::tensors::{describe, read_npy, values_f64, write_npy};
 use std::path::{Path, PathBuf};
 use tvm_runtime::abi::{dtype_code, DLDataType};
@@ -44,12 +44,7 @@ pub fn main(args: Args) -> Result<(), Failure> {
     let writes = resolve(plan, &args.outputs)?;
     let compares = resolve(plan, &args.compares)?;
     let expected: Vec<NDArray> = compares.iter().map(|(_, path)| read_npy(path)).collect::<Result<_, _>>()?;
-    let arrays = args.inputs.arrays(plan, None)?;
-    let front = args.exec.executor(&model)?;
-    feed(&front, &arrays)?;
-    front.run()?;
-    let exec = front.lock()?;
-    let outputs: Vec<NDArray> = (0..plan.num_outputs()).map(|i| exec.get_output(i)).collect::<Result<_, _>>()?;
+    let outputs = run_once(&args, &model)?;
     println!("ran {}", model.source);
     for (i, out) in outputs.iter().enumerate() {
         println!("output {i} `{}`: {}", plan.output_name(i), summary(out)?);
@@ -61,10 +56,30 @@ pub fn main(args: Args) -> Result<(), Failure> {
         write_npy(path, &outputs[*i])?;
         println!("wrote output `{}` to {}", plan.output_name(*i), path.display());
     }
+    compare_all(plan, &outputs, compares.iter().zip(&expected), (args.rtol, args.atol))
+}
+
+/// Feed the inputs, run once, and copy every output out.
+fn run_once(args: &Args, model: &Model) -> Result<Vec<NDArray>, Failure> {
+    let arrays = args.inputs.arrays(&model.plan, None)?;
+    let front = args.exec.executor(model)?;
+    feed(&front, &arrays)?;
+    front.run()?;
+    let exec = front.lock()?;
+    Ok((0..model.plan.num_outputs()).map(|i| exec.get_output(i)).collect::<Result<_, _>>()?)
+}
+
+/// Compare each output with its expected array; one failure naming every output that differs.
+fn compare_all<'a>(
+    plan: &Plan,
+    outputs: &[NDArray],
+    pairs: impl Iterator<Item = (&'a (usize, PathBuf), &'a NDArray)>,
+    tolerances: (f64, f64),
+) -> Result<(), Failure> {
     let mut failed = Vec::new();
-    for ((i, path), want) in compares.iter().zip(&expected) {
+    for ((i, path), want) in pairs {
         let name = plan.output_name(*i);
-        if !compare(&name, &outputs[*i], want, path, (args.rtol, args.atol))? {
+        if !compare(&name, &outputs[*i], want, path, tolerances)? {
             failed.push(format!("`{name}`"));
         }
     }
