@@ -235,7 +235,10 @@ pub fn read_npy(path: &Path) -> Result<NDArray, Failure> {
         return Err(Failure::file(path, "Fortran-order arrays are not supported: save a C-order array"));
     }
     let elem = Elem::of_npy(&npy.dtype()).ok_or_else(|| {
-        Failure::file(path, format!("dtype `{}` is not supported (supported: {SUPPORTED})", npy.dtype().descr()))
+        Failure::file(
+            path,
+            format!("dtype `{}` is not supported (supported: {SUPPORTED})", npy.dtype().descr().trim_matches('\'')),
+        )
     })?;
     let shape = npy.shape().iter().map(|&d| i64::try_from(d)).collect::<Result<Vec<i64>, _>>().in_file(path)?;
     let bytes = with_element!(elem, T => to_bytes(npy.into_vec::<T>().map_err(|e| {
@@ -272,4 +275,69 @@ pub fn values_f64(array: &NDArray) -> Result<Option<Vec<f64>>, Failure> {
 pub fn random_bytes(dtype: DLDataType, n: usize, rng: &mut StdRng) -> Option<Vec<u8>> {
     let elem = Elem::of_dtype(dtype)?;
     Some(with_element!(elem, T => to_bytes((0..n).map(|_| T::random(rng)).collect::<Vec<T>>())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use std::path::PathBuf;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("tvm-rt-tensors-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn every_element_type_round_trips_through_npy() {
+        let mut rng = StdRng::seed_from_u64(1);
+        for elem in ALL {
+            let dtype = elem.dtype();
+            let bytes = random_bytes(dtype, 6, &mut rng).unwrap();
+            let array = NDArray::from_bytes(&[2, 3], dtype, &bytes).unwrap();
+            let path = scratch(&format!("{dtype}.npy"));
+            write_npy(&path, &array).unwrap();
+            let back = read_npy(&path).unwrap();
+            assert_eq!((back.dtype(), back.shape()), (dtype, &[2i64, 3][..]), "{dtype}");
+            assert_eq!(back.to_vec_u8().unwrap(), bytes, "{dtype}");
+            assert_eq!(values_f64(&back).unwrap().unwrap().len(), 6);
+        }
+    }
+
+    #[test]
+    fn big_endian_files_read_as_values() {
+        let path = scratch("big_endian.npy");
+        let dtype: npyz::TypeStr = ">i4".parse().unwrap();
+        let file = File::create(&path).unwrap();
+        let mut w = WriteOptions::new().dtype(DType::Plain(dtype)).shape(&[3]).writer(file).begin_nd().unwrap();
+        w.extend([1i32, -2, 70000]).unwrap();
+        w.finish().unwrap();
+        let a = read_npy(&path).unwrap();
+        assert_eq!(a.dtype(), Elem::I32.dtype());
+        assert_eq!(values_f64(&a).unwrap().unwrap(), vec![1.0, -2.0, 70000.0]);
+    }
+
+    #[test]
+    fn fortran_order_and_other_dtypes_are_refused() {
+        let path = scratch("fortran.npy");
+        let file = File::create(&path).unwrap();
+        let mut w =
+            WriteOptions::new().default_dtype().shape(&[2, 2]).order(Order::Fortran).writer(file).begin_nd().unwrap();
+        w.extend([1f32, 2.0, 3.0, 4.0]).unwrap();
+        w.finish().unwrap();
+        assert!(read_npy(&path).unwrap_err().message.contains("Fortran-order"));
+        let path = scratch("complex.npy");
+        let dtype: npyz::TypeStr = "<c8".parse().unwrap();
+        // No elements: the header is the whole file.
+        WriteOptions::new_header_only()
+            .dtype(DType::Plain(dtype))
+            .shape(&[0])
+            .writer(File::create(&path).unwrap())
+            .write_header_only()
+            .unwrap();
+        let e = read_npy(&path).unwrap_err();
+        assert!(e.message.contains("dtype `<c8` is not supported"), "{}", e.message);
+        assert_eq!(e.code, crate::fail::USAGE);
+    }
 }
