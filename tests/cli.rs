@@ -456,6 +456,18 @@ fn input_errors_name_the_file_and_exit_2() {
     let graph = repo().join("tests/data/tvm-0.18/mlp/graph.json");
     fails(&["inspect", path_str(&graph)], 2, "is graph JSON: give --graph");
     fails(&["params", "list", garbage], 2, &format!("{garbage}: "));
+    fails(&["params", "list", "missing.params"], 2, "missing.params: no such file");
+    let data = repo().join("tests/data/tvm-0.18/mlp");
+    let mlp_graph = path_str(&data.join("graph.json")).to_string();
+    let args = ["inspect", "--graph", &mlp_graph, "--lib", kernels_so(), "--params", "none.params"];
+    fails(&args, 2, "none.params: no such file");
+    fails(&["inspect", "--graph", garbage, "--lib", kernels_so()], 2, &format!("{garbage}: "));
+    let failure_lib = build_so(&d.join("other_kernels.so"), &[repo().join("tests/fixtures/failure_kernels.c")], None);
+    let args = ["inspect", "--graph", &mlp_graph, "--lib", path_str(&failure_lib)];
+    fails(&args, 2, &format!("{mlp_graph} with {}: ", path_str(&failure_lib)));
+    let args = ["bench", so, "--core-groups", "1", "--inter-op-threads", "2"];
+    fails(&args, 2, "--inter-op-threads and --intra-op-threads are not pipeline options");
+    fails(&["bench", so, "--core-groups", "2", "--in-flight", "1"], 2, "option `in_flight`");
     fails(&["params", "pack", "--out", path_str(&d.join("x.params")), &format!("a={garbage}")], 2, garbage);
 }
 
