@@ -1,0 +1,518 @@
+//! The `tvm-rt` command-line tool, run as a user runs it, on the demo model (an export_library
+//! .so) and on TVM 0.18's artifacts (graph JSON + our kernels + params). Expected outputs come
+//! from the C API (the demo) or from TVM itself (tests/data), never from the tool.
+
+#[path = "../examples/demo/capi.rs"]
+mod capi;
+mod common;
+#[path = "../examples/demo/model.rs"]
+mod model;
+
+use common::{build_so, f32s, kernels_c, repo, scratch, tvm_data};
+use npyz::WriterBuilder;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Output {
+    /// The process exited with `code`; on another code, show everything it printed.
+    fn expect(self, code: i32) -> Output {
+        assert_eq!(self.code, code, "exit code\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        assert!(!self.stderr.contains("panicked") && !self.stderr.contains("RUST_BACKTRACE"), "{}", self.stderr);
+        self
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", self.stdout))
+    }
+}
+
+fn tvm_rt(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_tvm-rt")).args(args).output().expect("running tvm-rt");
+    Output {
+        code: out.status.code().expect("an exit code, not a signal"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn dir() -> PathBuf {
+    scratch("cli")
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 test paths")
+}
+
+/// The demo model, built once per test binary.
+fn demo() -> &'static str {
+    static SO: OnceLock<PathBuf> = OnceLock::new();
+    path_str(SO.get_or_init(|| model::build().unwrap_or_else(|e| panic!("building the demo model: {e}"))))
+}
+
+/// The demo's weights as a params file.
+fn demo_params() -> PathBuf {
+    static FILE: OnceLock<PathBuf> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let p = dir().join("demo.params");
+        std::fs::write(&p, model::params_blob()).unwrap();
+        p
+    })
+    .clone()
+}
+
+/// tests/fixtures/kernels.c as a kernel library (no module blob).
+fn kernels_so() -> &'static str {
+    static SO: OnceLock<PathBuf> = OnceLock::new();
+    path_str(SO.get_or_init(|| build_so(&dir().join("kernels.so"), &[kernels_c()], None)))
+}
+
+/// `--graph G --lib L --params P` for a TVM 0.18 model of tests/data.
+fn trio(model: &str) -> Vec<String> {
+    let data = repo().join("tests/data/tvm-0.18").join(model);
+    let arg = |f: &str| data.join(f).to_str().unwrap().to_string();
+    ["--graph", &arg("graph.json"), "--lib", kernels_so(), "--params", &arg("params.bin")]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// The subcommand `more[0]`, then the model arguments `base`, then the rest of `more`.
+fn with<'a>(base: &'a [String], more: &[&'a str]) -> Vec<&'a str> {
+    more[..1].iter().copied().chain(base.iter().map(String::as_str)).chain(more[1..].iter().copied()).collect()
+}
+
+fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], data: &[T]) -> String {
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = npyz::WriteOptions::new().default_dtype().shape(shape).writer(file).begin_nd().unwrap();
+    w.extend(data.iter().copied()).unwrap();
+    w.finish().unwrap();
+    path_str(path).to_string()
+}
+
+fn read_f32_npy(path: &Path) -> (Vec<u64>, Vec<f32>) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+    (npy.shape().to_vec(), npy.into_vec::<f32>().unwrap())
+}
+
+/// The demo's image `seed` as a .npy file, and the probabilities the C API computes for it.
+fn demo_case(seed: u64) -> (String, Vec<f32>) {
+    let image = model::input_image(seed);
+    let npy = write_npy(&dir().join(format!("image{seed}.npy")), &[1, 1, 16, 16], &image);
+    let lib = capi::Library::load(Path::new(demo())).unwrap();
+    let mut exec = capi::Executor::new(&lib).unwrap();
+    let mut probs = vec![0f32; model::NUM_CLASSES];
+    exec.set_input(model::INPUT_NAME, &image, &model::INPUT_SHAPE).unwrap();
+    exec.run().unwrap();
+    exec.get_output(0, &mut probs, &model::OUTPUT_SHAPE).unwrap();
+    (npy, probs)
+}
+
+const SOFTMAX: &str = "tvmgen_default_fused_nn_softmax";
+
+// ---------------------------------------------------------------------------------------------
+// inspect
+
+#[test]
+fn inspect_shows_inputs_kernels_params_and_storage() {
+    let out = tvm_rt(&["inspect", demo()]).expect(0);
+    let s = &out.stdout;
+    for want in ["data", "[1, 1, 16, 16]", "float32", "[10, 256]", "10,240", SOFTMAX, "[1, 10]"] {
+        assert!(s.contains(want), "missing `{want}`:\n{s}");
+    }
+    for k in model::kernel_names() {
+        assert!(s.contains(&k), "missing kernel `{k}`:\n{s}");
+    }
+    let param_bytes: usize = model::params().iter().map(|p| p.data.len() * 4).sum();
+    assert!(s.contains(&format!("params: 6 tensors, {} bytes", thousands(param_bytes))), "{s}");
+    assert!(s.contains("storage plan (tvm memory plan)") && s.contains("peak activation memory"), "{s}");
+    // The reshape nop shares its input's storage.
+    let line = s.lines().find(|l| l.contains("reshape_nop") && l.contains("activation")).expect("nop's slot");
+    assert!(line.contains("tvmgen_default_fused_nn_max_pool2d_1"), "{line}");
+}
+
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+#[test]
+fn inspect_json_describes_the_demo() {
+    let j = tvm_rt(&["inspect", demo(), "--json"]).expect(0).json();
+    let inputs = j["inputs"].as_array().unwrap();
+    assert_eq!(inputs[0]["name"], "data");
+    assert_eq!(inputs[0]["shape"], serde_json::json!([1, 1, 16, 16]));
+    assert_eq!(inputs[0]["dtype"], "float32");
+    assert_eq!(inputs[0]["param"], false);
+    let params = model::params();
+    for p in &params {
+        let row = inputs.iter().find(|i| i["name"] == p.name.as_str()).unwrap_or_else(|| panic!("{}", p.name));
+        assert_eq!(row["shape"], serde_json::json!(p.shape));
+        assert_eq!(row["param"], true);
+    }
+    assert_eq!(j["outputs"][0]["name"], SOFTMAX);
+    assert_eq!(j["outputs"][0]["shape"], serde_json::json!([1, 10]));
+    assert_eq!(j["ops"], 7);
+    let kernels: Vec<&str> = j["kernels"].as_array().unwrap().iter().map(|k| k["name"].as_str().unwrap()).collect();
+    for k in model::kernel_names() {
+        assert!(kernels.contains(&k.as_str()), "{k} not in {kernels:?}");
+    }
+    assert!(kernels.contains(&"__nop"));
+    assert_eq!(j["params"]["count"], params.len());
+    let param_bytes: usize = params.iter().map(|p| p.data.len() * 4).sum();
+    assert_eq!(j["params"]["bytes"], param_bytes);
+    let slots = j["storage"]["slots"].as_array().unwrap();
+    let non_param: u64 = slots.iter().filter(|s| s["kind"] != "param").map(|s| s["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(j["storage"]["peak_activation_bytes"], non_param);
+    assert_eq!(j["storage"]["param_bytes"].as_u64().unwrap() as usize, param_bytes);
+    assert!(j["storage"]["unshared_activation_bytes"].as_u64().unwrap() > non_param);
+    let entries: usize = slots.iter().map(|s| s["entries"].as_array().unwrap().len()).sum();
+    assert_eq!(entries, 14, "every graph entry is in one slot");
+}
+
+#[test]
+fn inspect_a_graph_json_kernels_and_params_trio() {
+    let j = tvm_rt(&with(&trio("mlp"), &["inspect", "--json"])).expect(0).json();
+    let inputs = j["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 4);
+    assert_eq!((inputs[0]["name"].as_str(), inputs[0]["param"].as_bool()), (Some("x"), Some(false)));
+    assert_eq!(inputs[0]["shape"], serde_json::json!([2, 8]));
+    assert!(inputs[1..].iter().all(|i| i["param"] == true));
+    assert_eq!(j["ops"], 2);
+    assert_eq!(j["outputs"][0]["shape"], serde_json::json!([2, 4]));
+    let parallel = tvm_rt(&with(&trio("seed004"), &["inspect", "--json", "--memory-plan", "parallel"])).expect(0);
+    assert_eq!(parallel.json()["storage"]["memory_plan"], "parallel");
+}
+
+// ---------------------------------------------------------------------------------------------
+// run
+
+#[test]
+fn run_compares_with_the_c_api_output_and_writes_it() {
+    let (image, probs) = demo_case(5);
+    let want = write_npy(&dir().join("want5.npy"), &[1, 10], &probs);
+    let got = dir().join("got5.npy");
+    let compare = format!("{SOFTMAX}={want}");
+    let output = format!("0={}", path_str(&got));
+    let out = tvm_rt(&["run", demo(), "-i", &format!("data={image}"), "--compare", &compare, "-o", &output]).expect(0);
+    assert!(out.stdout.contains(&format!("compare `{SOFTMAX}` with {want}: OK")), "{}", out.stdout);
+    assert!(out.stdout.contains("max abs error 0.000e0"), "{}", out.stdout);
+    let (shape, values) = read_f32_npy(&got);
+    assert_eq!(shape, vec![1, 10]);
+    assert_eq!(values, probs, "the written output is the C API's, bit for bit");
+}
+
+#[test]
+fn run_fails_a_comparison_with_exit_code_1() {
+    let (image, mut probs) = demo_case(6);
+    probs[3] += 0.01;
+    let want = write_npy(&dir().join("want6_off.npy"), &[1, 10], &probs);
+    let out = tvm_rt(&["run", demo(), "-i", &format!("data={image}"), "-c", &format!("0={want}")]).expect(1);
+    let s = &out.stdout;
+    assert!(s.contains("MISMATCH: 1 of 10 elements differ"), "{s}");
+    assert!(s.contains("max abs error 1.000e-2"), "{s}");
+    assert!(s.contains("first at index [0, 3]"), "{s}");
+    assert!(out.stderr.contains(&format!("output `{SOFTMAX}` differs")), "{}", out.stderr);
+    // Within a looser tolerance it passes.
+    tvm_rt(&["run", demo(), "-i", &format!("data={image}"), "-c", &format!("0={want}"), "--atol", "0.02"]).expect(0);
+}
+
+#[test]
+fn run_matches_tvm_on_its_own_artifacts() {
+    for (name, inputs, shape) in [
+        ("mlp", vec![("x", vec![2u64, 8])], vec![2u64, 4]),
+        ("seed000", vec![("a", vec![1, 10]), ("b", vec![1, 10]), ("c", vec![1, 10])], vec![1, 10]),
+    ] {
+        let mut args = with(&trio(name), &["run"]).into_iter().map(String::from).collect::<Vec<_>>();
+        for (input, dims) in inputs {
+            let data = f32s(&tvm_data(name, &format!("input_{input}.bin")));
+            let npy = write_npy(&dir().join(format!("{name}_{input}.npy")), &dims, &data);
+            args.extend(["--input".to_string(), format!("{input}={npy}")]);
+        }
+        let want = write_npy(&dir().join(format!("{name}_out.npy")), &shape, &f32s(&tvm_data(name, "output_0.bin")));
+        args.extend(["--compare".into(), format!("0={want}"), "--atol".into(), "1e-5".into()]);
+        let out = tvm_rt(&args.iter().map(String::as_str).collect::<Vec<_>>()).expect(0);
+        assert!(out.stdout.contains(": OK ("), "{name}: {}", out.stdout);
+    }
+}
+
+#[test]
+fn run_fills_inputs_from_a_seed_and_writes_every_output() {
+    let a = dir().join("fill_a");
+    let b = dir().join("fill_b");
+    for d in [&a, &b] {
+        tvm_rt(&["run", demo(), "--fill", "random", "--seed", "7", "--output-dir", path_str(d)]).expect(0);
+    }
+    let file = format!("{SOFTMAX}.npy");
+    let (shape, first) = read_f32_npy(&a.join(&file));
+    assert_eq!(shape, vec![1, 10]);
+    assert!((first.iter().sum::<f32>() - 1.0).abs() < 1e-5, "{first:?}");
+    assert_eq!(read_f32_npy(&b.join(&file)).1, first, "the same seed gives the same output");
+    let zeros = dir().join("fill_zeros");
+    tvm_rt(&["run", demo(), "--fill", "zeros", "--output-dir", path_str(&zeros)]).expect(0);
+    let lib = capi::Library::load(Path::new(demo())).unwrap();
+    let mut exec = capi::Executor::new(&lib).unwrap();
+    let mut probs = vec![0f32; 10];
+    exec.set_input(model::INPUT_NAME, &[0.0; model::INPUT_LEN], &model::INPUT_SHAPE).unwrap();
+    exec.run().unwrap();
+    exec.get_output(0, &mut probs, &model::OUTPUT_SHAPE).unwrap();
+    assert_eq!(read_f32_npy(&zeros.join(&file)).1, probs);
+}
+
+// ---------------------------------------------------------------------------------------------
+// bench and profile
+
+fn check_latency(j: &Value) {
+    let l = &j["latency_ms"];
+    let v = |k: &str| l[k].as_f64().unwrap_or_else(|| panic!("latency_ms.{k} in {j}"));
+    assert!(v("min") > 0.0 && v("min") <= v("median") && v("median") <= v("p90"), "{j}");
+    assert!(v("p90") <= v("p99") && v("p99") <= v("max") && v("mean") <= v("max"), "{j}");
+    assert!(j["throughput_per_s"].as_f64().unwrap() > 0.0, "{j}");
+}
+
+#[test]
+fn bench_reports_latency_percentiles_and_throughput() {
+    let out = tvm_rt(&["bench", demo(), "--runs", "30", "--warmup", "2"]).expect(0);
+    for want in ["median", "mean", "p90", "p99", "min", "max", "throughput:", "measured: 30 runs"] {
+        assert!(out.stdout.contains(want), "missing `{want}`:\n{}", out.stdout);
+    }
+    assert!(out.stderr.is_empty(), "no progress bar off a terminal: {}", out.stderr);
+    let j = tvm_rt(&["bench", demo(), "--runs", "25", "--json", "--inter-op-threads", "2"]).expect(0).json();
+    assert_eq!(j["runs"], 25);
+    assert!(j["executor"].as_str().unwrap().contains("inter-op workers: 2"), "{j}");
+    check_latency(&j);
+}
+
+#[test]
+fn bench_for_a_duration_and_on_the_pipeline() {
+    let j = tvm_rt(&["bench", demo(), "--duration", "200ms", "--json"]).expect(0).json();
+    assert!(j["wall_s"].as_f64().unwrap() >= 0.2, "{j}");
+    assert!(j["runs"].as_u64().unwrap() >= 1, "{j}");
+    check_latency(&j);
+    let args = ["bench", demo(), "--runs", "40", "--core-groups", "2", "--in-flight", "4", "--json"];
+    let j = tvm_rt(&args).expect(0).json();
+    assert_eq!(j["runs"], 40);
+    let executor = j["executor"].as_str().unwrap();
+    assert!(executor.contains("core groups: 2") && executor.contains("in flight: 4"), "{executor}");
+    check_latency(&j);
+    let seed004 = trio("seed004");
+    let trio_args = with(&seed004, &["bench", "--runs", "5", "--json"]);
+    check_latency(&tvm_rt(&trio_args).expect(0).json());
+}
+
+#[test]
+fn profile_ranks_ops_and_kernels_and_writes_a_trace() {
+    let trace = dir().join("trace.json");
+    let out = tvm_rt(&["profile", demo(), "--runs", "3", "--trace", path_str(&trace)]).expect(0);
+    let s = &out.stdout;
+    assert!(s.contains("ops (7 of 7), slowest first") && s.contains("kernels (7), slowest first"), "{s}");
+    assert!(s.contains("cum %") && s.contains("reshape_nop"), "{s}");
+    let events: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let ops: Vec<&str> = events["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops.len(), 7, "{ops:?}");
+    assert!(ops.contains(&SOFTMAX));
+
+    let j = tvm_rt(&["profile", demo(), "--runs", "2", "--json"]).expect(0).json();
+    let rows = j["ops"].as_array().unwrap();
+    assert_eq!(rows.len(), 7);
+    let times: Vec<f64> = rows.iter().map(|r| r["time_us"].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "slowest first: {times:?}");
+    let last = rows.last().unwrap()["cumulative_percent"].as_f64().unwrap();
+    assert!((last - 100.0).abs() < 1e-6, "{last}");
+    let kernels = j["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 7);
+    assert!(kernels.iter().all(|k| k["calls"] == 1));
+    let total: f64 = kernels.iter().map(|k| k["time_us"].as_f64().unwrap()).sum();
+    assert!((total - j["total_us"].as_f64().unwrap()).abs() < 1e-6);
+}
+
+#[test]
+fn profile_groups_ops_by_kernel() {
+    // chain500: 500 ops calling a handful of kernels.
+    let j = tvm_rt(&with(&trio("chain500"), &["profile", "--runs", "1", "--json", "--fill", "zeros"])).expect(0).json();
+    let ops = j["ops"].as_array().unwrap().len();
+    let kernels = j["kernels"].as_array().unwrap();
+    assert!(kernels.len() < ops, "{} kernels for {ops} ops", kernels.len());
+    let calls: u64 = kernels.iter().map(|k| k["calls"].as_u64().unwrap()).sum();
+    assert_eq!(calls as usize, ops);
+}
+
+// ---------------------------------------------------------------------------------------------
+// dot
+
+#[test]
+fn dot_writes_the_graph_and_the_schedule() {
+    let s = tvm_rt(&["dot", demo()]).expect(0).stdout;
+    assert!(s.starts_with("digraph model {") && s.trim_end().ends_with('}'), "{s}");
+    assert!(s.contains("n0 [label=\"data\\n[1, 1, 16, 16] float32\""), "{s}");
+    assert!(s.contains("fillcolor=lightgrey") && s.contains("-> out0;"), "{s}");
+    let no_params = tvm_rt(&["dot", demo(), "--no-params"]).expect(0).stdout;
+    assert!(!no_params.contains("lightgrey") && !no_params.contains("label=\"p0"), "{no_params}");
+    let file = dir().join("schedule.dot");
+    tvm_rt(&["dot", demo(), "--schedule", "--inter-op-threads", "2", "-o", path_str(&file)]).expect(0);
+    let sched = std::fs::read_to_string(&file).unwrap();
+    assert!(sched.contains("digraph schedule") && sched.contains("// ops: 7;"), "{sched}");
+    assert!(sched.contains("2 inter-op workers, memory plan tvm"), "{sched}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// params
+
+#[test]
+fn params_list_shows_every_tensor() {
+    let file = demo_params();
+    let out = tvm_rt(&["params", "list", path_str(&file)]).expect(0);
+    for p in model::params() {
+        let line = out.stdout.lines().find(|l| l.trim_start().starts_with(&format!("{} ", p.name))).unwrap();
+        assert!(line.contains(&format!("{:?}", p.shape)) && line.contains("float32"), "{line}");
+    }
+    let j = tvm_rt(&["params", "list", path_str(&file), "--json"]).expect(0).json();
+    assert_eq!(j["tensors"].as_array().unwrap().len(), 6);
+    assert_eq!(j["tensors"][4]["shape"], serde_json::json!([10, 256]));
+    assert_eq!(j["tensors"][4]["bytes"], 10240);
+}
+
+fn round_trip(file: &Path, names: &[String], tag: &str) {
+    let out_dir = dir().join(format!("extract_{tag}"));
+    tvm_rt(&["params", "extract", path_str(file), "--out", path_str(&out_dir)]).expect(0);
+    let packed = dir().join(format!("packed_{tag}.params"));
+    let pairs: Vec<String> =
+        names.iter().map(|n| format!("{n}={}", path_str(&out_dir.join(format!("{n}.npy"))))).collect();
+    let mut args = vec!["params", "pack", "--out", path_str(&packed)];
+    args.extend(pairs.iter().map(String::as_str));
+    tvm_rt(&args).expect(0);
+    assert!(std::fs::read(&packed).unwrap() == std::fs::read(file).unwrap(), "{tag}: not byte-identical");
+}
+
+#[test]
+fn params_extract_then_pack_is_byte_identical() {
+    let demo = model::params();
+    let (_, p4) = read_f32_npy(&{
+        round_trip(&demo_params(), &demo.iter().map(|p| p.name.clone()).collect::<Vec<_>>(), "demo");
+        dir().join("extract_demo/p4.npy")
+    });
+    assert_eq!(p4, demo[4].data, "extracted values");
+    // A params file TVM wrote.
+    let file = repo().join("tests/data/tvm-0.18/mlp/params.bin");
+    round_trip(&file, &["p0".into(), "p1".into(), "p2".into()], "mlp");
+}
+
+// ---------------------------------------------------------------------------------------------
+// errors
+
+fn fails(args: &[&str], code: i32, message: &str) {
+    let out = tvm_rt(args).expect(code);
+    assert!(out.stderr.contains(message), "{args:?}: `{message}` not in:\n{}", out.stderr);
+}
+
+#[test]
+fn input_errors_name_the_file_and_exit_2() {
+    let d = dir();
+    let image = write_npy(&d.join("good_image.npy"), &[1, 1, 16, 16], &model::input_image(1));
+    let small = write_npy(&d.join("small.npy"), &[16, 16], &[0f32; 256]);
+    let doubles = write_npy(&d.join("doubles.npy"), &[1, 1, 16, 16], &[0f64; 256]);
+    let garbage = d.join("garbage.npy");
+    std::fs::write(&garbage, b"this is not numpy").unwrap();
+    let garbage = path_str(&garbage);
+    let so = demo();
+    fails(&["inspect", "no/such/model.so"], 2, "no/such/model.so: no such file");
+    fails(&["run", so], 2, "missing input `data` (float32 [1, 1, 16, 16]): give --input data=FILE.npy");
+    fails(
+        &["run", so, "-i", &format!("image={image}")],
+        2,
+        "the model has no input named `image` (data inputs: `data`)",
+    );
+    fails(&["run", so, "-i", &format!("p0={image}")], 2, "`p0` is a weight of the model, not a data input");
+    fails(&["run", so, "-i", &format!("data={garbage}")], 2, &format!("{garbage}: not a valid .npy file"));
+    fails(&["run", so, "-i", "data=missing.npy"], 2, "missing.npy: ");
+    let shape_msg = format!("{small}: input `data` is float32 [1, 1, 16, 16], the file holds float32 [16, 16]");
+    fails(&["run", so, "-i", &format!("data={small}")], 2, &shape_msg);
+    fails(&["run", so, "-i", &format!("data={doubles}")], 2, "the file holds float64 [1, 1, 16, 16]");
+    fails(&["run", so, "--fill", "zeros", "-c", &format!("logits={image}")], 2, "no output named `logits`");
+    let compare_msg = format!("{image}: output `{SOFTMAX}` is float32 [1, 10], the file holds float32 [1, 1, 16, 16]");
+    fails(&["run", so, "--fill", "zeros", "-c", &format!("0={image}")], 2, &compare_msg);
+    fails(&["run", kernels_so()], 2, "not a GraphExecutorFactory");
+    let graph = repo().join("tests/data/tvm-0.18/mlp/graph.json");
+    fails(&["inspect", path_str(&graph)], 2, "is graph JSON: give --graph");
+    fails(&["params", "list", garbage], 2, &format!("{garbage}: "));
+    fails(&["params", "list", "missing.params"], 2, "missing.params: no such file");
+    let data = repo().join("tests/data/tvm-0.18/mlp");
+    let mlp_graph = path_str(&data.join("graph.json")).to_string();
+    let args = ["inspect", "--graph", &mlp_graph, "--lib", kernels_so(), "--params", "none.params"];
+    fails(&args, 2, "none.params: no such file");
+    fails(&["inspect", "--graph", garbage, "--lib", kernels_so()], 2, &format!("{garbage}: "));
+    let failure_lib = build_so(&d.join("other_kernels.so"), &[repo().join("tests/fixtures/failure_kernels.c")], None);
+    let args = ["inspect", "--graph", &mlp_graph, "--lib", path_str(&failure_lib)];
+    fails(&args, 2, &format!("{mlp_graph} with {}: ", path_str(&failure_lib)));
+    let args = ["bench", so, "--core-groups", "1", "--inter-op-threads", "2"];
+    fails(&args, 2, "--inter-op-threads and --intra-op-threads are not pipeline options");
+    fails(&["bench", so, "--core-groups", "2", "--in-flight", "1"], 2, "option `in_flight`");
+    fails(&["params", "pack", "--out", path_str(&d.join("x.params")), &format!("a={garbage}")], 2, garbage);
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_lists_the_exit_codes() {
+    fails(&["run"], 2, "MODEL.so");
+    fails(&["run", demo(), "--fill", "sometimes"], 2, "invalid value 'sometimes'");
+    fails(&["bench", demo(), "--duration", "5 parsecs"], 2, "--duration");
+    fails(&["bench", demo(), "--inter-op-threads", "0"], 2, "option `inter_op_threads`");
+    fails(&["run", demo(), "--input", "data"], 2, "`data` is not NAME=FILE");
+    for cmd in ["inspect", "run", "bench", "profile", "dot"] {
+        let out = tvm_rt(&[cmd, "--help"]).expect(0);
+        assert!(out.stdout.contains("Exit codes:") && out.stdout.contains("usage or input error"), "{cmd}");
+    }
+    let help = tvm_rt(&["--help"]).expect(0).stdout;
+    for cmd in ["inspect", "run", "bench", "profile", "dot", "params"] {
+        assert!(help.contains(&format!("  {cmd} ")), "{cmd} missing from:\n{help}");
+    }
+}
+
+/// A kernel that fails while running: exit code 3 with the kernel's message.
+#[test]
+fn a_failing_kernel_exits_3() {
+    let lib = build_so(&dir().join("failure_kernels.so"), &[repo().join("tests/fixtures/failure_kernels.c")], None);
+    let graph = serde_json::json!({
+        "nodes": [
+            {"op": "null", "name": "x", "inputs": []},
+            {"op": "tvm_op", "name": "double_node", "inputs": [[0, 0, 0]],
+             "attrs": {"num_outputs": "1", "num_inputs": "1", "flatten_data": "0", "func_name": "fs_double_checked"}},
+        ],
+        "arg_nodes": [0], "heads": [[1, 0, 0]],
+        "attrs": {
+            "dltype": ["list_str", ["float32", "float32"]],
+            "storage_id": ["list_int", [0, 1]],
+            "shape": ["list_shape", [[1, 4], [1, 4]]],
+        },
+        "node_row_ptr": [0, 1, 2],
+    });
+    let graph_file = dir().join("failing.json");
+    std::fs::write(&graph_file, graph.to_string()).unwrap();
+    let x = write_npy(&dir().join("negative.npy"), &[1, 4], &[1f32, -1.0, 2.0, 3.0]);
+    let args = ["run", "--graph", path_str(&graph_file), "--lib", path_str(&lib), "-i"];
+    let out = tvm_rt(&[&args[..], &[&format!("x={x}")]].concat()).expect(3);
+    assert!(out.stderr.contains("fs_double_checked"), "{}", out.stderr);
+    let positive = write_npy(&dir().join("positive.npy"), &[1, 4], &[1f32, 1.0, 2.0, 3.0]);
+    let out = tvm_rt(&[&args[..], &[&format!("x={positive}")]].concat()).expect(0);
+    assert!(out.stdout.contains("[2.000000, 2.000000, 4.000000, 6.000000]"), "{}", out.stdout);
+}
