@@ -530,6 +530,8 @@ class TVMRetValue : public TVMPODValue_ {
     }
   }
   void Clear() {
+    // Only strings and bytes use str_, so a null value holds nothing (the common result).
+    if (type_code_ == kTVMNullptr) return;
     switch (type_code_) {
       case kTVMObjectHandle:
       case kTVMModuleHandle:
