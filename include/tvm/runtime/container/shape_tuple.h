@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <mutex>
 #include <ostream>
 #include <vector>
 
@@ -24,6 +25,16 @@ class ShapeTuple {
   using iterator = std::vector<int64_t>::const_iterator;
 
   ShapeTuple() = default;
+  ShapeTuple(const ShapeTuple& other) : data_(other.data_), object_(other.CachedObject()) {}
+  ShapeTuple(ShapeTuple&& other) noexcept = default;
+  ShapeTuple& operator=(const ShapeTuple& other) {
+    if (this != &other) {
+      ShapeTuple copy(other);
+      *this = std::move(copy);
+    }
+    return *this;
+  }
+  ShapeTuple& operator=(ShapeTuple&& other) noexcept = default;
   ShapeTuple(std::initializer_list<int64_t> shape) : data_(shape) {}
   ShapeTuple(std::vector<int64_t> shape) : data_(std::move(shape)) {}  // NOLINT
   template <typename Iterator>
@@ -46,9 +57,10 @@ class ShapeTuple {
   operator std::vector<int64_t>() const { return data_; }  // NOLINT
   const std::vector<int64_t>& vec() const { return data_; }
 
-  /* The runtime.ShapeTuple object for this shape, made on first use. */
+  /* The runtime.ShapeTuple object for this shape, made on first use (threads passing the same
+   * ShapeTuple at once may each make one; one is kept). */
   const ObjectRef& AsObject() const {
-    if (!object_.defined()) {
+    if (!CachedObject().defined()) {
       static void* make = detail::GetGlobalHandle("runtime.ShapeTuple");
       std::vector<TVMValue> values(data_.size());
       std::vector<int> codes(data_.size(), kDLInt);
@@ -57,8 +69,11 @@ class ShapeTuple {
       int ret_code = kTVMNullptr;
       detail::CheckCall(TVMFuncCall(make, values.data(), codes.data(), static_cast<int>(values.size()), &ret, &ret_code));
       if (ret_code != kTVMObjectHandle) throw Error("runtime.ShapeTuple did not return an object");
-      object_ = ObjectRef::FromOwned(ret.v_handle);
+      ObjectRef made = ObjectRef::FromOwned(ret.v_handle);
+      std::lock_guard<std::mutex> lock(CacheMutex());
+      if (!object_.defined()) object_ = std::move(made);
     }
+    // Set once and never changed afterwards, so the reference may be read without the lock.
     return object_;
   }
 
@@ -84,6 +99,15 @@ class ShapeTuple {
   }
 
  private:
+  static std::mutex& CacheMutex() {
+    static std::mutex* mu = new std::mutex();
+    return *mu;
+  }
+  ObjectRef CachedObject() const {
+    std::lock_guard<std::mutex> lock(CacheMutex());
+    return object_;
+  }
+
   std::vector<int64_t> data_;
   mutable ObjectRef object_;
 };
