@@ -42,6 +42,9 @@ class Registry {
     Registry* r = new Registry();
     r->name_ = name;
     r->override_ = override;
+    Cache& cache = GetCache();
+    std::lock_guard<std::mutex> lock(cache.mu);
+    cache.entries.emplace_back(r);
     return *r;
   }
   /* The global function `name`, or NULL. The pointer stays valid for the rest of the process. */
@@ -82,6 +85,7 @@ class Registry {
     std::mutex mu;
     std::map<std::string, std::unique_ptr<PackedFunc>> latest;
     std::vector<std::unique_ptr<PackedFunc>> replaced;
+    std::vector<std::unique_ptr<Registry>> entries;
   };
   static Cache& GetCache() {
     // Never destroyed: functions may be looked up until the process ends.
