@@ -1,7 +1,7 @@
 /*
  * TVM's C++ runtime API over this runtime's C ABI, piece by piece:
  *
- *   PackedFunc calls with every argument kind (ints, floats, bools, strings, DLTensor*, NDArray,
+ *   PackedFunc calls with every argument kind (ints, floats, bools, strings, bytes, DLTensor*, NDArray,
  *     Module, PackedFunc, DLDevice, DLDataType, DataType, ShapeTuple, nullptr) seen from a C
  *     callback, and TVMRetValue's conversions of every result kind;
  *   PackedFunc from lambdas (set_body, set_body_typed, TypedPackedFunc), TVM_REGISTER_GLOBAL,
@@ -82,15 +82,17 @@ void TestArguments() {
   int local = 0;
   ShapeTuple shape{4, 5};
 
+  TVMByteArray bytes{"bytes", 5};
   int n = rec(1, big, u, 2.5, 1.5f, true, false, "literal", s, ts, buf, raw, arr, lib, echo, DLDevice{kDLCPU, 1},
               DLDataType{kDLInt, 8, 4}, DataType::Float(16), nullptr, static_cast<void*>(&local), kRed, shape,
-              static_cast<const char*>(nullptr));
-  EXPECT(n == 23);
+              static_cast<const char*>(nullptr), bytes);
+  EXPECT(n == 24);
   const std::vector<int> want = {kDLInt,          kDLInt,          kDLInt,           kDLFloat,        kDLFloat,
                                  kTVMArgBool,     kTVMArgBool,     kTVMStr,          kTVMStr,         kTVMStr,
                                  kTVMStr,         kTVMDLTensorHandle, kTVMNDArrayHandle, kTVMModuleHandle,
                                  kTVMPackedFuncHandle, kDLDevice,   kTVMDataType,     kTVMDataType,    kTVMNullptr,
-                                 kTVMOpaqueHandle, kDLInt,         kTVMObjectHandle, kTVMNullptr};
+                                 kTVMOpaqueHandle, kDLInt,         kTVMObjectHandle, kTVMNullptr,
+                                 kTVMBytes};
   EXPECT(g_seen.codes == want);
   if (g_seen.codes != want) return;
   const std::vector<TVMValue>& v = g_seen.values;
@@ -108,6 +110,7 @@ void TestArguments() {
   unsigned tindex = 0;
   detail::CheckCall(TVMObjectGetTypeIndex(v[21].v_handle, &tindex));
   EXPECT(tindex == TypeIndex::kRuntimeShapeTuple);
+  EXPECT(v[23].v_handle == &bytes);
 
   // TVMArgValue / TVMRetValue are arguments too.
   TVMRetValue rv = echo(std::string("again"));

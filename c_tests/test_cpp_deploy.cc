@@ -6,7 +6,7 @@
  *     Module::LoadFromFile, and linked into this program as a system library found through
  *     (*Registry::Get("runtime.SystemLib"))();
  *   TVM 0.18's mlp model: factory.GetFunction("default")(dev), set_input by name and by index,
- *     run, get_output into an NDArray; the outputs equal TVM's recorded ones and, bit for bit,
+ *     run, get_output into an NDArray, load_params from a TVMByteArray; the outputs equal TVM's recorded ones and, bit for bit,
  *     what the C API (TVMGraphExecutor*) computes;
  *   errors of bad calls arrive as tvm::runtime::Error carrying the runtime's message.
  *
@@ -194,6 +194,20 @@ void DeployGraphExecutor() {
   run();
   get_output(0, y);
   EXPECT(ToVector(y) == by_name);
+
+  // Weights from a params file, passed as bytes as TVM's deploy docs do (load_params).
+  std::string params = tvm_test_cpp::ReadFile(TVM_TEST_MLP_DATA_DIR, "params.bin");
+  TVMByteArray params_arr;
+  params_arr.data = params.c_str();
+  params_arr.size = params.length();
+  PackedFunc load_params = gmod.GetFunction("load_params");
+  load_params(params_arr);
+  set_input("x", x);
+  run();
+  get_output(0, y);
+  EXPECT(ToVector(y) == by_name);
+  TVMByteArray truncated{params.data(), 5};
+  EXPECT_THROWS(load_params(truncated), "params");
 
   // Bit for bit what the C API computes.
   EXPECT(RunWithCApi(input) == by_name);

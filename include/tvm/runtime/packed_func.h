@@ -3,8 +3,9 @@
  *
  *   PackedFunc f = mod.GetFunction("addone");
  *   f(x, y);                                 // any mix of ints, floats, bools, strings,
- *                                            // DLTensor*, NDArray, Module, PackedFunc,
- *                                            // DLDevice, DLDataType, ShapeTuple, nullptr
+ *                                            // TVMByteArray, DLTensor*, NDArray, Module,
+ *                                            // PackedFunc, DLDevice, DLDataType, ShapeTuple,
+ *                                            // nullptr
  *   int64_t n = g(1, 2.5, "text");           // results convert implicitly (TVMRetValue)
  *   PackedFunc h([](TVMArgs args, TVMRetValue* rv) { *rv = args[0].operator int() + 1; });
  *   TypedPackedFunc<int(int)> t = [](int x) { return x + 1; };
@@ -722,6 +723,11 @@ class TVMArgsSetter {
   void operator()(size_t i, TVMByteArray* value) const {
     values_[i].v_handle = value;
     type_codes_[i] = value == nullptr ? kTVMNullptr : kTVMBytes;
+  }
+  /* Bytes (e.g. a params blob for load_params); the array is the caller's argument. */
+  void operator()(size_t i, const TVMByteArray& value) const {
+    values_[i].v_handle = const_cast<TVMByteArray*>(&value);
+    type_codes_[i] = kTVMBytes;
   }
   void operator()(size_t i, Device value) const {
     values_[i].v_device = value;
