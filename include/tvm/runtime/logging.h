@@ -17,6 +17,9 @@
 #ifndef __cplusplus
 #error "tvm/runtime/logging.h is a C++ header"
 #endif
+#if __cplusplus < 201402L
+#error "TVM's C++ runtime headers need C++14 or later (-std=c++14)"
+#endif
 
 #include <tvm/runtime/c_runtime_api.h>
 
