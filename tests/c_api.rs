@@ -20,7 +20,7 @@
 //! package's cdylib), so this test takes them from there.
 //!
 //! Outputs go to `target/<profile>/c_tests_cc/`; a program is rebuilt only when one of its inputs
-//! (sources, headers, the library) is newer than it.
+//! (sources, headers, the library) is newer than it or its compiler command changed.
 
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
@@ -107,14 +107,22 @@ impl Step {
         Step { what: what.into(), output, inputs: Vec::new(), cmd: Command::new(program) }
     }
 
-    fn stale(&self, headers_time: SystemTime) -> bool {
+    /// The file recording the command that made `output` (a changed command rebuilds it).
+    fn command_file(&self) -> PathBuf {
+        self.output.with_extension("cmd")
+    }
+
+    fn stale(&self, headers_time: SystemTime, command: &str) -> bool {
         let Some(out) = mtime(&self.output) else { return true };
-        headers_time > out || self.inputs.iter().any(|i| mtime(i).map_or(true, |t| t > out))
+        std::fs::read_to_string(self.command_file()).ok().as_deref() != Some(command)
+            || headers_time > out
+            || self.inputs.iter().any(|i| mtime(i).map_or(true, |t| t > out))
     }
 
     /// Runs the step (when stale); the error is the compiler's output.
     fn run(mut self, headers_time: SystemTime) -> Result<(), String> {
-        if !self.stale(headers_time) {
+        let command = format!("{:?}", self.cmd);
+        if !self.stale(headers_time, &command) {
             return Ok(());
         }
         let tmp = self.output.with_extension("tmp");
@@ -130,7 +138,8 @@ impl Step {
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
-        std::fs::rename(&tmp, &self.output).map_err(|e| format!("{}: {e}", self.what))
+        std::fs::rename(&tmp, &self.output).map_err(|e| format!("{}: {e}", self.what))?;
+        std::fs::write(self.command_file(), command).map_err(|e| format!("{}: {e}", self.what))
     }
 }
 
