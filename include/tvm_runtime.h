@@ -482,7 +482,8 @@ void TVMAPISetLastError(const char *msg);
 
 /*
  The calling thread's last error message (`Kind: message`), or NULL if none was ever set.
- Owned by the runtime; valid until the next error is stored on this thread.
+ Owned by the runtime; valid until the next error is stored on this thread (by a failing call
+ or `TVMAPISetLastError`); successful calls leave it in place.
  */
 const char *TVMGetLastError(void);
 
@@ -514,8 +515,10 @@ void *TVMGetLastPythonError(void);
 void TVMDropLastPythonError(void);
 
 /*
- TVM's C++-only helper that rethrows the last error as a C++ exception. This runtime has no
- C++ exceptions: the error stays available through `TVMGetLastError`, and this returns.
+ Does nothing and returns. In TVM this rethrows the last error as a C++ exception; a C function
+ of this runtime cannot throw one, so the error stays available through `TVMGetLastError`.
+ C++ code gets exceptions from the C++ headers (under `tvm/runtime/`), which throw
+ `tvm::runtime::Error` carrying that message when a call fails.
  */
 void TVMThrowLastError(void);
 
@@ -938,7 +941,9 @@ int TVMGraphExecutorSynchronize(TVMGraphExecutor *g);
 
 /*
  Load a module from a file through `runtime.module.loadfile_<format>`; `format` NULL or ""
- means the file extension. `*out` is an owned handle.
+ means the file's extension. `*out` is an owned handle. A shared library is opened with
+ `dlopen`, which searches the library path for a name without '/': write `./model.so` for a
+ file in the current directory (the error says so when a bare name is not found).
 
  # Safety
  `file_name` must be NULL (an error) or a NUL-terminated string, `format` NULL or one; `out` must

@@ -136,6 +136,11 @@ fn malformed_blobs_are_errors_naming_the_problem() {
 fn missing_file_and_unknown_format() {
     let e = load_module(std::path::Path::new("/nonexistent/model.so")).unwrap_err();
     assert!(e.contains("cannot load library `/nonexistent/model.so`"), "{e}");
+    assert!(!e.contains("use ./"), "a path with '/' needs no hint: {e}");
+    // A bare name goes to dlopen's search path, not the current directory: the message says so.
+    let e = load_module(std::path::Path::new("no_such_model.so")).unwrap_err();
+    assert!(e.contains("cannot load library `no_such_model.so`"), "{e}");
+    assert!(e.contains("use ./no_such_model.so or an absolute path"), "{e}");
     let e = load_module(std::path::Path::new("/tmp/model.onnx")).unwrap_err();
     assert!(e.contains("unknown format `onnx`"), "{e}");
 }

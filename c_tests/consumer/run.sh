@@ -7,8 +7,8 @@
 #       if present, else CMake drives cargo), then build this consumer with find_package() and run
 #       its ctest;
 #   (b) build the consumer with add_subdirectory(<repo>) and run its ctest;
-#   (c) compile main.c with `pkg-config --cflags --libs tvm_runtime` and run it, then once more
-#       against the static library using `pkg-config --static`.
+#   (c) compile main.c and deploy.cpp (the C++ API) with `pkg-config --cflags --libs tvm_runtime`
+#       and run them, then main.c once more against the static library using `pkg-config --static`.
 #
 # Everything is written under <workdir> (its previous build trees are removed). Exits non-zero on
 # the first failure.
@@ -25,6 +25,7 @@ here="$repo/c_tests/consumer"
 prefix="$work/prefix"
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 cc=${CC:-cc}
+cxx=${CXX:-c++}
 
 step() { printf '\n=== %s\n' "$*"; }
 # Run the freshly built programs without help from the caller's environment.
@@ -74,6 +75,9 @@ echo "libs:   ${libs[*]}"
 "$cc" -std=c11 -Wall -Wextra -Werror "$here/main.c" -o "$work/pkgconfig-build/consumer_shared" \
   "${cflags[@]}" "${libs[@]}" -Wl,-rpath,"$libdir"
 run_clean "$work/pkgconfig-build/consumer_shared"
+"$cxx" -std=c++14 -Wall -Wextra -Werror "$here/deploy.cpp" -o "$work/pkgconfig-build/consumer_deploy" \
+  "${cflags[@]}" "${libs[@]}" -Wl,-rpath,"$libdir"
+run_clean "$work/pkgconfig-build/consumer_deploy"
 
 # Static: the archive itself plus the Libs.private system libraries.
 read -r -a static_libs <<<"$(pkg-config --static --libs-only-l tvm_runtime)"

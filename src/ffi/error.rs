@@ -24,7 +24,8 @@ pub unsafe extern "C" fn TVMAPISetLastError(msg: *const c_char) {
 }
 
 /// The calling thread's last error message (`Kind: message`), or NULL if none was ever set.
-/// Owned by the runtime; valid until the next error is stored on this thread.
+/// Owned by the runtime; valid until the next error is stored on this thread (by a failing call
+/// or `TVMAPISetLastError`); successful calls leave it in place.
 #[no_mangle]
 pub extern "C" fn TVMGetLastError() -> *const c_char {
     ffi_boundary!("TVMGetLastError", { Ok(last_error_ptr()) })
@@ -73,8 +74,10 @@ pub extern "C" fn TVMDropLastPythonError() {
     })
 }
 
-/// TVM's C++-only helper that rethrows the last error as a C++ exception. This runtime has no
-/// C++ exceptions: the error stays available through `TVMGetLastError`, and this returns.
+/// Does nothing and returns. In TVM this rethrows the last error as a C++ exception; a C function
+/// of this runtime cannot throw one, so the error stays available through `TVMGetLastError`.
+/// C++ code gets exceptions from the C++ headers (under `tvm/runtime/`), which throw
+/// `tvm::runtime::Error` carrying that message when a call fails.
 #[no_mangle]
 pub extern "C" fn TVMThrowLastError() {
     ffi_boundary!("TVMThrowLastError", { Ok(()) })

@@ -16,7 +16,9 @@ pub(crate) unsafe fn module_arg(handle: *mut c_void, name: &str) -> Result<Modul
 }
 
 /// Load a module from a file through `runtime.module.loadfile_<format>`; `format` NULL or ""
-/// means the file extension. `*out` is an owned handle.
+/// means the file's extension. `*out` is an owned handle. A shared library is opened with
+/// `dlopen`, which searches the library path for a name without '/': write `./model.so` for a
+/// file in the current directory (the error says so when a bare name is not found).
 ///
 /// # Safety
 /// `file_name` must be NULL (an error) or a NUL-terminated string, `format` NULL or one; `out` must

@@ -171,7 +171,17 @@ pub fn load_so(path: &str) -> Result<Module> {
     // SAFETY: loading a library runs its initializers; that is what the caller asked for.
     let lib = unsafe { Library::open(Some(path), RTLD_LAZY | RTLD_LOCAL) }.map_err(|e| {
         let reason = std::error::Error::source(&e).map(|s| format!(": {s}")).unwrap_or_default();
-        Error::io(format!("cannot load library `{path}`: {e}{reason}"))
+        // dlopen looks a name without '/' up in the library search path, not in the current
+        // directory; say so, since `model.so` for a file here is the usual slip.
+        let hint = if path.contains('/') {
+            String::new()
+        } else {
+            format!(
+                " (a file name without '/' is searched for in the library search path, as dlopen does: \
+                 use ./{path} or an absolute path)"
+            )
+        };
+        Error::io(format!("cannot load library `{path}`: {e}{reason}{hint}"))
     })?;
     let (lib, image) = lib_handle(lib);
     let lib_module = {

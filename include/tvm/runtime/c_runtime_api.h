@@ -10,6 +10,9 @@
  * TVMGetLastError() on the same thread.  Handles handed out by the runtime
  * are owned by the caller and must be released with the matching *Free
  * function, except where a comment says the runtime keeps ownership.
+ *
+ * tvm_runtime.h, generated from the implementation, documents every function in full; the short
+ * notes here say the same.
  */
 #ifndef TVM_RUNTIME_C_RUNTIME_API_H_
 #define TVM_RUNTIME_C_RUNTIME_API_H_
@@ -171,21 +174,23 @@ TVM_DLL void TVMAPISetLastPythonError(void* py_object);
  * the runtime. */
 TVM_DLL void* TVMGetLastPythonError(void);
 
-/* Message of this thread's last error; the string stays valid until the next API call on this
- * thread. */
+/* Message (`Kind: message`) of this thread's last error, or NULL if none was stored; owned by the
+ * runtime, valid until the next error is stored on this thread (successful calls leave it). */
 TVM_DLL const char* TVMGetLastError(void);
 
-/* Backtrace text of this thread's last error, or NULL if it has none; owned by the runtime. */
+/* Backtrace of this thread's last error: always NULL, this runtime records none. */
 TVM_DLL const char* TVMGetLastBacktrace(void);
 
 /* Release the runtime's reference to a stored Python exception, if any. */
 TVM_DLL void TVMDropLastPythonError(void);
 
-/* Re-raise this thread's last error as an exception (C++/Python unwinding). */
+/* Does nothing and returns (TVM rethrows the last error as a C++ exception here; a C function of
+ * this runtime cannot). C++ code gets tvm::runtime::Error from the C++ headers instead. */
 TVM_DLL void TVMThrowLastError(void);
 
-/* Load a module from `file_name`; `format` names the loader (e.g. "so"). Caller frees *out with
- * TVMModFree. */
+/* Load a module from `file_name` with the loader for `format` (e.g. "so"); NULL or "" means the
+ * file's extension. A name without '/' goes to dlopen's library search path: write "./model.so".
+ * Caller frees *out with TVMModFree. */
 TVM_DLL int TVMModLoadFromFile(const char* file_name, const char* format, TVMModuleHandle* out);
 
 /* Add `dep` to the imports of `mod`; `mod` takes its own reference to `dep`. */
@@ -240,8 +245,8 @@ TVM_DLL int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle,
  * caller keeps its handle. */
 TVM_DLL int TVMFuncRegisterGlobal(const char* name, TVMFunctionHandle f, int override);
 
-/* Look up a global function; *out is NULL if absent; the runtime owns the handle,
- * so do not free it. */
+/* Look up a global function; *out is NULL if absent, else a new reference the caller frees with
+ * TVMFuncFree. */
 TVM_DLL int TVMFuncGetGlobal(const char* name, TVMFunctionHandle* out);
 
 /* List the names of all global functions; the array lives in thread-local storage until the next
