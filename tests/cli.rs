@@ -516,3 +516,35 @@ fn a_failing_kernel_exits_3() {
     let out = tvm_rt(&[&args[..], &[&format!("x={positive}")]].concat()).expect(0);
     assert!(out.stdout.contains("[2.000000, 2.000000, 4.000000, 6.000000]"), "{}", out.stdout);
 }
+
+/// A bucket manifest of the demo at batch 1, 2, 4, 8: inspect lists the versions a bucketed
+/// executor dispatches to; the commands that run a model refuse it, saying what to give.
+#[test]
+fn inspect_shows_the_buckets_of_a_manifest() {
+    let paths: Vec<String> = [8, 2, 1, 4]
+        .iter()
+        .map(|&b| model::build_spec(&model::Spec::demo().with_batch(b)).unwrap().to_str().unwrap().to_string())
+        .collect();
+    let manifest = dir().join("demo.buckets");
+    std::fs::write(&manifest, format!("# the demo at four batch sizes\n{}\n", paths.join("\n"))).unwrap();
+    let j = tvm_rt(&["inspect", path_str(&manifest), "--json"]).expect(0).json();
+    let b = &j["buckets"];
+    assert_eq!(b["dynamic_axes"], serde_json::json!(["data:0"]));
+    let extents: Vec<Value> = b["versions"].as_array().unwrap().iter().map(|v| v["extents"].clone()).collect();
+    assert_eq!(
+        extents,
+        [serde_json::json!([1]), serde_json::json!([2]), serde_json::json!([4]), serde_json::json!([8])]
+    );
+    assert_eq!(b["versions"][2]["inputs"], serde_json::json!([[4, 1, 16, 16]]));
+    assert!(b["versions"][3]["file"].as_str().unwrap().ends_with("demo_b8_model.so"));
+    assert_eq!(j["inputs"][0]["shape"], serde_json::json!([8, 1, 16, 16]), "the report is the largest bucket's");
+    let arena = b["arena_bytes"].as_u64().unwrap();
+    assert!(arena > 0 && arena <= j["storage"]["peak_activation_bytes"].as_u64().unwrap());
+    let text = tvm_rt(&["inspect", path_str(&manifest)]).expect(0).stdout;
+    assert!(text.contains("buckets: 4 versions over dynamic axes data:0"), "{text}");
+    let e = tvm_rt(&["run", path_str(&manifest)]).expect(2).stderr;
+    assert!(e.contains("is a bucket manifest"), "{e}");
+    std::fs::write(&manifest, format!("{}\n{}\n", paths[0], paths[0])).unwrap();
+    let e = tvm_rt(&["inspect", path_str(&manifest)]).expect(2).stderr;
+    assert!(e.contains("have the same input shapes"), "{e}");
+}

@@ -1,10 +1,11 @@
 //! `tvm-rt inspect`: what a model takes and gives, what it runs, and the memory it plans.
 
 use crate::fail::Failure;
-use crate::model::{MemoryPlanArg, ModelArgs};
+use crate::model::{is_manifest, load_buckets, MemoryPlanArg, ModelArgs};
 use crate::table::{render, thousands};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use tvm_runtime::graph::buckets::BucketSet;
 use tvm_runtime::graph::Plan;
 
 /// Show a model's inputs, outputs, ops, kernels, weights and storage plan
@@ -31,8 +32,29 @@ struct Report {
     kernels: Vec<Kernel>,
     params: Params,
     storage: Storage,
-    // A bucketed executor (TVMGraphExecutorCreateBucketed) adds a `buckets` section here: the
-    // input shapes each bucket was compiled for, with each bucket's own storage plan.
+    /// For a bucket manifest: the versions a bucketed executor dispatches to (the rest of the
+    /// report describes the largest).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    buckets: Option<Buckets>,
+}
+
+#[derive(Serialize)]
+struct Buckets {
+    /// The dynamic input axes, as `input:axis`.
+    dynamic_axes: Vec<String>,
+    /// Smallest padded input volume first: the order requests try them in.
+    versions: Vec<Version>,
+    /// Activation memory of one execution context: one arena for every bucket.
+    arena_bytes: usize,
+}
+
+#[derive(Serialize)]
+struct Version {
+    file: String,
+    /// The extent of each dynamic axis.
+    extents: Vec<i64>,
+    /// Data inputs' shapes.
+    inputs: Vec<Vec<i64>>,
 }
 
 #[derive(Serialize)]
@@ -79,8 +101,18 @@ struct Slot {
 }
 
 pub fn main(args: Args) -> Result<(), Failure> {
-    let model = args.model.load(args.memory_plan.plan())?;
-    let report = report(&model.plan, model.source, args.memory_plan.name().to_string());
+    let report = match args.model.model.as_deref().filter(|p| is_manifest(p)) {
+        Some(manifest) => {
+            let set = load_buckets(manifest, args.memory_plan.plan())?;
+            let mut r = report(&set.largest().plan, manifest.display().to_string(), args.memory_plan.name().into());
+            r.buckets = Some(buckets(&set));
+            r
+        }
+        None => {
+            let model = args.model.load(args.memory_plan.plan())?;
+            report(&model.plan, model.source, args.memory_plan.name().to_string())
+        }
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("a report serializes"));
     } else {
@@ -98,7 +130,24 @@ fn report(plan: &Plan, model: String, memory_plan: String) -> Report {
     let weights: Vec<&Tensor> = inputs.iter().filter(|t| t.param).collect();
     let params = Params { count: weights.len(), bytes: weights.iter().map(|t| t.bytes).sum() };
     let ops = plan.graph.nodes.iter().filter(|n| n.is_op()).count();
-    Report { model, kernels: kernels(plan), ops, params, storage: storage(plan, memory_plan), inputs, outputs }
+    let storage = storage(plan, memory_plan);
+    Report { model, kernels: kernels(plan), ops, params, storage, inputs, outputs, buckets: None }
+}
+
+fn buckets(set: &BucketSet) -> Buckets {
+    let plan = &set.largest().plan;
+    let dynamic_axes = set.dims().iter().map(|d| format!("{}:{}", plan.input_name(d.input), d.axis)).collect();
+    let versions = set
+        .buckets()
+        .iter()
+        .map(|b| {
+            let p = &b.plan;
+            let data = (0..p.num_inputs()).filter(|&i| !p.is_param_input(i));
+            let inputs = data.map(|i| p.entry_shape(p.input_entry(i)).to_vec()).collect();
+            Version { file: b.label.clone(), extents: b.extents.clone(), inputs }
+        })
+        .collect();
+    Buckets { dynamic_axes, versions, arena_bytes: set.arena_bytes() }
 }
 
 fn tensor(plan: &Plan, name: String, eid: usize, param: bool) -> Tensor {
@@ -187,7 +236,27 @@ fn text(r: &Report) -> String {
     let kernels: Vec<Vec<String>> = r.kernels.iter().map(|k| vec![k.count.to_string(), k.name.clone()]).collect();
     s += &render(&[" ops", "kernel"], &kernels);
     s += &format!("\nparams: {} tensors, {} bytes\n", r.params.count, thousands(r.params.bytes));
-    s + &storage_text(&r.storage)
+    s += &storage_text(&r.storage);
+    if let Some(b) = &r.buckets {
+        s += &buckets_text(b);
+    }
+    s
+}
+
+fn buckets_text(b: &Buckets) -> String {
+    let mut s = format!(
+        "\nbuckets: {} versions over dynamic axes {} (the report above is the largest)\n",
+        b.versions.len(),
+        b.dynamic_axes.join(", ")
+    );
+    let rows: Vec<Vec<String>> = (b.versions.iter().enumerate())
+        .map(|(i, v)| {
+            let inputs: Vec<String> = v.inputs.iter().map(|s| format!("{s:?}")).collect();
+            vec![i.to_string(), format!("{:?}", v.extents), inputs.join(" "), v.file.clone()]
+        })
+        .collect();
+    s += &render(&[" bucket", "extents", "inputs", "file"], &rows);
+    s + &format!("activation arena: {} bytes per execution context, shared by every bucket\n", thousands(b.arena_bytes))
 }
 
 fn storage_text(st: &Storage) -> String {

@@ -6,9 +6,11 @@ use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tvm_runtime::abi::DLDevice;
+use tvm_runtime::graph::buckets::manifest::load_manifest;
+use tvm_runtime::graph::buckets::BucketSet;
 use tvm_runtime::graph::factory::GraphExecutorFactory;
 use tvm_runtime::graph::memory_plan::build_plan;
-use tvm_runtime::graph::options::{ExecutorOptions, MemoryPlan};
+use tvm_runtime::graph::options::{BucketOptions, ExecutorOptions, MemoryPlan};
 use tvm_runtime::graph::{ExecutorFront, Graph, Plan};
 use tvm_runtime::runtime::module::Module;
 use tvm_runtime::runtime::params::load_params_file;
@@ -16,7 +18,8 @@ use tvm_runtime::runtime::params::load_params_file;
 /// Which model: an `export_library` .so, or graph JSON + kernel library + params.
 #[derive(clap::Args, Debug)]
 pub struct ModelArgs {
-    /// An export_library .so (a GraphExecutorFactory module with its kernels)
+    /// An export_library .so (a GraphExecutorFactory module with its kernels); for inspect, also
+    /// a bucket manifest (`.buckets`: one version's .so per line)
     #[arg(value_name = "MODEL.so", required_unless_present = "graph")]
     pub model: Option<PathBuf>,
     /// Graph JSON, instead of MODEL.so (with --lib, and --params if the model has weights)
@@ -70,10 +73,30 @@ fn load_module(path: &Path) -> Result<Module, Failure> {
     Module::load_from_file(existing_file(path)?, "so").in_file(path)
 }
 
+/// Whether `path` names a bucket manifest (the versions of one model compiled at several shapes).
+pub fn is_manifest(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "buckets")
+}
+
+/// The buckets of the versions a manifest lists, as a bucketed executor loads them.
+pub fn load_buckets(manifest: &Path, memory: MemoryPlan) -> Result<Arc<BucketSet>, Failure> {
+    existing_file(manifest)?;
+    let versions = load_manifest(manifest).in_file(manifest)?;
+    let mut options = BucketOptions::parse(None).map_err(Failure::usage)?;
+    options.executor.memory_plan = memory;
+    BucketSet::from_factories(&versions, &[device()], options).in_file(manifest)
+}
+
 /// The plan of an `export_library` .so: its factory module builds it.
 fn load_factory(so: &Path, memory: MemoryPlan) -> Result<Arc<Plan>, Failure> {
     if so.extension().is_some_and(|e| e == "json") {
         return Err(Failure::file(so, "is graph JSON: give --graph GRAPH.json --lib KERNELS.so [--params FILE]"));
+    }
+    if is_manifest(so) {
+        return Err(Failure::file(
+            so,
+            "is a bucket manifest: `tvm-rt inspect` shows its buckets; run one version's .so",
+        ));
     }
     let module = load_module(so)?;
     let factory = module.node().as_any().downcast_ref::<GraphExecutorFactory>().ok_or_else(|| {
