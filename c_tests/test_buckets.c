@@ -106,6 +106,11 @@ static void test_every_batch(void) {
     CHECK_OK(TVMGraphExecutorGetBucketInputShape(g, b, 0, &shape, &ndim));
     CHECK(ndim == 2 && shape[0] == (1 << b) && shape[1] == 4);
   }
+  /* Before any request: the largest bucket's shapes. The pointer stays valid; its values follow
+     the requests. */
+  TVMTensorInfo first;
+  CHECK_OK(TVMGraphExecutorGetInputInfo(g, 0, &first));
+  CHECK(first.ndim == 2 && first.shape[0] == 4);
   const uint32_t want_bucket[5] = {0, 0, 1, 2, 2};
   for (int rows = 1; rows <= 4; ++rows) {
     Rows a, b, y;
@@ -128,6 +133,7 @@ static void test_every_batch(void) {
     CHECK(info.nbytes == (size_t)rows * 16);
     CHECK_OK(TVMGraphExecutorGetInputInfo(g, 0, &info));
     CHECK(info.shape[0] == rows && !info.is_param);
+    CHECK(info.shape == first.shape && first.shape[0] == rows);
     CHECK_OK(TVMGraphExecutorGetOutput(g, 0, &y.t));
     int same = 1;
     for (int i = 0; i < rows * 4; ++i) same &= y.data[i] == (a.data[i] + b.data[i]) * 2.f;

@@ -29,7 +29,10 @@ typedef struct TVMGraphExecutor TVMGraphExecutor;
 typedef struct TVMPipeline TVMPipeline;
 
 /*
- Description of an input or output tensor. Pointers live as long as the executor.
+ Description of an input or output tensor. Pointers live as long as the executor. For a
+ bucketed executor the shape is the current request's (the last `SetInput` of that input, the
+ last `Run` for an output; the largest bucket's before any): the values behind `shape` follow
+ it, the pointer stays valid.
  */
 typedef struct {
   /*

@@ -35,7 +35,10 @@ pub struct TVMGraphExecutor {
     text: Mutex<CString>,
 }
 
-/// Description of an input or output tensor. Pointers live as long as the executor.
+/// Description of an input or output tensor. Pointers live as long as the executor. For a
+/// bucketed executor the shape is the current request's (the last `SetInput` of that input, the
+/// last `Run` for an output; the largest bucket's before any): the values behind `shape` follow
+/// it, the pointer stays valid.
 #[repr(C)]
 pub struct TVMTensorInfo {
     /// Input node name, or output name (`node` or `node:k` for output k > 0 of a node).

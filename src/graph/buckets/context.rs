@@ -111,7 +111,8 @@ impl BucketContext {
             self.move_inputs(bucket, i)?;
         }
         self.pad_into(i, src)?;
-        self.input_shapes[i] = self.shapes[i].clone().expect("set above");
+        // In place: pointers the info calls handed out stay valid.
+        self.input_shapes[i].copy_from_slice(self.shapes[i].as_deref().expect("set above"));
         Ok(())
     }
 

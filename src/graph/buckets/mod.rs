@@ -193,8 +193,21 @@ fn shared_params(versions: &[(Module, String)]) -> Result<Vec<Vec<(String, NDArr
     Ok(all)
 }
 
+/// Whether two arrays have the same shape, dtype and bytes (compared a MiB at a time, so a large
+/// model's weights are not copied whole to compare them).
 fn same_array(a: &NDArray, b: &NDArray) -> Result<bool> {
-    Ok(a.shape() == b.shape() && a.dtype() == b.dtype() && a.to_vec_u8()? == b.to_vec_u8()?)
+    const CHUNK: usize = 1 << 20;
+    if a.shape() != b.shape() || a.dtype() != b.dtype() {
+        return Ok(false);
+    }
+    let bytes = DLDataType::new(1, 8, 1);
+    for at in (0..a.nbytes()).step_by(CHUNK) {
+        let n = CHUNK.min(a.nbytes() - at) as i64;
+        if a.create_view_at(at, &[n], bytes)?.to_vec_u8()? != b.create_view_at(at, &[n], bytes)?.to_vec_u8()? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The plan of one version over `params`.
