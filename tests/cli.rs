@@ -518,7 +518,7 @@ fn a_failing_kernel_exits_3() {
 }
 
 /// A bucket manifest of the demo at batch 1, 2, 4, 8: inspect lists the versions a bucketed
-/// executor dispatches to; the commands that run a model refuse it, saying what to give.
+/// executor dispatches to, run feeds inputs of any covered shape; the others refuse it.
 #[test]
 fn inspect_shows_the_buckets_of_a_manifest() {
     let paths: Vec<String> = [8, 2, 1, 4]
@@ -542,7 +542,23 @@ fn inspect_shows_the_buckets_of_a_manifest() {
     assert!(arena > 0 && arena <= j["storage"]["peak_activation_bytes"].as_u64().unwrap());
     let text = tvm_rt(&["inspect", path_str(&manifest)]).expect(0).stdout;
     assert!(text.contains("buckets: 4 versions over dynamic axes data:0"), "{text}");
-    let e = tvm_rt(&["run", path_str(&manifest)]).expect(2).stderr;
+    // Three images run in the batch-4 bucket; each output row is the C API's batch-1 result.
+    let cases: Vec<(String, Vec<f32>)> = (0..3).map(|k| demo_case(40 + k)).collect();
+    let images: Vec<f32> = (0..3).flat_map(|k| model::input_image(40 + k)).collect();
+    let x = write_npy(&dir().join("three.npy"), &[3, 1, 16, 16], &images);
+    let y = dir().join("three_out.npy");
+    let input = format!("data={x}");
+    let output = format!("0={}", path_str(&y));
+    let out = tvm_rt(&["run", path_str(&manifest), "-i", &input, "-o", &output]).expect(0).stdout;
+    assert!(out.contains("bucket 2 (") && out.contains("extents [4]"), "{out}");
+    let (shape, got) = read_f32_npy(&y);
+    assert_eq!(shape, [3, 10]);
+    let want: Vec<f32> = cases.iter().flat_map(|(_, p)| p.clone()).collect();
+    assert_eq!(got, want);
+    let nine = write_npy(&dir().join("nine.npy"), &[9, 1, 16, 16], &vec![0f32; 9 * 256]);
+    let e = tvm_rt(&["run", path_str(&manifest), "-i", &format!("data={nine}")]).expect(2).stderr;
+    assert!(e.contains("axis 0: extent 9 is beyond the largest bucket's 8"), "{e}");
+    let e = tvm_rt(&["bench", path_str(&manifest)]).expect(2).stderr;
     assert!(e.contains("is a bucket manifest"), "{e}");
     std::fs::write(&manifest, format!("{}\n{}\n", paths[0], paths[0])).unwrap();
     let e = tvm_rt(&["inspect", path_str(&manifest)]).expect(2).stderr;

@@ -63,6 +63,17 @@ impl InputArgs {
     /// One array per data input, in input order: from its file, else filled as `--fill` says
     /// (or `default_fill` when it says nothing).
     pub fn arrays(&self, plan: &Plan, default_fill: Option<Fill>) -> Result<Vec<(usize, NDArray)>, Failure> {
+        self.arrays_of(plan, default_fill, Shapes::Exact)
+    }
+
+    /// As [`InputArgs::arrays`]; with `Shapes::Any`, files may hold any shape (a bucketed
+    /// executor checks them) and filled inputs take the plan's.
+    pub fn arrays_of(
+        &self,
+        plan: &Plan,
+        default_fill: Option<Fill>,
+        shapes: Shapes,
+    ) -> Result<Vec<(usize, NDArray)>, Failure> {
         self.check_names(plan)?;
         let mut rng = StdRng::seed_from_u64(self.seed);
         let fill = self.fill.or(default_fill);
@@ -71,7 +82,7 @@ impl InputArgs {
             .map(|i| {
                 let name = plan.input_name(i);
                 let array = match (self.inputs.iter().find(|(n, _)| n == name), fill) {
-                    (Some((_, path)), _) => from_file(plan, i, path)?,
+                    (Some((_, path)), _) => from_file(plan, i, path, shapes)?,
                     (None, Some(fill)) => filled(plan, i, fill, &mut rng)?,
                     (None, None) => {
                         let (dtype, shape) = entry_of_input(plan, i);
@@ -111,10 +122,17 @@ impl InputArgs {
     }
 }
 
-fn from_file(plan: &Plan, i: usize, path: &std::path::Path) -> Result<NDArray, Failure> {
+/// Whether an input file must have the plan's shape.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Shapes {
+    Exact,
+    Any,
+}
+
+fn from_file(plan: &Plan, i: usize, path: &std::path::Path, shapes: Shapes) -> Result<NDArray, Failure> {
     let array = read_npy(path)?;
     let (dtype, shape) = entry_of_input(plan, i);
-    if array.dtype() != dtype || array.shape() != shape {
+    if array.dtype() != dtype || (shapes == Shapes::Exact && array.shape() != shape) {
         return Err(Failure::file(
             path,
             format!(

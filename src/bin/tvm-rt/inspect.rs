@@ -6,6 +6,7 @@ use crate::table::{render, thousands};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use tvm_runtime::graph::buckets::BucketSet;
+use tvm_runtime::graph::options::ExecutorOptions;
 use tvm_runtime::graph::Plan;
 
 /// Show a model's inputs, outputs, ops, kernels, weights and storage plan
@@ -103,7 +104,9 @@ struct Slot {
 pub fn main(args: Args) -> Result<(), Failure> {
     let report = match args.model.model.as_deref().filter(|p| is_manifest(p)) {
         Some(manifest) => {
-            let set = load_buckets(manifest, args.memory_plan.plan())?;
+            let mut options = ExecutorOptions::parse(None).map_err(Failure::usage)?;
+            options.memory_plan = args.memory_plan.plan();
+            let set = load_buckets(manifest, options)?;
             let mut r = report(&set.largest().plan, manifest.display().to_string(), args.memory_plan.name().into());
             r.buckets = Some(buckets(&set));
             r

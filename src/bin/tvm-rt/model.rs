@@ -18,8 +18,8 @@ use tvm_runtime::runtime::params::load_params_file;
 /// Which model: an `export_library` .so, or graph JSON + kernel library + params.
 #[derive(clap::Args, Debug)]
 pub struct ModelArgs {
-    /// An export_library .so (a GraphExecutorFactory module with its kernels); for inspect, also
-    /// a bucket manifest (`.buckets`: one version's .so per line)
+    /// An export_library .so (a GraphExecutorFactory module with its kernels); for inspect and run,
+    /// also a bucket manifest (`.buckets`: one version's .so per line)
     #[arg(value_name = "MODEL.so", required_unless_present = "graph")]
     pub model: Option<PathBuf>,
     /// Graph JSON, instead of MODEL.so (with --lib, and --params if the model has weights)
@@ -78,12 +78,13 @@ pub fn is_manifest(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "buckets")
 }
 
-/// The buckets of the versions a manifest lists, as a bucketed executor loads them.
-pub fn load_buckets(manifest: &Path, memory: MemoryPlan) -> Result<Arc<BucketSet>, Failure> {
+/// The buckets of the versions a manifest lists, as a bucketed executor loads them, running
+/// with `executor` options.
+pub fn load_buckets(manifest: &Path, executor: ExecutorOptions) -> Result<Arc<BucketSet>, Failure> {
     existing_file(manifest)?;
     let versions = load_manifest(manifest).in_file(manifest)?;
     let mut options = BucketOptions::parse(None).map_err(Failure::usage)?;
-    options.executor.memory_plan = memory;
+    options.executor = executor;
     BucketSet::from_factories(&versions, &[device()], options).in_file(manifest)
 }
 
@@ -95,7 +96,7 @@ fn load_factory(so: &Path, memory: MemoryPlan) -> Result<Arc<Plan>, Failure> {
     if is_manifest(so) {
         return Err(Failure::file(
             so,
-            "is a bucket manifest: `tvm-rt inspect` shows its buckets; run one version's .so",
+            "is a bucket manifest, which `tvm-rt inspect` and `tvm-rt run` take; this command takes one version's .so",
         ));
     }
     let module = load_module(so)?;

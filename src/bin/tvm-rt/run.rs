@@ -2,11 +2,13 @@
 //! with expected arrays (exit code 1 on a mismatch, for scripts and CI).
 
 use crate::fail::{Failure, FileContext};
-use crate::inputs::{feed, name_and_path, InputArgs};
-use crate::model::{ExecArgs, Model, ModelArgs};
+use crate::inputs::{feed, name_and_path, InputArgs, Shapes};
+use crate::model::{is_manifest, load_buckets, ExecArgs, Model, ModelArgs};
 use crate::tensors::{describe, read_npy, values_f64, write_npy};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tvm_runtime::abi::{dtype_code, DLDataType};
+use tvm_runtime::graph::buckets::{BucketContext, BucketSet};
 use tvm_runtime::graph::Plan;
 use tvm_runtime::runtime::ndarray::NDArray;
 
@@ -39,12 +41,22 @@ pub struct Args {
 }
 
 pub fn main(args: Args) -> Result<(), Failure> {
-    let model = args.model.load(args.exec.memory_plan())?;
+    let (model, buckets) = match args.model.model.as_deref().filter(|p| is_manifest(p)) {
+        Some(manifest) => {
+            let set = load_buckets(manifest, args.exec.options()?)?;
+            let plan = set.largest().plan.clone();
+            (Model { plan, source: manifest.display().to_string() }, Some(set))
+        }
+        None => (args.model.load(args.exec.memory_plan())?, None),
+    };
     let plan = &model.plan;
     let writes = resolve(plan, &args.outputs)?;
     let compares = resolve(plan, &args.compares)?;
     let expected: Vec<NDArray> = compares.iter().map(|(_, path)| read_npy(path)).collect::<Result<_, _>>()?;
-    let outputs = run_once(&args, &model)?;
+    let outputs = match buckets {
+        Some(set) => run_in_bucket(&args, set)?,
+        None => run_once(&args, &model)?,
+    };
     println!("ran {}", model.source);
     for (i, out) in outputs.iter().enumerate() {
         println!("output {i} `{}`: {}", plan.output_name(i), summary(out)?);
@@ -67,6 +79,26 @@ fn run_once(args: &Args, model: &Model) -> Result<Vec<NDArray>, Failure> {
     front.run()?;
     let exec = front.lock()?;
     Ok((0..model.plan.num_outputs()).map(|i| exec.get_output(i)).collect::<Result<_, _>>()?)
+}
+
+/// Feed the inputs (of any shape the buckets cover) to a bucketed executor, run the bucket they
+/// pick once, and copy every output out with its true shape.
+fn run_in_bucket(args: &Args, set: Arc<BucketSet>) -> Result<Vec<NDArray>, Failure> {
+    let arrays = args.inputs.arrays_of(&set.largest().plan, None, Shapes::Any)?;
+    let mut ctx = BucketContext::new(set)?;
+    for (i, array) in &arrays {
+        // A shape no bucket covers is the user's input error, not the runtime's.
+        ctx.set_input(*i, array.tensor()).map_err(Failure::usage)?;
+    }
+    let bucket = &ctx.bucket_set().buckets()[ctx.current_bucket()];
+    println!("bucket {} ({}, extents {:?})", ctx.current_bucket(), bucket.label, bucket.extents);
+    ctx.run()?;
+    Ok((0..ctx.num_outputs()).map(|i| copy_of(&ctx.get_output(i)?)).collect::<Result<_, _>>()?)
+}
+
+/// A compact copy of `a` (a bucketed output may be a view the next run overwrites).
+fn copy_of(a: &NDArray) -> tvm_runtime::runtime::error::Result<NDArray> {
+    NDArray::from_bytes(a.shape(), a.dtype(), &a.to_vec_u8()?)
 }
 
 /// Compare each output with its expected array; one failure naming every output that differs.
