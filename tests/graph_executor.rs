@@ -286,6 +286,62 @@ fn module_functions_of_the_executor() {
     ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(dbg.v_handle as *mut _) });
 }
 
+/// What TVM 0.18's Python debug executor (`GraphModuleDebug`) and `GraphModule` call beyond the
+/// executor's basics: per-node timing, stepping node by node, the profile report as JSON, the
+/// containers' type keys its Python recognizes, and the relay name of the params writer.
+#[test]
+fn debug_executor_functions_tvm_python_calls() {
+    let factory = load_module(&mlp_so()).unwrap();
+    let debug_create = get_function(&factory, "debug_create").unwrap();
+    let (v, _) = call(&debug_create, &[Arg::Str("default"), Arg::Device(DLDevice::cpu(0))]).unwrap();
+    let m = Mod(unsafe { v.v_handle });
+    let f = |name: &str| get_function(&m, name).unwrap_or_else(|| panic!("{name}"));
+    let mut x = x_input();
+    call(&f("set_input"), &[Arg::Str("x"), Arg::Tensor(x.ptr())]).unwrap();
+    let bytes_of = |v: tvm_runtime::abi::TVMValue| {
+        let b = unsafe { &*(v.v_handle as *const tvm_runtime::abi::TVMByteArray) };
+        unsafe { std::slice::from_raw_parts(b.data as *const u8, b.size) }.to_vec()
+    };
+    // run_individual_node(node, number, repeat, min_repeat_ms, limit_zero, cooldown, repeats_to_cooldown)
+    let (r, code) = call(&f("run_individual_node"), &[3, 2, 4, 0, 100, 0, 1].map(Arg::Int)).unwrap();
+    assert_eq!(code, tc::BYTES);
+    let secs: Vec<f64> = bytes_of(r).chunks_exact(8).map(|c| f64::from_ne_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(secs.len(), 4);
+    assert!(secs.iter().all(|&s| s > 0.0 && s < 0.1), "node 3 is the fused dense: {secs:?}");
+    let (r, _) = call(&f("run_individual_node"), &[1, 2, 3, 0, 100, 0, 1].map(Arg::Int)).unwrap();
+    assert_eq!(bytes_of(r), vec![0u8; 24], "an input node runs nothing");
+    let e = call(&f("run_individual_node"), &[3, 0, 3, 0, 100, 0, 1].map(Arg::Int)).unwrap_err();
+    assert!(e.contains("number is 0"), "{e}");
+    // Step to the last node; its output is the graph's.
+    let last = 5;
+    let e = call(&f("get_node_output"), &[Arg::Int(last), Arg::Int(0)]).unwrap_err();
+    assert!(e.contains("not the last one execute_node ran"), "{e}");
+    call(&f("execute_node"), &[Arg::Int(3)]).unwrap();
+    call(&f("execute_node"), &[Arg::Int(last)]).unwrap();
+    let (out, code) = call(&f("get_node_output"), &[Arg::Int(last), Arg::Int(0)]).unwrap();
+    assert_eq!(code, tc::NDARRAY_HANDLE);
+    let t = unsafe { &*(out.v_handle as *const tvm_runtime::abi::DLTensor) };
+    assert_close(unsafe { std::slice::from_raw_parts(t.data as *const f32, 8) }, &want(), 1e-5);
+    ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(out.v_handle as *mut _) });
+    assert!(call(&f("get_node_output"), &[Arg::Int(last), Arg::Int(1)]).unwrap_err().contains("has 1 outputs"));
+    // profile_rpc: TVM's report JSON.
+    let (json, code) = call(&f("profile_rpc"), &[]).unwrap();
+    assert_eq!(code, tc::STR);
+    let report: serde_json::Value =
+        serde_json::from_str(unsafe { CStr::from_ptr(json.v_str) }.to_str().unwrap()).unwrap();
+    assert_eq!(report["calls"].as_array().unwrap().len(), 2);
+    assert!(report["calls"][0]["Duration (us)"]["microseconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(report["configuration"]["Executor"]["string"], "Graph");
+    // TVM's Python finds its container classes by these type keys.
+    let (info, _) = call(&f("get_input_info"), &[]).unwrap();
+    let mut index = 0u32;
+    ok(unsafe { tvm_runtime::ffi::object::TVMObjectGetTypeIndex(info.v_handle, &mut index) });
+    assert_eq!(tvm_runtime::runtime::object::type_index_to_key(index).unwrap(), "Map");
+    ok(unsafe { tvm_runtime::ffi::object::TVMObjectFree(info.v_handle) });
+    assert!(get_function(&m, "profile").is_some() && get_function(&m, "run_individual").is_some());
+    let _ = global("tvm.relay._save_param_dict");
+}
+
 #[test]
 fn profile_as_table_and_chrome_trace() {
     let factory = load_module(&mlp_so()).unwrap();

@@ -8,7 +8,7 @@ use super::factory::GraphExecutorFactory;
 use super::front::{ExecutorFront, Key, TensorInfo};
 use super::json::Graph;
 use super::plan::Plan;
-use super::profile::{chrome_trace, profile_table, run_individual};
+use super::profile::{chrome_trace, profile_table, report_json, run_individual};
 use crate::abi::{type_code as tc, DLDevice};
 use crate::runtime::container::{map_object, shape_object, string_object, ArrayObj};
 use crate::runtime::error::{Error, Result};
@@ -16,12 +16,15 @@ use crate::runtime::module::{Module, ModuleNode};
 use crate::runtime::ndarray::{copy_from_to, NDArray};
 use crate::runtime::object::ObjPtr;
 use crate::runtime::packed::{Args, PackedFunc, Value};
+use crate::runtime::time_evaluator::{measure, TimingPlan};
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Module node owning one executor.
 pub struct GraphExecutorModule {
     front: ExecutorFront,
+    /// The last node `execute_node` ran up to (TVM's debug executor keeps its place).
+    last_executed: Mutex<Option<usize>>,
 }
 
 impl GraphExecutorModule {
@@ -33,11 +36,16 @@ impl GraphExecutorModule {
 
 /// A new executor module over `plan`.
 pub fn executor_module(plan: Arc<Plan>) -> Result<Module> {
-    Ok(Module::from_node(GraphExecutorModule { front: ExecutorFront::new(Executor::new(plan)?) }))
+    let front = ExecutorFront::new(Executor::new(plan)?);
+    Ok(Module::from_node(GraphExecutorModule { front, last_executed: Mutex::new(None) }))
+}
+
+fn module_of(m: &Module) -> &GraphExecutorModule {
+    m.node().as_any().downcast_ref::<GraphExecutorModule>().expect("graph executor module")
 }
 
 fn front_of(m: &Module) -> &ExecutorFront {
-    &m.node().as_any().downcast_ref::<GraphExecutorModule>().expect("graph executor module").front
+    &module_of(m).front
 }
 
 /// Argument `i` (a name or an index) resolved by `resolve`: `Executor::input`, `output` or
@@ -94,7 +102,11 @@ const METHODS: &[(&str, Method)] = &[
     }),
     ("profile", |m, _| Ok(Value::Str(profile_table(&front_of(m).run_profiled()?)))),
     ("profile_chrome_trace", |m, _| Ok(Value::Str(chrome_trace(&front_of(m).run_profiled()?)))),
+    ("profile_rpc", |m, _| Ok(Value::Str(report_json(&front_of(m).run_profiled()?)))),
     ("debug_get_output", debug_get_output),
+    ("run_individual_node", run_individual_node),
+    ("execute_node", execute_node),
+    ("get_node_output", get_node_output),
 ];
 
 fn set_input(m: &Module, args: Args<'_>) -> Result<Value> {
@@ -184,6 +196,81 @@ fn debug_get_output(m: &Module, args: Args<'_>) -> Result<Value> {
     } else {
         Ok(Value::NDArray(copy_to_new(&arr, DLDevice::cpu(0))?))
     }
+}
+
+/// The op that runs node `nid`, if it is an op node.
+fn op_of_node(e: &Executor, nid: usize) -> Option<usize> {
+    (0..e.num_ops()).find(|&i| e.op_node_id(i) as usize == nid)
+}
+
+/// Argument `i` as a count at least `min` (TVM checks these before timing).
+fn count_arg(args: &Args<'_>, i: usize, what: &str, min: i64) -> Result<u64> {
+    let v = args.int(i)?;
+    if v < min {
+        return Err(Error::value(format!("run_individual_node: {what} is {v}, less than {min}")));
+    }
+    Ok(v as u64)
+}
+
+/// `(node, number, repeat, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms,
+/// repeats_to_cooldown)`: `repeat` seconds-per-run of one node's op alone, as doubles (zeros
+/// for a node that runs nothing).
+fn run_individual_node(m: &Module, args: Args<'_>) -> Result<Value> {
+    let e = front_of(m).lock()?;
+    let nid = resolve(&e, &args, 0, Executor::node)?;
+    let plan = TimingPlan {
+        dev: e.plan().devices[0],
+        number: count_arg(&args, 1, "number", 1)?,
+        repeat: count_arg(&args, 2, "repeat", 1)?,
+        min_repeat_ms: count_arg(&args, 3, "min_repeat_ms", 0)? as f64,
+        limit_zero_time_iterations: count_arg(&args, 4, "limit_zero_time_iterations", 0)?,
+        cooldown_interval_ms: count_arg(&args, 5, "cooldown_interval_ms", 0)?,
+        repeats_to_cooldown: count_arg(&args, 6, "repeats_to_cooldown", 1)?,
+    };
+    let secs = match op_of_node(&e, nid) {
+        Some(op) => measure(&plan, &mut || e.run_op(op), &|| Ok(()), &|| Ok(()))?,
+        None => vec![0.0; plan.repeat as usize],
+    };
+    Ok(Value::Bytes(secs.iter().flat_map(|x| x.to_ne_bytes()).collect()))
+}
+
+/// `execute_node(node)`: run the ops after the last executed node up to `node` (from the first
+/// op when `node` comes before it), as TVM's debug executor steps through a graph.
+fn execute_node(m: &Module, args: Args<'_>) -> Result<Value> {
+    let e = front_of(m).lock()?;
+    let nid = resolve(&e, &args, 0, Executor::node)?;
+    let mut last = module_of(m).last_executed.lock().unwrap_or_else(|p| p.into_inner());
+    let first = match *last {
+        Some(l) if l == nid => return Ok(Value::Null),
+        Some(l) if l < nid => l + 1,
+        _ => 0,
+    };
+    for op in (0..e.num_ops()).filter(|&i| (first..=nid).contains(&(e.op_node_id(i) as usize))) {
+        e.run_op(op)?;
+    }
+    *last = Some(nid);
+    Ok(Value::Null)
+}
+
+/// `get_node_output(node, k)`: a CPU copy of output `k` of the node `execute_node` ran last.
+fn get_node_output(m: &Module, args: Args<'_>) -> Result<Value> {
+    let e = front_of(m).lock()?;
+    let nid = resolve(&e, &args, 0, Executor::node)?;
+    let last = *module_of(m).last_executed.lock().unwrap_or_else(|p| p.into_inner());
+    if last != Some(nid) {
+        return Err(Error::value(format!(
+            "get_node_output: node {nid} is not the last one execute_node ran ({})",
+            last.map_or("none yet".to_string(), |l| l.to_string())
+        )));
+    }
+    let k = args.int(1)?;
+    let graph = &e.plan().graph;
+    let outputs = graph.num_outputs_of(nid) as usize;
+    let k = usize::try_from(k).ok().filter(|&k| k < outputs).ok_or_else(|| {
+        Error::index(format!("get_node_output: node {nid} has {outputs} outputs, asked for output {k}"))
+    })?;
+    let arr = e.get_entry(graph.entry_id(nid as u32, k as u32))?;
+    Ok(Value::NDArray(copy_to_new(&arr, DLDevice::cpu(0))?))
 }
 
 impl ModuleNode for GraphExecutorModule {

@@ -14,6 +14,7 @@ pub(crate) fn all() -> Vec<(&'static str, PackedFunc)> {
     all.extend(params_globals());
     all.extend(array_globals());
     all.extend(module_globals());
+    all.extend(super::time_evaluator::globals());
     all
 }
 
@@ -41,6 +42,8 @@ fn params_to_map(params: Vec<(String, super::ndarray::NDArray)>) -> Value {
 fn params_globals() -> Vec<(&'static str, PackedFunc)> {
     vec![
         ("runtime.SaveParams", PackedFunc::from_typed(|args| Ok(Value::Bytes(params_from_map(&args, 0)?)))),
+        // Relay's name for the same function; TVM's debug executor dumps tensors through it.
+        ("tvm.relay._save_param_dict", PackedFunc::from_typed(|args| Ok(Value::Bytes(params_from_map(&args, 0)?)))),
         ("runtime.LoadParams", PackedFunc::from_typed(|args| Ok(params_to_map(load_params(args.bytes(0)?)?)))),
         (
             "runtime.SaveParamsToFile",

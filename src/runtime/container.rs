@@ -1,18 +1,18 @@
-//! Small container objects crossing the API: `runtime.String`, `runtime.Array`, `runtime.Map`
-//! (string keys), with TVM's global accessors (`runtime.ArraySize`, `runtime.MapGetItem`, ...).
+//! Small container objects crossing the API: `runtime.String`, `Array`, `Map` (TVM's type
+//! keys; string keys), with TVM's global accessors (`runtime.ArraySize`, `runtime.MapGetItem`, ...).
 
 use super::error::{Error, Result};
 use super::object::{type_index, ObjPtr, ObjectRef, ObjectType};
 use super::packed::{Args, PackedFunc, StringObj, Value};
 
-/// Payload of a `runtime.Array`.
+/// Payload of an `Array` (made by the global `runtime.Array`).
 pub struct ArrayObj(pub Vec<ObjectRef>);
 
 impl ObjectType for ArrayObj {
     const TYPE_INDEX: u32 = type_index::ARRAY;
 }
 
-/// Payload of a `runtime.Map` with string keys, in insertion order.
+/// Payload of a `Map` with string keys, in insertion order (made by the global `runtime.Map`).
 pub struct MapObj(pub Vec<(String, ObjectRef)>);
 
 impl ObjectType for MapObj {

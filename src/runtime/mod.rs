@@ -22,6 +22,7 @@ pub mod params;
 pub mod registry;
 pub mod tensor;
 pub mod threading;
+pub mod time_evaluator;
 pub mod workspace;
 
 pub use error::{Error, Result};

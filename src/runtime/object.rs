@@ -284,8 +284,10 @@ static TYPES: Lazy<RwLock<TypeTable>> = Lazy::new(|| {
         "runtime.Module",
         "runtime.NDArray",
         "runtime.String",
-        "runtime.Array",
-        "runtime.Map",
+        // TVM's keys for these two have no `runtime.` prefix; its Python finds its container
+        // classes by them.
+        "Array",
+        "Map",
         "runtime.ShapeTuple",
         "runtime.PackedFunc",
         "runtime.DiscoDRef",
