@@ -7,6 +7,7 @@ pub(crate) mod builtins;
 pub mod byteio;
 pub mod const_loader;
 pub mod container;
+pub mod cptr;
 pub mod device;
 pub mod dso;
 pub mod dtype;

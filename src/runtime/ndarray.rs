@@ -2,6 +2,7 @@
 //!
 //! `TVMArrayHandle` is the address of that `DLTensor`; the object header is 16 bytes before it.
 
+use super::cptr;
 use super::device::device_api;
 use super::dtype::data_size;
 use super::error::{Error, Result};
@@ -62,14 +63,28 @@ unsafe fn free_dims(p: *mut i64, len: usize) {
     drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, len)) });
 }
 
+/// A dimension array as the raw pointer the `DLTensor` keeps: the boxed slice leaked, or for a
+/// 0-d tensor the valid shared address of [`cptr::dims_ptr`] (an empty box's pointer dangles,
+/// and C code must never see one).
+fn into_dims(dims: Box<[i64]>) -> *mut i64 {
+    if dims.is_empty() {
+        cptr::dims_ptr(&[])
+    } else {
+        Box::into_raw(dims) as *mut i64
+    }
+}
+
 impl Drop for NDArrayData {
     fn drop(&mut self) {
         let n = self.dl_tensor.ndim as usize;
-        // SAFETY: `build` made both arrays with `ndim` elements; they are freed once, here.
+        // SAFETY: `build` made both arrays with `ndim` elements (`into_dims`); they are freed
+        // once, here. With no dims they are the shared address of `cptr`, never freed.
         unsafe {
-            free_dims(self.dl_tensor.shape, n);
-            if !self.dl_tensor.strides.is_null() {
-                free_dims(self.dl_tensor.strides, n);
+            if n > 0 {
+                free_dims(self.dl_tensor.shape, n);
+                if !self.dl_tensor.strides.is_null() {
+                    free_dims(self.dl_tensor.strides, n);
+                }
             }
         }
         match self.owner {
@@ -159,8 +174,8 @@ fn build(
         device,
         ndim,
         dtype,
-        shape: Box::into_raw(shape) as *mut i64,
-        strides: strides.map_or(std::ptr::null_mut(), |s| Box::into_raw(s) as *mut i64),
+        shape: into_dims(shape),
+        strides: strides.map_or(std::ptr::null_mut(), into_dims),
         byte_offset,
     };
     Ok(NDArray::new(NDArrayData { dl_tensor, manager_ctx, shape_object: std::ptr::null_mut(), owner }))
