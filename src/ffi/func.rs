@@ -234,6 +234,9 @@ pub unsafe extern "C" fn TVMCbArgToReturn(value: *mut TVMValue, code: *mut c_int
                 tc::OBJECT_RVALUE_REF_ARG => {
                     let slot = (*value).v_handle as *mut *mut ObjectHeader;
                     check_not_null!(slot);
+                    if !(*slot).is_null() {
+                        crate::runtime::live::check(*slot, "object")?;
+                    }
                     let header = std::ptr::replace(slot, std::ptr::null_mut());
                     if header.is_null() {
                         *value = TVMValue::null();

@@ -15,6 +15,7 @@ pub mod env_capi;
 pub mod error;
 pub mod handles;
 pub mod library;
+pub mod live;
 pub mod module;
 pub mod ndarray;
 pub mod object;

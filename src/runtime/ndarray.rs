@@ -6,6 +6,7 @@ use super::cptr;
 use super::device::device_api;
 use super::dtype::data_size;
 use super::error::{Error, Result};
+use super::live;
 use super::object::{type_index, ObjPtr, ObjectHeader, ObjectType};
 use super::tensor::{host_view_of, TensorRef};
 use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLTensor};
@@ -275,13 +276,8 @@ impl NDArray {
     /// of the call. A bare `DLTensor` not embedded in such a container is not allowed: the type
     /// check reads the header in front of it.
     pub unsafe fn from_handle_borrowed(handle: *mut DLTensor) -> Result<NDArray> {
-        // SAFETY: by this function's contract `handle` lies `DLTENSOR_OFFSET` bytes into a live
-        // container, so stepping back stays inside it and reaches the header.
-        let header = unsafe { (handle as *mut u8).sub(DLTENSOR_OFFSET) } as *mut ObjectHeader;
-        // SAFETY: the header is live (same reason).
-        if unsafe { (*header).type_index } != type_index::NDARRAY {
-            return Err(Error::type_error("handle is not an NDArray created by this runtime"));
-        }
+        // SAFETY: the same contract as `header_of_handle`'s.
+        let header = unsafe { Self::header_of_handle(handle)? };
         // SAFETY: a live container of this runtime with the NDArray type index is an
         // `Obj<NDArrayData>` (contract above); the caller keeps its own reference.
         Ok(unsafe { NDArray::from_borrowed(header) })
@@ -294,9 +290,13 @@ impl NDArray {
     /// returned by [`NDArray::as_dltensor_ptr`]), kept alive for the duration of the call. The
     /// returned header is only valid while some reference keeps the container alive.
     pub unsafe fn header_of_handle(handle: *mut DLTensor) -> Result<*mut ObjectHeader> {
-        // SAFETY: by this function's contract `handle` lies `DLTENSOR_OFFSET` bytes into a live
-        // container, so stepping back stays inside it and reaches the header.
-        let header = unsafe { (handle as *mut u8).sub(DLTENSOR_OFFSET) } as *mut ObjectHeader;
+        // By this function's contract `handle` lies `DLTENSOR_OFFSET` bytes into a live container,
+        // so stepping back stays inside it and reaches the header; in the checked mode that is
+        // verified first (a made-up handle may point anywhere, hence no `sub`).
+        let header = (handle as *mut u8).wrapping_sub(DLTENSOR_OFFSET) as *mut ObjectHeader;
+        if live::checking() && !live::is_live(header as usize) {
+            return Err(live::not_live(handle as usize, "NDArray"));
+        }
         // SAFETY: the header is live (same reason).
         if unsafe { (*header).type_index } != type_index::NDARRAY {
             return Err(Error::type_error("handle is not an NDArray created by this runtime"));

@@ -5,6 +5,7 @@
 
 use super::cptr::{array_ptr_or_null, bytes_ptr};
 use super::error::{Error, Result};
+use super::live;
 use super::module::{Module, ModuleObj};
 use super::ndarray::{NDArray, NDArrayData};
 use super::object::{type_index, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
@@ -257,6 +258,10 @@ impl<'a> Args<'a> {
         };
         if header.is_null() {
             return Err(Error::value(format!("argument {i}: object handle is NULL")));
+        }
+        if c != tc::NDARRAY_HANDLE {
+            // (An NDArray's container was checked by `header_of_handle`.)
+            live::check(header, "object").map_err(|e| e.context(format!("argument {i}")))?;
         }
         // SAFETY: live object for the duration of the call (caller contract).
         Ok(unsafe { ObjectRef::from_borrowed(header) })

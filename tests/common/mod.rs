@@ -99,6 +99,14 @@ pub fn kernels_c() -> PathBuf {
     repo().join("tests/fixtures/kernels.c")
 }
 
+/// Turn on the checked-handle mode (`TVM_RUNTIME_CHECK_HANDLES`) for this test process, as the
+/// C test programs run: every object handle passed in is validated. Takes effect if nothing made
+/// an object yet; the helpers below call it first, so a test going through them runs checked.
+/// Returns whether the mode is on.
+pub fn check_handles() -> bool {
+    tvm_runtime::runtime::live::request_checking(true)
+}
+
 pub fn last_error() -> String {
     // SAFETY: the runtime returns NULL or a valid C string.
     let p = TVMGetLastError();
@@ -131,6 +139,7 @@ impl Drop for Func {
 }
 
 pub fn load_module(path: &Path) -> Result<Mod, String> {
+    check_handles();
     let p = CString::new(path.to_str().unwrap()).unwrap();
     let mut m = std::ptr::null_mut();
     let rc = unsafe { TVMModLoadFromFile(p.as_ptr(), c"".as_ptr(), &mut m) };
@@ -149,6 +158,7 @@ pub fn get_function(m: &Mod, name: &str) -> Option<Func> {
 }
 
 pub fn global(name: &str) -> Func {
+    check_handles();
     let n = CString::new(name).unwrap();
     let mut f = std::ptr::null_mut();
     unsafe { ok(TVMFuncGetGlobal(n.as_ptr(), &mut f)) };
@@ -169,6 +179,7 @@ pub enum Arg<'a> {
 
 /// Call through `TVMFuncCall`; returns (value, type code) or the error message.
 pub fn call(f: &Func, args: &[Arg<'_>]) -> Result<(TVMValue, i32), String> {
+    check_handles();
     let mut strings = Vec::new();
     let mut arrays = Vec::new();
     let mut vals = Vec::new();
