@@ -76,12 +76,32 @@ pub fn kind_name(type_index: u32) -> &'static str {
     }
 }
 
+/// Hashing for addresses: one multiply (SipHash, the default, costs more than the lock).
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type AddrHash = std::hash::BuildHasherDefault<AddrHasher>;
+
 const SHARDS: usize = 64;
 #[allow(clippy::declare_interior_mutable_const)]
-const EMPTY_SHARD: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
-static LIVE: [Mutex<Option<HashSet<usize>>>; SHARDS] = [EMPTY_SHARD; SHARDS];
+const EMPTY_SHARD: Mutex<Option<HashSet<usize, AddrHash>>> = Mutex::new(None);
+static LIVE: [Mutex<Option<HashSet<usize, AddrHash>>>; SHARDS] = [EMPTY_SHARD; SHARDS];
 
-fn shard(addr: usize) -> &'static Mutex<Option<HashSet<usize>>> {
+fn shard(addr: usize) -> &'static Mutex<Option<HashSet<usize, AddrHash>>> {
     // Objects are at least 16-byte aligned; mix in higher bits so neighbours spread out.
     &LIVE[((addr >> 4) ^ (addr >> 12)) % SHARDS]
 }
@@ -89,7 +109,7 @@ fn shard(addr: usize) -> &'static Mutex<Option<HashSet<usize>>> {
 /// Record a new object (checked mode only; the caller tests [`checking`]).
 pub(crate) fn register(addr: usize) {
     let mut s = shard(addr).lock().unwrap_or_else(|e| e.into_inner());
-    s.get_or_insert_with(HashSet::new).insert(addr);
+    s.get_or_insert_with(HashSet::default).insert(addr);
 }
 
 /// Forget an object whose count reached zero (checked mode only).
