@@ -6,6 +6,7 @@
  */
 #include <stdint.h>
 #include <tvm/runtime/c_backend_api.h>
+#include <tvm_runtime.h>
 
 #include "tvm_test.h"
 
@@ -38,6 +39,50 @@ static int record_kernel(TVMValue* args, int* codes, int n, TVMValue* rv, int* r
 }
 
 static void* ea___tvm_module_ctx = NULL;
+
+/* y = 2 * x on 0-d tensors: the kernel a graph over scalars calls. */
+static int shapes_ok = 1;
+static int scalar_double(TVMValue* args, int* codes, int n, TVMValue* rv, int* rc, void* res) {
+  (void)codes;
+  (void)rv;
+  (void)rc;
+  (void)res;
+  if (n != 2) return -1;
+  DLTensor* x = (DLTensor*)args[0].v_handle;
+  DLTensor* y = (DLTensor*)args[1].v_handle;
+  if (x->ndim != 0 || y->ndim != 0 || !sane(x->shape) || !sane(y->shape)) shapes_ok = 0;
+  *(float*)y->data = 2.0f * *(const float*)x->data;
+  return 0;
+}
+
+/* A graph over 0-d tensors: x (shape []) -> scalar_double -> y. */
+static const char SCALAR_GRAPH[] =
+    "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\", \"inputs\": []},"
+    "{\"op\": \"tvm_op\", \"name\": \"double\", \"attrs\": {\"func_name\": \"scalar_double\", "
+    "\"num_inputs\": \"1\", \"num_outputs\": \"1\", \"flatten_data\": \"0\"}, \"inputs\": [[0, 0, 0]]}],"
+    "\"arg_nodes\": [0], \"heads\": [[1, 0, 0]], \"node_row_ptr\": [0, 1, 2],"
+    "\"attrs\": {\"dltype\": [\"list_str\", [\"float32\", \"float32\"]],"
+    "\"storage_id\": [\"list_int\", [0, 1]], \"shape\": [\"list_shape\", [[], []]]}}";
+
+static void check_scalar_graph(TVMModuleHandle lib) {
+  DLDevice cpu = {kDLCPU, 0};
+  TVMGraphExecutor* g = NULL;
+  if (!CHECK_OK(TVMGraphExecutorCreate(SCALAR_GRAPH, lib, &cpu, 1, &g))) return;
+  TVMTensorInfo info;
+  CHECK_OK(TVMGraphExecutorGetInputInfo(g, 0, &info));
+  CHECK(info.ndim == 0 && sane(info.shape));
+  CHECK_OK(TVMGraphExecutorGetOutputInfo(g, 0, &info));
+  CHECK(info.ndim == 0 && sane(info.shape));
+  float xv = 1.5f, yv = 0.0f;
+  DLTensor x = {&xv, cpu, 0, {kDLFloat, 32, 1}, NULL, NULL, 0};
+  DLTensor y = {&yv, cpu, 0, {kDLFloat, 32, 1}, NULL, NULL, 0};
+  CHECK_OK(TVMGraphExecutorSetInput(g, "x", &x));
+  CHECK_OK(TVMGraphExecutorRun(g));
+  CHECK_OK(TVMGraphExecutorGetOutput(g, 0, &y));
+  CHECK(yv == 3.0f);
+  CHECK(shapes_ok);
+  CHECK_OK(TVMGraphExecutorFree(g));
+}
 
 static void reset_seen(void) {
   seen_values = (void*)1;
@@ -134,6 +179,9 @@ int main(void) {
   REQUIRE(kernel != NULL);
   check_zero_args_pass_through(kernel, "kernel");
   CHECK_OK(TVMFuncFree(kernel));
+  /* A graph over 0-d tensors: the shapes its kernel and the info calls see. */
+  REQUIRE_OK(TVMBackendRegisterSystemLibSymbol("ea_scalar_double", (void*)scalar_double));
+  check_scalar_graph(lib);
   CHECK_OK(TVMModFree(lib));
   CHECK_OK(TVMFuncFree(syslib));
 

@@ -29,6 +29,7 @@ pub fn library_dir() -> PathBuf {
 }
 
 pub fn repo() -> PathBuf {
+    check_handles();
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -47,6 +48,7 @@ pub fn bytes_of(v: &[f32]) -> Vec<u8> {
 
 /// A scratch directory for this test binary.
 pub fn scratch(name: &str) -> PathBuf {
+    check_handles();
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().parent().unwrap().join("test-scratch").join(name);
     std::fs::create_dir_all(&dir).unwrap();
@@ -101,7 +103,8 @@ pub fn kernels_c() -> PathBuf {
 
 /// Turn on the checked-handle mode (`TVM_RUNTIME_CHECK_HANDLES`) for this test process, as the
 /// C test programs run: every object handle passed in is validated. Takes effect if nothing made
-/// an object yet; the helpers below call it first, so a test going through them runs checked.
+/// an object yet; the helpers here (`repo`, `scratch`, loading, calling) call it first, so a
+/// test that starts with them runs checked.
 /// Returns whether the mode is on.
 pub fn check_handles() -> bool {
     tvm_runtime::runtime::live::request_checking(true)
