@@ -213,6 +213,9 @@ fn run_test(exe: &Path, cwd: &Path, ld_path: &std::ffi::OsStr) -> Result<String,
     let mut child = Command::new(exe)
         .current_dir(cwd)
         .env("LD_LIBRARY_PATH", ld_path)
+        // Every object handle the programs pass is validated (a stale or made-up one is an
+        // error naming it, not a crash): the tests run the checked mode.
+        .env("TVM_RUNTIME_CHECK_HANDLES", "1")
         .stdout(out_file.try_clone().unwrap())
         .stderr(out_file)
         .stdin(Stdio::null())

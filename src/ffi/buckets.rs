@@ -171,7 +171,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetBucketInputShape(
         let i = crate::graph::front::index_in_range(input_index.into(), plan.num_inputs(), "input", "inputs")?;
         // The plan lives as long as the executor's bucket set, which the executor keeps.
         let s = plan.entry_shape(plan.input_entry(i));
-        *shape = s.as_ptr();
+        *shape = crate::runtime::cptr::dims_ptr(s);
         *ndim = s.len() as i32;
         Ok(0)
     })

@@ -2,6 +2,7 @@
 
 use super::ptr::{borrow_handle, check_type, out_param};
 use crate::abi::{type_code as tc, TVMByteArray, TVMPackedCFunc, TVMPackedCFuncFinalizer, TVMValue};
+use crate::runtime::cptr::{array_ptr_or_null, bytes_ptr};
 use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
 use crate::runtime::object::ObjectHeader;
 use crate::runtime::packed::{Args, FuncObj, PackedFunc, Value};
@@ -62,7 +63,7 @@ pub(crate) fn value_to_c(v: Value) -> Result<(TVMValue, c_int)> {
             let p = RETURN_BUFFERS.with(|b| {
                 let mut b = b.borrow_mut();
                 b.bytes = bytes;
-                let arr = TVMByteArray { data: b.bytes.as_ptr() as *const c_char, size: b.bytes.len() };
+                let arr = TVMByteArray { data: bytes_ptr(&b.bytes), size: b.bytes.len() };
                 *b.byte_array = arr;
                 &*b.byte_array as *const TVMByteArray as *mut c_void
             });
@@ -233,6 +234,9 @@ pub unsafe extern "C" fn TVMCbArgToReturn(value: *mut TVMValue, code: *mut c_int
                 tc::OBJECT_RVALUE_REF_ARG => {
                     let slot = (*value).v_handle as *mut *mut ObjectHeader;
                     check_not_null!(slot);
+                    if !(*slot).is_null() {
+                        crate::runtime::live::check(*slot, "object")?;
+                    }
                     let header = std::ptr::replace(slot, std::ptr::null_mut());
                     if header.is_null() {
                         *value = TVMValue::null();
@@ -327,7 +331,7 @@ pub unsafe extern "C" fn TVMFuncListGlobalNames(out_size: *mut c_int, out_array:
             b.names = names.into_iter().filter_map(|s| CString::new(s).ok()).collect();
             let ptrs: Vec<*const c_char> = b.names.iter().map(|s| s.as_ptr()).collect();
             b.name_ptrs = ptrs;
-            (b.name_ptrs.as_mut_ptr(), b.name_ptrs.len())
+            (array_ptr_or_null(&b.name_ptrs), b.name_ptrs.len())
         });
         let n = c_int::try_from(n).map_err(|_| Error::internal("too many global functions"))?;
         *out_size = n;

@@ -3,6 +3,7 @@
 use super::ptr::out_param;
 use crate::abi::DLTensor;
 use crate::runtime::error::Error;
+use crate::runtime::live;
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::object::{self, ObjectHeader};
 use std::ffi::{c_char, c_int, c_uint, c_void};
@@ -16,6 +17,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 pub unsafe extern "C" fn TVMObjectGetTypeIndex(obj: *mut c_void, out_tindex: *mut c_uint) -> c_int {
     ffi_boundary!("TVMObjectGetTypeIndex", {
         check_not_null!(obj);
+        live::check(obj, "object")?;
         // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
         let out_tindex = unsafe { out_param(out_tindex, "out_tindex")? };
         // SAFETY: a live object starts with its header (caller contract).
@@ -75,7 +77,8 @@ pub unsafe extern "C" fn TVMObjectTypeIndex2Key(tindex: c_uint, out_type_key: *m
 pub unsafe extern "C" fn TVMObjectRetain(obj: *mut c_void) -> c_int {
     ffi_boundary!("TVMObjectRetain", {
         if !obj.is_null() {
-            // SAFETY: live object (caller contract).
+            live::check(obj, "object")?;
+            // SAFETY: live object (caller contract; verified in the checked mode).
             unsafe { object::retain(obj as *mut ObjectHeader) };
         }
         Ok(0)
@@ -91,7 +94,9 @@ pub unsafe extern "C" fn TVMObjectRetain(obj: *mut c_void) -> c_int {
 pub unsafe extern "C" fn TVMObjectFree(obj: *mut c_void) -> c_int {
     ffi_boundary!("TVMObjectFree", {
         if !obj.is_null() {
-            // SAFETY: the caller owns one reference to a live object.
+            live::check(obj, "object")?;
+            // SAFETY: the caller owns one reference to a live object (verified to be live in the
+            // checked mode).
             unsafe { object::release(obj as *mut ObjectHeader) };
         }
         Ok(0)

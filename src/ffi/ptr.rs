@@ -3,6 +3,7 @@
 //! Each check names the argument, so a bad call gets a message a C programmer can act on.
 
 use crate::runtime::error::{Error, Result};
+use crate::runtime::live;
 use crate::runtime::object::{ObjPtr, ObjectHeader, ObjectType};
 use std::ffi::c_void;
 
@@ -47,11 +48,14 @@ pub(crate) unsafe fn slice_mut<'a, T>(p: *mut T, len: usize, name: &str) -> Resu
     Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
 }
 
-/// Error unless the live object behind `handle` has `T`'s type.
+/// Error unless the live object behind `handle` has `T`'s type. In the checked mode
+/// ([`crate::runtime::live`]) a handle that is not a live object is an error too, found before
+/// anything is read through it.
 ///
 /// # Safety
-/// `handle` must point to a live object.
+/// `handle` must point to a live object (in the checked mode: or to anything at all).
 pub(crate) unsafe fn check_type<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<()> {
+    live::check(handle, live::kind_name(T::TYPE_INDEX))?;
     // SAFETY: a live object starts with its header (caller contract).
     let ti = unsafe { (*(handle as *mut ObjectHeader)).type_index };
     if ti != T::TYPE_INDEX {

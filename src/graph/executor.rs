@@ -5,6 +5,7 @@
 use super::front::Key;
 use super::plan::{OpKind, Plan, StorageSpec};
 use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc, TVMValue};
+use crate::runtime::cptr::dims_ptr;
 use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
 use crate::runtime::ndarray::{copy_from_to, NDArray, ALLOC_ALIGNMENT};
 use crate::runtime::packed::{Args, PackedFunc, Value};
@@ -105,7 +106,7 @@ impl Executor {
                 device: plan.entry_device[eid],
                 ndim: shape.len() as i32,
                 dtype: attrs.dltype[eid],
-                shape: shape.as_ptr() as *mut i64,
+                shape: dims_ptr(shape),
                 strides: std::ptr::null_mut(),
                 byte_offset: 0,
             });
@@ -183,19 +184,19 @@ impl Executor {
         let mut rv = TVMValue::null();
         let mut rcode: c_int = tc::NULLPTR;
         let generation = last_error_generation();
+        // An op without arguments gets NULL arrays, not an address at or past the end of ours.
+        let (args, codes) = if op.len == 0 {
+            (std::ptr::null_mut(), std::ptr::null_mut())
+        } else {
+            // SAFETY: `start + len` is within both arrays (built together in `new`).
+            unsafe {
+                (self.args.as_ptr().add(op.start) as *mut TVMValue, self.codes.as_ptr().add(op.start) as *mut c_int)
+            }
+        };
         // SAFETY: the argument arrays hold `len` prebuilt DLTensor pointers into `self.tensors`,
         // valid for the call; the kernel follows TVM's convention (it only reads `len` values and
         // leaves the return slots alone on void return, which is why they are pre-set).
-        let status = unsafe {
-            f(
-                self.args.as_ptr().add(op.start) as *mut TVMValue,
-                self.codes.as_ptr().add(op.start) as *mut c_int,
-                op.len as c_int,
-                &mut rv,
-                &mut rcode,
-                std::ptr::null_mut(),
-            )
-        };
+        let status = unsafe { f(args, codes, op.len as c_int, &mut rv, &mut rcode, std::ptr::null_mut()) };
         if status != 0 || rcode != tc::NULLPTR {
             self.after_kernel(op.node_id, status, generation, rv, rcode)?;
         }

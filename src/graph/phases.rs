@@ -274,7 +274,7 @@ impl Phases {
             device: plan.entry_device[eid],
             ndim: shape.len() as i32,
             dtype: plan.entry_dtype(eid),
-            shape: shape.as_ptr() as *mut i64,
+            shape: crate::runtime::cptr::dims_ptr(shape),
             strides: std::ptr::null_mut(),
             byte_offset: 0,
         }

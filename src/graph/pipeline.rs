@@ -58,7 +58,7 @@ unsafe impl Sync for OwnedTensor {}
 impl OwnedTensor {
     fn new(t: &DLTensor, shape: &[i64]) -> OwnedTensor {
         let shape: Box<[i64]> = shape.into();
-        let raw = DLTensor { shape: shape.as_ptr() as *mut i64, strides: std::ptr::null_mut(), ..*t };
+        let raw = DLTensor { shape: crate::runtime::cptr::dims_ptr(&shape), strides: std::ptr::null_mut(), ..*t };
         OwnedTensor { raw, _shape: shape }
     }
 

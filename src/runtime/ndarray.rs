@@ -2,9 +2,11 @@
 //!
 //! `TVMArrayHandle` is the address of that `DLTensor`; the object header is 16 bytes before it.
 
+use super::cptr;
 use super::device::device_api;
 use super::dtype::data_size;
 use super::error::{Error, Result};
+use super::live;
 use super::object::{type_index, ObjPtr, ObjectHeader, ObjectType};
 use super::tensor::{host_view_of, TensorRef};
 use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLTensor};
@@ -62,14 +64,28 @@ unsafe fn free_dims(p: *mut i64, len: usize) {
     drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, len)) });
 }
 
+/// A dimension array as the raw pointer the `DLTensor` keeps: the boxed slice leaked, or for a
+/// 0-d tensor the valid shared address of [`cptr::dims_ptr`] (an empty box's pointer dangles,
+/// and C code must never see one).
+fn into_dims(dims: Box<[i64]>) -> *mut i64 {
+    if dims.is_empty() {
+        cptr::dims_ptr(&[])
+    } else {
+        Box::into_raw(dims) as *mut i64
+    }
+}
+
 impl Drop for NDArrayData {
     fn drop(&mut self) {
         let n = self.dl_tensor.ndim as usize;
-        // SAFETY: `build` made both arrays with `ndim` elements; they are freed once, here.
+        // SAFETY: `build` made both arrays with `ndim` elements (`into_dims`); they are freed
+        // once, here. With no dims they are the shared address of `cptr`, never freed.
         unsafe {
-            free_dims(self.dl_tensor.shape, n);
-            if !self.dl_tensor.strides.is_null() {
-                free_dims(self.dl_tensor.strides, n);
+            if n > 0 {
+                free_dims(self.dl_tensor.shape, n);
+                if !self.dl_tensor.strides.is_null() {
+                    free_dims(self.dl_tensor.strides, n);
+                }
             }
         }
         match self.owner {
@@ -159,8 +175,8 @@ fn build(
         device,
         ndim,
         dtype,
-        shape: Box::into_raw(shape) as *mut i64,
-        strides: strides.map_or(std::ptr::null_mut(), |s| Box::into_raw(s) as *mut i64),
+        shape: into_dims(shape),
+        strides: strides.map_or(std::ptr::null_mut(), into_dims),
         byte_offset,
     };
     Ok(NDArray::new(NDArrayData { dl_tensor, manager_ctx, shape_object: std::ptr::null_mut(), owner }))
@@ -260,13 +276,8 @@ impl NDArray {
     /// of the call. A bare `DLTensor` not embedded in such a container is not allowed: the type
     /// check reads the header in front of it.
     pub unsafe fn from_handle_borrowed(handle: *mut DLTensor) -> Result<NDArray> {
-        // SAFETY: by this function's contract `handle` lies `DLTENSOR_OFFSET` bytes into a live
-        // container, so stepping back stays inside it and reaches the header.
-        let header = unsafe { (handle as *mut u8).sub(DLTENSOR_OFFSET) } as *mut ObjectHeader;
-        // SAFETY: the header is live (same reason).
-        if unsafe { (*header).type_index } != type_index::NDARRAY {
-            return Err(Error::type_error("handle is not an NDArray created by this runtime"));
-        }
+        // SAFETY: the same contract as `header_of_handle`'s.
+        let header = unsafe { Self::header_of_handle(handle)? };
         // SAFETY: a live container of this runtime with the NDArray type index is an
         // `Obj<NDArrayData>` (contract above); the caller keeps its own reference.
         Ok(unsafe { NDArray::from_borrowed(header) })
@@ -279,9 +290,13 @@ impl NDArray {
     /// returned by [`NDArray::as_dltensor_ptr`]), kept alive for the duration of the call. The
     /// returned header is only valid while some reference keeps the container alive.
     pub unsafe fn header_of_handle(handle: *mut DLTensor) -> Result<*mut ObjectHeader> {
-        // SAFETY: by this function's contract `handle` lies `DLTENSOR_OFFSET` bytes into a live
-        // container, so stepping back stays inside it and reaches the header.
-        let header = unsafe { (handle as *mut u8).sub(DLTENSOR_OFFSET) } as *mut ObjectHeader;
+        // By this function's contract `handle` lies `DLTENSOR_OFFSET` bytes into a live container,
+        // so stepping back stays inside it and reaches the header; in the checked mode that is
+        // verified first (a made-up handle may point anywhere, hence no `sub`).
+        let header = (handle as *mut u8).wrapping_sub(DLTENSOR_OFFSET) as *mut ObjectHeader;
+        if live::checking() && !live::is_live(header as usize) {
+            return Err(live::not_live(handle as usize, "NDArray"));
+        }
         // SAFETY: the header is live (same reason).
         if unsafe { (*header).type_index } != type_index::NDARRAY {
             return Err(Error::type_error("handle is not an NDArray created by this runtime"));

@@ -6,6 +6,7 @@
 //! `DLTensor` at offset 16, the address TVM uses as `TVMArrayHandle`.
 
 use super::error::{Error, Result};
+use super::live;
 use once_cell::sync::Lazy;
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -50,10 +51,27 @@ pub struct Obj<T> {
     pub data: T,
 }
 
+/// The type index a dead object's header shows while its memory is held back (checked mode).
+pub const DEAD_TYPE_INDEX: u32 = u32::MAX;
+
 unsafe extern "C" fn delete_obj<T>(header: *mut ObjectHeader) {
+    let obj = header as *mut Obj<T>;
+    if live::checking() {
+        // Checked handles: the payload goes now, the memory later, so the next object does not
+        // get this address while a stale handle to it may still be around.
+        // SAFETY: installed only by `ObjPtr::<T>::new` (a `Box<Obj<T>>`, so of `Obj<T>`'s
+        // layout from the global allocator); the count reached zero, so nobody else holds it;
+        // the payload is dropped once, and the block is not touched again here.
+        unsafe {
+            std::ptr::drop_in_place(std::ptr::addr_of_mut!((*obj).data));
+            (*header).type_index = DEAD_TYPE_INDEX;
+            live::quarantine(obj as *mut u8, std::alloc::Layout::new::<Obj<T>>());
+        }
+        return;
+    }
     // SAFETY: this deleter is only installed by `ObjPtr::<T>::new`, which allocated the object
     // as `Box<Obj<T>>`; the refcount reached zero so nobody else holds it.
-    drop(unsafe { Box::from_raw(header as *mut Obj<T>) });
+    drop(unsafe { Box::from_raw(obj) });
 }
 
 /// An owning, typed reference to an object (like `Arc<T>`, with the C header).
@@ -77,7 +95,11 @@ impl<T: ObjectType> ObjPtr<T> {
             },
             data,
         });
-        ObjPtr { ptr: NonNull::from(Box::leak(boxed)), _marker: PhantomData }
+        let ptr = NonNull::from(Box::leak(boxed));
+        if live::checking() {
+            live::register(ptr.as_ptr() as usize);
+        }
+        ObjPtr { ptr, _marker: PhantomData }
     }
 
     /// Address of the header: the C handle of this object.
@@ -186,6 +208,9 @@ pub unsafe fn release(header: *mut ObjectHeader) {
             (*header).ref_count.load(Ordering::Acquire);
             (*header).deleter
         };
+        if live::checking() {
+            live::unregister(header as usize);
+        }
         if let Some(deleter) = deleter {
             // SAFETY: the count reached zero; the deleter installed with the object frees it
             // exactly once, and `header` is not touched afterwards.

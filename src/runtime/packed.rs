@@ -3,7 +3,9 @@
 //! Arguments stay in the C representation ([`Args`] borrows the caller's arrays, so calls from C
 //! pass through without conversion); results are owned [`Value`]s.
 
+use super::cptr::{array_ptr_or_null, bytes_ptr};
 use super::error::{Error, Result};
+use super::live;
 use super::module::{Module, ModuleObj};
 use super::ndarray::{NDArray, NDArrayData};
 use super::object::{type_index, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
@@ -11,20 +13,15 @@ use super::tensor::{RawTensor, TensorRef};
 use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMByteArray, TVMValue};
 use std::ffi::{c_void, CStr, CString};
 
-/// A slice's address for C: NULL for an empty slice, whose Rust pointer is dangling.
-fn c_array_ptr<T>(s: &[T]) -> *mut T {
-    if s.is_empty() {
-        std::ptr::null_mut()
-    } else {
-        s.as_ptr() as *mut T
-    }
-}
-
 /// Borrowed arguments of one call.
 #[derive(Clone, Copy)]
 pub struct Args<'a> {
     values: &'a [TVMValue],
     codes: &'a [i32],
+    /// The arrays as the caller gave them, handed on to C unchanged (also for zero arguments,
+    /// where the slices above are empty and their own pointers dangle).
+    raw_values: *mut TVMValue,
+    raw_codes: *mut i32,
 }
 
 impl<'a> Args<'a> {
@@ -36,7 +33,7 @@ impl<'a> Args<'a> {
     /// typed accessors follow these pointers.
     pub unsafe fn new(values: &'a [TVMValue], codes: &'a [i32]) -> Self {
         assert_eq!(values.len(), codes.len(), "values and codes differ in length");
-        Args { values, codes }
+        Args { values, codes, raw_values: array_ptr_or_null(values), raw_codes: array_ptr_or_null(codes) }
     }
 
     /// Arguments over C arrays of `n` values and type codes.
@@ -45,10 +42,11 @@ impl<'a> Args<'a> {
     /// For `n > 0`, `values` and `codes` must each be NULL (reported as an error) or point to `n`
     /// initialised, aligned elements that stay valid and unmodified for `'a`; every value must
     /// then be valid for its type code for `'a`, as for [`Args::new`]. For `n == 0` the pointers
-    /// are not read.
+    /// are not read, only handed on as they are (to a C callback or kernel).
     pub unsafe fn from_raw(values: *const TVMValue, codes: *const i32, n: usize) -> Result<Self> {
+        let (raw_values, raw_codes) = (values as *mut TVMValue, codes as *mut i32);
         if n == 0 {
-            return Ok(Args { values: &[], codes: &[] });
+            return Ok(Args { values: &[], codes: &[], raw_values, raw_codes });
         }
         if values.is_null() || codes.is_null() {
             return Err(Error::value(format!("{n} arguments but the value or type-code array is NULL")));
@@ -56,7 +54,7 @@ impl<'a> Args<'a> {
         // SAFETY: both are non-NULL here and, by this function's contract, point to `n` elements
         // valid and unmodified for `'a`.
         let (values, codes) = unsafe { (std::slice::from_raw_parts(values, n), std::slice::from_raw_parts(codes, n)) };
-        Ok(Args { values, codes })
+        Ok(Args { values, codes, raw_values, raw_codes })
     }
 
     pub fn len(&self) -> usize {
@@ -71,14 +69,15 @@ impl<'a> Args<'a> {
     pub fn codes(&self) -> &'a [i32] {
         self.codes
     }
-    /// The values as C receives them: NULL when there are none, never an empty slice's
-    /// dangling pointer.
+    /// The values as C receives them: the caller's array when the arguments came from C (even
+    /// with none: C gets back the pointer, or NULL, it passed), else NULL when there are none,
+    /// never an empty slice's dangling pointer.
     pub fn values_ptr(&self) -> *mut TVMValue {
-        c_array_ptr(self.values)
+        self.raw_values
     }
-    /// The type codes as C receives them (NULL when there are none).
+    /// The type codes as C receives them (as [`Args::values_ptr`]).
     pub fn codes_ptr(&self) -> *mut i32 {
-        c_array_ptr(self.codes)
+        self.raw_codes
     }
 
     fn slot(&self, i: usize) -> Result<(TVMValue, i32)> {
@@ -259,6 +258,10 @@ impl<'a> Args<'a> {
         };
         if header.is_null() {
             return Err(Error::value(format!("argument {i}: object handle is NULL")));
+        }
+        if c != tc::NDARRAY_HANDLE {
+            // (An NDArray's container was checked by `header_of_handle`.)
+            live::check(header, "object").map_err(|e| e.context(format!("argument {i}")))?;
         }
         // SAFETY: live object for the duration of the call (caller contract).
         Ok(unsafe { ObjectRef::from_borrowed(header) })
@@ -528,7 +531,7 @@ impl ArgBuffer {
             Value::Bytes(bytes) => {
                 self._bytes.push(bytes.clone());
                 let data = self._bytes.last().expect("just pushed");
-                self._byte_arrays.push(Box::new(TVMByteArray { data: data.as_ptr() as *const _, size: data.len() }));
+                self._byte_arrays.push(Box::new(TVMByteArray { data: bytes_ptr(data), size: data.len() }));
                 let arr: &TVMByteArray = self._byte_arrays.last().expect("just pushed");
                 (TVMValue { v_handle: arr as *const TVMByteArray as *mut c_void }, tc::BYTES)
             }

@@ -29,6 +29,7 @@ pub fn library_dir() -> PathBuf {
 }
 
 pub fn repo() -> PathBuf {
+    check_handles();
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -47,6 +48,7 @@ pub fn bytes_of(v: &[f32]) -> Vec<u8> {
 
 /// A scratch directory for this test binary.
 pub fn scratch(name: &str) -> PathBuf {
+    check_handles();
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().parent().unwrap().join("test-scratch").join(name);
     std::fs::create_dir_all(&dir).unwrap();
@@ -99,6 +101,15 @@ pub fn kernels_c() -> PathBuf {
     repo().join("tests/fixtures/kernels.c")
 }
 
+/// Turn on the checked-handle mode (`TVM_RUNTIME_CHECK_HANDLES`) for this test process, as the
+/// C test programs run: every object handle passed in is validated. Takes effect if nothing made
+/// an object yet; the helpers here (`repo`, `scratch`, loading, calling) call it first, so a
+/// test that starts with them runs checked.
+/// Returns whether the mode is on.
+pub fn check_handles() -> bool {
+    tvm_runtime::runtime::live::request_checking(true)
+}
+
 pub fn last_error() -> String {
     // SAFETY: the runtime returns NULL or a valid C string.
     let p = TVMGetLastError();
@@ -131,6 +142,7 @@ impl Drop for Func {
 }
 
 pub fn load_module(path: &Path) -> Result<Mod, String> {
+    check_handles();
     let p = CString::new(path.to_str().unwrap()).unwrap();
     let mut m = std::ptr::null_mut();
     let rc = unsafe { TVMModLoadFromFile(p.as_ptr(), c"".as_ptr(), &mut m) };
@@ -149,6 +161,7 @@ pub fn get_function(m: &Mod, name: &str) -> Option<Func> {
 }
 
 pub fn global(name: &str) -> Func {
+    check_handles();
     let n = CString::new(name).unwrap();
     let mut f = std::ptr::null_mut();
     unsafe { ok(TVMFuncGetGlobal(n.as_ptr(), &mut f)) };
@@ -169,6 +182,7 @@ pub enum Arg<'a> {
 
 /// Call through `TVMFuncCall`; returns (value, type code) or the error message.
 pub fn call(f: &Func, args: &[Arg<'_>]) -> Result<(TVMValue, i32), String> {
+    check_handles();
     let mut strings = Vec::new();
     let mut arrays = Vec::new();
     let mut vals = Vec::new();

@@ -881,7 +881,7 @@ API = [
     ("arrayalloc.device_cuda", CUDA),
     ("arrayalloc.dtype_code_300", "invalid dtype code 300"),
     ("arrayfree.null_is_noop", "ok"),
-    ("arrayfree.foreign_tensor", "handle is not an NDArray created by this runtime"),
+    ("arrayfree.foreign_tensor", "created by this runtime"),
     ("copyfrombytes.null_handle", "argument `handle` is NULL"),
     ("copyfrombytes.null_data", "argument `data` is NULL"),
     ("copyfrombytes.size_mismatch", "copy from bytes: got 4 bytes, the array holds 24 bytes"),
