@@ -40,9 +40,9 @@ int main(void) {
   struct {
     const char* key;
     unsigned index;
-  } statics[] = {
+  } statics[] = { /* TVM 0.18's keys: Array and Map have no "runtime." prefix */
       {"runtime.Object", 0}, {"runtime.Module", 1},      {"runtime.NDArray", 2},
-      {"runtime.String", 3}, {"runtime.Array", 4},       {"runtime.Map", 5},
+      {"runtime.String", 3}, {"Array", 4},               {"Map", 5},
       {"runtime.ShapeTuple", 6}, {"runtime.PackedFunc", 7},
   };
   for (size_t i = 0; i < sizeof statics / sizeof statics[0]; ++i) {
