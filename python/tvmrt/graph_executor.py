@@ -58,6 +58,8 @@ def _devices(dev: Union[None, Device, Sequence[Device]]) -> Tuple[Any, int]:
         devs: List[Device] = [cpu(0)]
     elif isinstance(dev, Device):
         devs = [dev]
+    elif isinstance(dev, (str, bytes, Mapping)):
+        raise TVMError(f"expected a tvmrt.Device (e.g. tvmrt.cpu(0)), got {type(dev).__name__}")
     else:
         devs = list(dev)
         if not devs:
@@ -375,9 +377,17 @@ class GraphModule:
             check(lib.TVMGraphExecutorSetInputByIndex(h, i, value._h()))
             return
         if not isinstance(value, np.ndarray):
-            value = np.asarray(value.numpy() if hasattr(value, "numpy") and not hasattr(value, "__dlpack__") else value)
+            if hasattr(value, "__dlpack__"):
+                value = np.from_dlpack(value)  # a torch tensor etc. on the CPU: no copy
+            else:  # lists, scalars: converted to the input's dtype
+                value = np.asarray(value, dtype=np_dtype_of(*self._input_dtype(i)))
         view = _TensorView(value)
         check(lib.TVMGraphExecutorSetInputByIndex(h, i, byref(view.tensor)))
+
+    def _input_dtype(self, i: int) -> Tuple[int, int, int]:
+        t = TVMTensorInfo()
+        check(lib.TVMGraphExecutorGetInputInfo(self._h(), i, byref(t)))
+        return (t.dtype.code, t.dtype.bits, t.dtype.lanes)
 
     def set_input_zero_copy(self, key: Union[int, str], value: Any) -> None:
         """Let the executor read input ``key`` straight from ``value``'s memory (kept alive here
