@@ -157,6 +157,8 @@ _decl("TVMObjectGetTypeIndex", c_int, [_P, POINTER(c_uint)])
 _decl("TVMObjectTypeIndex2Key", c_int, [c_uint, POINTER(c_char_p)])
 
 _GE = c_void_p
+# Tensor arguments of the executor calls are plain pointers: the hot path passes the address of a
+# cached DLTensor as an int (byref() and POINTER(DLTensor) handles are accepted too).
 _decl("TVMGraphExecutorCreateFromFactory", c_int, [_P, POINTER(DLDevice), c_uint32, POINTER(_GE)])
 _decl("TVMGraphExecutorCreateFromFactoryWithOptions", c_int, [_P, POINTER(DLDevice), c_uint32, c_char_p, POINTER(_GE)])
 _decl("TVMGraphExecutorCreateBucketed", c_int, [POINTER(c_void_p), c_uint32, POINTER(DLDevice), c_uint32, c_char_p, POINTER(_GE)])
@@ -166,12 +168,12 @@ _decl("TVMGraphExecutorGetBucketInputShape", c_int, [_GE, c_uint32, c_int32, POI
 _decl("TVMGraphExecutorGetCurrentBucket", c_int, [_GE, POINTER(c_uint32)])
 _decl("TVMBucketExtents", c_int, [c_int64, c_int64, c_char_p, POINTER(c_int64), c_uint32, POINTER(c_uint32)])
 _decl("TVMGraphExecutorLoadParams", c_int, [_GE, c_void_p, c_size_t])
-_decl("TVMGraphExecutorSetInput", c_int, [_GE, c_char_p, DLTensorPtr])
-_decl("TVMGraphExecutorSetInputByIndex", c_int, [_GE, c_int32, DLTensorPtr])
-_decl("TVMGraphExecutorSetInputZeroCopy", c_int, [_GE, c_int32, DLTensorPtr])
-_decl("TVMGraphExecutorSetOutputZeroCopy", c_int, [_GE, c_int32, DLTensorPtr])
+_decl("TVMGraphExecutorSetInput", c_int, [_GE, c_char_p, c_void_p])
+_decl("TVMGraphExecutorSetInputByIndex", c_int, [_GE, c_int32, c_void_p])
+_decl("TVMGraphExecutorSetInputZeroCopy", c_int, [_GE, c_int32, c_void_p])
+_decl("TVMGraphExecutorSetOutputZeroCopy", c_int, [_GE, c_int32, c_void_p])
 _decl("TVMGraphExecutorRun", c_int, [_GE])
-_decl("TVMGraphExecutorGetOutput", c_int, [_GE, c_int32, DLTensorPtr])
+_decl("TVMGraphExecutorGetOutput", c_int, [_GE, c_int32, c_void_p])
 _decl("TVMGraphExecutorGetNumInputs", c_int, [_GE, POINTER(c_int32)])
 _decl("TVMGraphExecutorGetNumOutputs", c_int, [_GE, POINTER(c_int32)])
 _decl("TVMGraphExecutorGetInputIndex", c_int, [_GE, c_char_p, POINTER(c_int32)])

@@ -7,13 +7,17 @@ import os
 import statistics
 import time
 import warnings
-from ctypes import POINTER, byref, c_char_p, c_int32, c_int64, c_uint32, c_void_p
+from ctypes import POINTER, addressof, byref, c_char, c_char_p, c_int32, c_int64, c_uint32, c_void_p
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._lib import DLDevice, TVMError, TVMTensorInfo, check, lib
+from ._lib import DLDevice, TVMError, TVMTensorInfo, check, last_error, lib
+
+_run = lib.TVMGraphExecutorRun
+_set_input_by_index = lib.TVMGraphExecutorSetInputByIndex
+_get_output = lib.TVMGraphExecutorGetOutput
 from .ndarray import (
     Device,
     NDArray,
@@ -217,6 +221,32 @@ class _Executor:
             pass
 
 
+_c_char_from_buffer = c_char.from_buffer
+
+
+def _data_ptr(arr: np.ndarray) -> int:
+    """Address of a C-contiguous array's data (the buffer protocol is the cheapest way)."""
+    try:
+        return addressof(_c_char_from_buffer(arr))
+    except (TypeError, ValueError):  # read-only or empty
+        return arr.__array_interface__["data"][0]
+
+
+class _Slot:
+    """A cached ``DLTensor`` for one input or output index: the per-call work for a numpy array
+    of the same shape and dtype is a pointer update (none when it is the same array again)."""
+
+    __slots__ = ("view", "addr", "shape", "dtype", "array", "index")
+
+    def __init__(self, index: int, arr: np.ndarray) -> None:
+        self.index = index
+        self.view = _TensorView(arr)
+        self.addr = addressof(self.view.tensor)
+        self.shape = arr.shape
+        self.dtype = arr.dtype
+        self.array = self.view.array
+
+
 def _info(t: TVMTensorInfo, index: int) -> TensorInfo:
     shape = tuple(t.shape[i] for i in range(t.ndim))
     d = t.dtype
@@ -247,7 +277,8 @@ class GraphModule:
             raise TVMError(
                 f"GraphModule wants an executor (module['default'](dev)), got {type(module).__name__}"
             )
-        self._views: Dict[int, _TensorView] = {}
+        self._in_slots: Dict[Any, _Slot] = {}
+        self._out_slots: Dict[int, _Slot] = {}
         self._kept_inputs: Dict[int, Any] = {}
         self._kept_outputs: Dict[int, Any] = {}
         self._input_index: Dict[str, int] = {}
@@ -363,6 +394,20 @@ class GraphModule:
         """Copy ``value`` (numpy array, NDArray, DLPack producer or array-like) into the input
         ``key`` (a name or an index); ``set_input(**params)`` sets several by name. The dtype and
         shape must match the input's (a bucketed executor takes any shape its buckets cover)."""
+        # Fast path: a C-contiguous numpy array of the shape and dtype last given for this key.
+        slot = self._in_slots.get(key) if type(value) is np.ndarray else None
+        if slot is not None and value.shape == slot.shape and value.dtype == slot.dtype and value.flags.c_contiguous:
+            h = self._ex.handle
+            if h is None:
+                raise TVMError("GraphModule has been freed")
+            if value is not slot.array:
+                slot.view.tensor.data = _data_ptr(value)
+                slot.array = value
+            if _set_input_by_index(h, slot.index, slot.addr):
+                raise TVMError(last_error())
+            if params:
+                self.set_input(**params)
+            return
         if key is not None:
             if value is None:
                 raise TVMError(f"set_input({key!r}): no value given")
@@ -381,8 +426,14 @@ class GraphModule:
                 value = np.from_dlpack(value)  # a torch tensor etc. on the CPU: no copy
             else:  # lists, scalars: converted to the input's dtype
                 value = np.asarray(value, dtype=np_dtype_of(*self._input_dtype(i)))
-        view = _TensorView(value)
-        check(lib.TVMGraphExecutorSetInputByIndex(h, i, byref(view.tensor)))
+            view = _TensorView(value)
+            check(lib.TVMGraphExecutorSetInputByIndex(h, i, byref(view.tensor)))
+            return
+        slot = _Slot(i, value)
+        check(lib.TVMGraphExecutorSetInputByIndex(h, i, slot.addr))
+        # cached for the next call with this key (after a success: a bad key is never cached)
+        if isinstance(key, (str, int)) and not isinstance(key, bool) and len(self._in_slots) < 1024:
+            self._in_slots[key] = slot
 
     def _input_dtype(self, i: int) -> Tuple[int, int, int]:
         t = TVMTensorInfo()
@@ -445,7 +496,11 @@ class GraphModule:
         """Run the graph once (after setting ``inputs`` by name, if given)."""
         if inputs:
             self.set_input(**inputs)
-        check(lib.TVMGraphExecutorRun(self._h()))
+        h = self._ex.handle
+        if h is None:
+            raise TVMError("GraphModule has been freed")
+        if _run(h):
+            raise TVMError(last_error())
 
     def _output_info_cached(self, i: int) -> TensorInfo:
         info = self._out_info.get(i)
@@ -456,6 +511,20 @@ class GraphModule:
     def get_output(self, index: int, out: Union[None, NDArray, np.ndarray] = None) -> Any:
         """Output ``index`` of the last run: a new :class:`NDArray`, or copied into ``out`` (an
         NDArray or a writable numpy array of the output's shape and dtype), which is returned."""
+        if type(out) is np.ndarray:
+            slot = self._out_slots.get(index)
+            if slot is not None and out.shape == slot.shape and out.dtype == slot.dtype and out.flags.c_contiguous:
+                h = self._ex.handle
+                if h is None:
+                    raise TVMError("GraphModule has been freed")
+                if out is not slot.array:
+                    if not out.flags.writeable:
+                        raise TVMError(f"get_output({index}): out must be a C-contiguous, writable numpy array")
+                    slot.view.tensor.data = _data_ptr(out)
+                    slot.array = out
+                if _get_output(h, slot.index, slot.addr):
+                    raise TVMError(last_error())
+                return out
         h = self._h()
         i = self._index(index)
         if out is None:
@@ -469,8 +538,10 @@ class GraphModule:
         if isinstance(out, np.ndarray):
             if not out.flags.c_contiguous or not out.flags.writeable:
                 raise TVMError(f"get_output({index}): out must be a C-contiguous, writable numpy array")
-            view = _TensorView(out)
-            check(lib.TVMGraphExecutorGetOutput(h, i, byref(view.tensor)))
+            slot = _Slot(i, out)
+            check(lib.TVMGraphExecutorGetOutput(h, i, slot.addr))
+            if isinstance(index, int) and not isinstance(index, bool) and len(self._out_slots) < 1024:
+                self._out_slots[index] = slot
             return out
         raise TVMError(f"get_output({index}): out must be an NDArray or a numpy array, got {type(out).__name__}")
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import ctypes
 import warnings
-from ctypes import byref, c_int64, c_void_p
+from ctypes import addressof, byref, c_char, c_int64, c_void_p
 from typing import Any, Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._lib import DLDataType, DLDevice, DLManagedTensor, DLTensor, DLTensorPtr, TVMError, capsule, check, lib
+from ._lib import DLDataType, DLDevice, DLManagedTensor, DLTensor, DLTensorPtr, TVMError, capsule, check, last_error, lib
 
 __all__ = [
     "ALIGNMENT",
@@ -210,11 +210,14 @@ class NDArray:
     """An n-dimensional array of the runtime (64-byte aligned data), as TVM's
     ``tvm.nd.NDArray``. ``numpy()`` copies out; ``np.from_dlpack(arr)`` shares the memory."""
 
-    __slots__ = ("_handle", "__weakref__")
+    __slots__ = ("_handle", "_shape", "_npdt", "__weakref__")
 
-    def __init__(self, handle: Any) -> None:
-        # `handle`: an owned TVMArrayHandle (POINTER(DLTensor)).
+    def __init__(self, handle: Any, shape: Optional[Tuple[int, ...]] = None, npdt: Optional[np.dtype] = None) -> None:
+        # `handle`: an owned TVMArrayHandle (POINTER(DLTensor)). An array's shape and dtype never
+        # change, so they are read once.
         self._handle = handle
+        self._shape = shape
+        self._npdt = npdt
 
     # -- lifetime --
     def _h(self) -> Any:
@@ -243,8 +246,11 @@ class NDArray:
 
     @property
     def shape(self) -> Tuple[int, ...]:
-        t = self._h().contents
-        return tuple(t.shape[i] for i in range(t.ndim))
+        h = self._h()
+        if self._shape is None:
+            t = h.contents
+            self._shape = tuple(t.shape[: t.ndim])
+        return self._shape
 
     @property
     def dtype(self) -> str:
@@ -283,14 +289,18 @@ class NDArray:
         return f"<tvmrt.NDArray shape={self.shape} dtype={self.dtype} device={self.device}>"
 
     def _np_dtype(self) -> np.dtype:
-        d = self._h().contents.dtype
-        return np_dtype_of(d.code, d.bits, d.lanes)
+        if self._npdt is None:
+            d = self._h().contents.dtype
+            self._npdt = np_dtype_of(d.code, d.bits, d.lanes)
+        return self._npdt
 
     # -- copies --
     def numpy(self) -> np.ndarray:
         """A numpy copy of the array."""
         out = np.empty(self.shape, dtype=self._np_dtype())
-        check(lib.TVMArrayCopyToBytes(self._h(), out.ctypes.data, out.nbytes))
+        if out.nbytes:
+            if lib.TVMArrayCopyToBytes(self._handle, addressof(c_char.from_buffer(out)), out.nbytes):
+                raise TVMError(last_error())
         return out
 
     asnumpy = numpy
@@ -353,18 +363,26 @@ class NDArray:
         return a if dtype is None else a.astype(dtype)
 
 
+_DTYPE_CACHE: Dict[Any, np.dtype] = {}
+
+
 def empty(shape: Union[int, Sequence[int]], dtype: Any = "float32", dev: Optional[Device] = None) -> NDArray:
     """A new uninitialised array (TVM's ``tvm.nd.empty``)."""
-    dt = _np_dtype(dtype)
+    dt = _DTYPE_CACHE.get(dtype) if isinstance(dtype, str) else None
+    if dt is None:
+        dt = _np_dtype(dtype)
+        if isinstance(dtype, str):
+            _DTYPE_CACHE[dtype] = dt
     shape_t = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if any(s < 0 for s in shape_t):
         raise TVMError(f"empty: negative extent in shape {shape_t}")
-    dev = dev or cpu(0)
-    code, bits = _NP_TO_DL[dt]
+    dtype_code, bits = _NP_TO_DL[dt]
     c_shape = (c_int64 * max(len(shape_t), 1))(*shape_t)
     h = DLTensorPtr()
-    check(lib.TVMArrayAlloc(c_shape, len(shape_t), code, bits, 1, dev.device_type, dev.device_id, byref(h)))
-    return NDArray(h)
+    dev_type, dev_id = (1, 0) if dev is None else (dev.device_type, dev.device_id)
+    if lib.TVMArrayAlloc(c_shape, len(shape_t), dtype_code, bits, 1, dev_type, dev_id, byref(h)):
+        raise TVMError(last_error())
+    return NDArray(h, shape_t, dt)
 
 
 def array(arr: Any, device: Optional[Device] = None, dtype: Any = None) -> NDArray:
