@@ -98,14 +98,17 @@ def throughput(path: str, threads: int, seconds: float) -> float:
         t.start()
     start.wait()
     t0 = time.perf_counter()
+    c0 = os.times()
     time.sleep(seconds)
     stop.set()
     for t in ts:
         t.join()
     elapsed = time.perf_counter() - t0
+    c1 = os.times()
     for m in mods:
         m.free()
-    return sum(counts) / elapsed
+    cpu = (c1.user - c0.user + c1.system - c0.system) / elapsed
+    return sum(counts) / elapsed, cpu
 
 
 def main() -> None:
@@ -124,8 +127,9 @@ def main() -> None:
         c = c_loop(args.iters)
         py = python_loop(paths["tiny"], args.iters, "index")
         py_name = python_loop(paths["tiny"], args.iters // 2, "name")
-        t1 = median_of([throughput(paths["demo"], 1, args.seconds) for _ in range(3)])
-        t2 = median_of([throughput(paths["demo"], 2, args.seconds) for _ in range(3)])
+        s1 = sorted(throughput(paths["demo"], 1, args.seconds) for _ in range(3))
+        s2 = sorted(throughput(paths["demo"], 2, args.seconds) for _ in range(3))
+        (t1, cpu1), (t2, cpu2) = s1[1], s2[1]
         row = {
             "c_loop_us": c,
             "python_loop_us": py,
@@ -135,6 +139,9 @@ def main() -> None:
             "demo_runs_per_s_1_thread": t1,
             "demo_runs_per_s_2_threads": t2,
             "thread_ratio": t2 / t1,
+            "cpu_cores_used_1_thread": cpu1,
+            "cpu_cores_used_2_threads": cpu2,
+            "load_average_1min": os.getloadavg()[0],
         }
         rows.append(row)
         if not args.json:
@@ -142,7 +149,8 @@ def main() -> None:
                 f"round {r + 1}: set_input+run+get_output on the tiny model: C API loop {c:.2f} us, "
                 f"Python {py:.2f} us -> overhead {py - c:.2f} us (goal <= 5 us; by name with a new "
                 f"output NDArray: {py_name:.2f} us, overhead {py_name - c:.2f} us); demo throughput "
-                f"1 thread {t1:,.0f} runs/s, 2 threads {t2:,.0f} runs/s, ratio {t2 / t1:.2f}"
+                f"1 thread {t1:,.0f} runs/s, 2 threads {t2:,.0f} runs/s, ratio {t2 / t1:.2f} (CPU cores used: "
+                f"{cpu1:.2f} / {cpu2:.2f}; load average {os.getloadavg()[0]:.1f})"
             )
     if args.json:
         print(json.dumps(rows, indent=1))

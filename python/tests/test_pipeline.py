@@ -106,3 +106,22 @@ def test_pipeline_close_with_requests_in_flight(demo, cases):
             assert "cancel" in str(e)
             cancelled += 1
     assert ok + cancelled == 200
+
+
+def test_interpreter_exit_with_requests_in_flight(demo_path, tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "exit.py"
+    script.write_text(
+        "import numpy as np, tvmrt\n"
+        f"lib = tvmrt.load_module({demo_path!r})\n"
+        "p = tvmrt.Pipeline(lib, core_groups=2, in_flight=4)\n"
+        "futs = [p.submit(np.zeros((1, 1, 16, 16), 'float32')) for _ in range(500)]\n"
+        "g = lib['default'](tvmrt.cpu(0))\n"
+        "a = tvmrt.nd.array(np.ones(3, 'float32'))\n"
+        "v = np.from_dlpack(a)\n"
+        "print('bye')\n"
+    )
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "bye", r.stderr

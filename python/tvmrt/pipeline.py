@@ -4,7 +4,9 @@ compute and copy-out stages over core groups; each submit returns a
 
 from __future__ import annotations
 
+import atexit
 import threading
+import weakref
 from concurrent.futures import Future
 from ctypes import byref, c_char_p, c_uint64, c_void_p
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -25,6 +27,20 @@ class _Request:
         self.future = future
         self.keep = keep
         self.outputs = outputs
+
+
+# Pipelines still open when the interpreter exits are closed first, so that no pipeline thread
+# calls back into a finalizing interpreter.
+_live: "weakref.WeakSet[Pipeline]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for p in list(_live):
+        try:
+            p.close()
+        except Exception:  # pragma: no cover
+            pass
 
 
 def _make_on_done(lock: threading.Lock, pending: Dict[int, _Request]) -> Any:
@@ -86,6 +102,7 @@ class Pipeline:
         # The callback refers to the pending table, not to the pipeline, so that dropping the
         # pipeline frees it (never from a pipeline thread inside a callback).
         self._callback = PipelineCallback(_make_on_done(self._lock, self._pending))
+        _live.add(self)
 
     def _h(self) -> c_void_p:
         h = self._handle
