@@ -4,7 +4,8 @@
 //!
 //! Builds into `target/demo/`: the demo model at batch 1, 2, 4 and 8 (`demo_model.so`,
 //! `demo_b2_model.so`, ...) with a bucket manifest listing them (`demo.buckets`), and a tiny
-//! model (`tiny_model.so`: a [1, 4] input -> dense(2) -> softmax) for overhead measurements.
+//! model (`tiny_model.so`: a [1, 1, 2, 2] input -> dense(2) -> softmax) for overhead measurements,
+//! and `Spec::large()` (`cnn_model.so`, tens of milliseconds per run) for the GIL test.
 //! Writes `python_fixtures.json`: the paths, and for a few seeds the demo's input image and the
 //! outputs the C API gives for it (as float32 bit patterns, so the comparison is exact) and
 //! the pure-Rust reference's.
@@ -26,7 +27,7 @@ use std::time::Instant;
 const BATCHES: [usize; 4] = [1, 2, 4, 8];
 const SEEDS: [u64; 4] = [0, 1, 2, 3];
 
-/// The tiny model: one input `data` of shape [1, 4], dense(2) + softmax.
+/// The tiny model: one input `data` of shape [1, 1, 2, 2], dense(2) + softmax.
 fn tiny() -> Spec {
     Spec {
         name: "tiny".into(),
@@ -85,6 +86,9 @@ fn run() -> Result<(), String> {
     }
     model::write_atomic(&manifest, text.as_bytes()).map_err(|e| format!("{}: {e}", manifest.display()))?;
 
+    // A model long enough per run (tens of ms) to show Python threads running during it.
+    let large = model::build_spec(&Spec::large())?;
+
     let lib = capi::Library::load(&versions[0])?;
     let mut exec = capi::Executor::new(&lib)?;
     let mut cases = Vec::new();
@@ -104,12 +108,13 @@ fn run() -> Result<(), String> {
     }
     let path_list: Vec<String> = versions.iter().map(|v| json_str(&v.to_string_lossy())).collect();
     let json = format!(
-        "{{\n\"demo\": {},\n\"batches\": {:?},\n\"versions\": [{}],\n\"manifest\": {},\n\"tiny\": {},\n\"cases\": [\n{}\n]\n}}\n",
+        "{{\n\"demo\": {},\n\"batches\": {:?},\n\"versions\": [{}],\n\"manifest\": {},\n\"tiny\": {},\n\"large\": {},\n\"cases\": [\n{}\n]\n}}\n",
         json_str(&versions[0].to_string_lossy()),
         BATCHES,
         path_list.join(", "),
         json_str(&manifest.to_string_lossy()),
         json_str(&tiny_so.to_string_lossy()),
+        json_str(&large.to_string_lossy()),
         cases.join(",\n")
     );
     let out = dir.join("python_fixtures.json");

@@ -62,3 +62,50 @@ def test_one_executor_two_threads_is_an_error_not_a_crash(demo, cases):
         t.join()
     m.run()
     assert m.get_output(0).numpy().tobytes() == cases[0][1].tobytes()
+
+
+def test_gil_released_during_run(fixtures):
+    """Another Python thread runs while a run (tens of ms) is inside the runtime: its timestamps
+    cover most of each run's time span. (With the GIL held, as through ctypes.PyDLL, they cover
+    under a tenth: only the switch-interval slices at the ends.)"""
+    import sys
+    import time
+
+    lib = tvmrt.load_module(fixtures["large"])
+    m = lib["default"](tvmrt.cpu(0), options="intra_op_threads=1")
+    (x,) = m.data_inputs()
+    m.set_input(x.index, np.zeros(x.shape, x.dtype))
+    m.run()
+    stamps = []
+    stop = threading.Event()
+    pc = time.perf_counter
+
+    def spin() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            if n % 64 == 0:
+                stamps.append(pc())
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.0002)
+    t = threading.Thread(target=spin)
+    t.start()
+    windows = []
+    try:
+        time.sleep(0.01)
+        for _ in range(5):
+            t0 = pc()
+            m.run()
+            windows.append((t0, pc()))
+    finally:
+        stop.set()
+        t.join()
+        sys.setswitchinterval(old)
+    covered = total = 0.0
+    for a, b in windows:
+        inside = [s for s in stamps if a < s < b]
+        total += b - a
+        if inside:
+            covered += max(inside) - min(inside)
+    assert covered / total > 0.5, f"another thread ran during {covered / total:.0%} of the runs' time"
