@@ -7,10 +7,13 @@
    input, dense(2) + softmax) in a Python loop, against the same loop in Rust calling the C API
    (``target/release/examples/python_fixtures --bench N``). The difference is what Python and
    ctypes add per iteration (goal: <= 5 us).
-2. Throughput (runs/s) of the demo model with 2 Python threads (each its own executor, one
-   intra-op thread) against 1 thread: ctypes releases the GIL during every runtime call.
+2. Throughput (runs/s) with 2 Python threads (each its own executor, one intra-op thread)
+   against 1 thread, on the demo model (~30 us per run) and on the large CNN (``cnn_model.so``,
+   tens of ms per run): ctypes releases the GIL during every runtime call. The cores the process
+   got (CPU time over wall time) are printed with them: on a shared machine they bound the ratio.
 
-Each figure is the median of 5 samples; ``--rounds`` repeats the whole measurement.
+Each loop figure is the median of 3 interleaved runs of 5 samples each (their medians), the
+throughputs the median of 3 samples; ``--rounds`` repeats the whole measurement.
 """
 
 from __future__ import annotations
@@ -76,14 +79,16 @@ def c_loop(iters: int) -> float:
 def throughput(path: str, threads: int, seconds: float) -> float:
     lib = tvmrt.load_module(path)
     mods = [lib["default"](tvmrt.cpu(0), options="intra_op_threads=1") for _ in range(threads)]
-    x = np.random.default_rng(0).random((1, 1, 16, 16), dtype=np.float32)
+    (inp,) = mods[0].data_inputs()
+    (outp,) = mods[0].outputs()
+    x = np.random.default_rng(0).random(inp.shape).astype(inp.dtype)
     counts = [0] * threads
     stop = threading.Event()
     start = threading.Barrier(threads + 1)
 
     def work(k: int) -> None:
         m = mods[k]
-        out = np.empty((1, 10), dtype=np.float32)
+        out = np.empty(outp.shape, dtype=outp.dtype)
         start.wait()
         n = 0
         while not stop.is_set():
@@ -124,12 +129,19 @@ def main() -> None:
     paths = json.loads(fx.read_text())
     rows = []
     for r in range(args.rounds):
-        c = c_loop(args.iters)
-        py = python_loop(paths["tiny"], args.iters, "index")
+        # C and Python interleaved, 3 times each (each already a median of 5 samples)
+        cs, pys = [], []
+        for _ in range(3):
+            cs.append(c_loop(args.iters))
+            pys.append(python_loop(paths["tiny"], args.iters, "index"))
+        c, py = median_of(cs), median_of(pys)
         py_name = python_loop(paths["tiny"], args.iters // 2, "name")
         s1 = sorted(throughput(paths["demo"], 1, args.seconds) for _ in range(3))
         s2 = sorted(throughput(paths["demo"], 2, args.seconds) for _ in range(3))
         (t1, cpu1), (t2, cpu2) = s1[1], s2[1]
+        (l1, lcpu1), (l2, lcpu2) = throughput(paths["large"], 1, 2 * args.seconds), throughput(
+            paths["large"], 2, 2 * args.seconds
+        )
         row = {
             "c_loop_us": c,
             "python_loop_us": py,
@@ -141,6 +153,10 @@ def main() -> None:
             "thread_ratio": t2 / t1,
             "cpu_cores_used_1_thread": cpu1,
             "cpu_cores_used_2_threads": cpu2,
+            "large_runs_per_s_1_thread": l1,
+            "large_runs_per_s_2_threads": l2,
+            "large_thread_ratio": l2 / l1,
+            "large_cpu_cores_used": [lcpu1, lcpu2],
             "load_average_1min": os.getloadavg()[0],
         }
         rows.append(row)
@@ -150,7 +166,8 @@ def main() -> None:
                 f"Python {py:.2f} us -> overhead {py - c:.2f} us (goal <= 5 us; by name with a new "
                 f"output NDArray: {py_name:.2f} us, overhead {py_name - c:.2f} us); demo throughput "
                 f"1 thread {t1:,.0f} runs/s, 2 threads {t2:,.0f} runs/s, ratio {t2 / t1:.2f} (CPU cores used: "
-                f"{cpu1:.2f} / {cpu2:.2f}; load average {os.getloadavg()[0]:.1f})"
+                f"{cpu1:.2f} / {cpu2:.2f}); large CNN 1 thread {l1:.1f} runs/s, 2 threads {l2:.1f} runs/s, ratio "
+                f"{l2 / l1:.2f} (cores used {lcpu1:.2f} / {lcpu2:.2f}); load average {os.getloadavg()[0]:.1f}"
             )
     if args.json:
         print(json.dumps(rows, indent=1))
