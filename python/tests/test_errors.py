@@ -56,10 +56,18 @@ def test_wrong_index(m):
             m.input_info(bad)
     with pytest.raises(tvmrt.TVMError, match="integer"):
         m.get_output("0")
-    with pytest.raises(tvmrt.TVMError, match="integer"):
+    with pytest.raises(tvmrt.TVMError, match="names"):
         m.set_input(1.5, x)
+    with pytest.raises(tvmrt.TVMError, match="names"):
+        m.set_input(["data"], x)
+    with pytest.raises(tvmrt.TVMError, match="names"):
+        m.set_input(True, x)
+    with pytest.raises(tvmrt.TVMError, match="integer"):
+        m.get_output([0], np.empty((1, 10), "float32"))
     with pytest.raises(tvmrt.TVMError, match="no value"):
         m.set_input("data")
+    with pytest.raises(tvmrt.TVMError, match="without a key"):
+        m.set_input(value=x)
     with pytest.raises(tvmrt.TVMError):
         m.get_output(0, out="nope")
 

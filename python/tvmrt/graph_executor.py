@@ -222,6 +222,7 @@ class _Executor:
 
 
 _c_char_from_buffer = c_char.from_buffer
+_KEY_TYPES = (str, int)
 
 
 def _data_ptr(arr: np.ndarray) -> int:
@@ -386,6 +387,8 @@ class GraphModule:
 
     # -- inputs --
     def _key(self, key: Union[int, str]) -> int:
+        if not isinstance(key, (str, int, np.integer)) or isinstance(key, bool):
+            raise TVMError(f"input keys are names (str) or indices (int), got {type(key).__name__}")
         if isinstance(key, str):
             return self.get_input_index(key)
         return self._index(key)
@@ -395,7 +398,7 @@ class GraphModule:
         ``key`` (a name or an index); ``set_input(**params)`` sets several by name. The dtype and
         shape must match the input's (a bucketed executor takes any shape its buckets cover)."""
         # Fast path: a C-contiguous numpy array of the shape and dtype last given for this key.
-        slot = self._in_slots.get(key) if type(value) is np.ndarray else None
+        slot = self._in_slots.get(key) if type(value) is np.ndarray and type(key) in _KEY_TYPES else None
         if slot is not None and value.shape == slot.shape and value.dtype == slot.dtype and value.flags.c_contiguous:
             h = self._ex.handle
             if h is None:
@@ -412,6 +415,8 @@ class GraphModule:
             if value is None:
                 raise TVMError(f"set_input({key!r}): no value given")
             self._set_one(key, value)
+        elif value is not None:
+            raise TVMError("set_input: a value without a key (give the input's name or index)")
         for k, v in params.items():
             self._set_one(k, v)
 
@@ -511,7 +516,7 @@ class GraphModule:
     def get_output(self, index: int, out: Union[None, NDArray, np.ndarray] = None) -> Any:
         """Output ``index`` of the last run: a new :class:`NDArray`, or copied into ``out`` (an
         NDArray or a writable numpy array of the output's shape and dtype), which is returned."""
-        if type(out) is np.ndarray:
+        if type(out) is np.ndarray and type(index) is int:
             slot = self._out_slots.get(index)
             if slot is not None and out.shape == slot.shape and out.dtype == slot.dtype and out.flags.c_contiguous:
                 h = self._ex.handle
