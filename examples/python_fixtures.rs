@@ -1,0 +1,152 @@
+//! Models and expected numbers for the Python package's tests and benchmark (`python/`).
+//!
+//!     cargo run --release --example python_fixtures [-- --bench N]
+//!
+//! Builds into `target/demo/`: the demo model at batch 1, 2, 4 and 8 (`demo_model.so`,
+//! `demo_b2_model.so`, ...) with a bucket manifest listing them (`demo.buckets`), and a tiny
+//! model (`tiny_model.so`: a [1, 1, 2, 2] input -> dense(2) -> softmax) for overhead measurements,
+//! and `Spec::large()` (`cnn_model.so`, tens of milliseconds per run) for the GIL test.
+//! Writes `python_fixtures.json`: the paths, and for a few seeds the demo's input image and the
+//! outputs the C API gives for it (as float32 bit patterns, so the comparison is exact) and
+//! the pure-Rust reference's.
+//!
+//! `--bench N`: times N iterations of `set_input + run + get_output` on the tiny model through
+//! the C API (the loop the Python benchmark compares with) and prints the median of 5 samples
+//! in microseconds per iteration.
+
+#[path = "demo/capi.rs"]
+mod capi;
+#[path = "demo/model.rs"]
+mod model;
+
+use model::Spec;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::time::Instant;
+
+const BATCHES: [usize; 4] = [1, 2, 4, 8];
+const SEEDS: [u64; 4] = [0, 1, 2, 3];
+
+/// The tiny model: one input `data` of shape [1, 1, 2, 2], dense(2) + softmax.
+fn tiny() -> Spec {
+    Spec {
+        name: "tiny".into(),
+        batch: 1,
+        channels: 1,
+        height: 2,
+        width: 2,
+        stages: vec![],
+        num_classes: 2,
+        weight_seed: 7,
+    }
+}
+
+fn json_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn bits(v: &[f32]) -> String {
+    let items: Vec<String> = v.iter().map(|x| x.to_bits().to_string()).collect();
+    format!("[{}]", items.join(", "))
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().collect();
+    let bench = match args.iter().position(|a| a == "--bench") {
+        Some(i) => Some(args.get(i + 1).and_then(|v| v.parse::<usize>().ok()).ok_or("--bench needs a count")?),
+        None => None,
+    };
+
+    let tiny_spec = tiny();
+    let tiny_so = model::build_spec(&tiny_spec)?;
+    if let Some(n) = bench {
+        return bench_tiny(&tiny_so, &tiny_spec, n.max(1));
+    }
+
+    let demo = Spec::demo();
+    let mut versions = Vec::new();
+    for b in BATCHES {
+        versions.push(model::build_spec(&demo.with_batch(b))?);
+    }
+    let dir = versions[0].parent().ok_or("demo model has no directory")?.to_path_buf();
+    let manifest = dir.join("demo.buckets");
+    let mut text = String::from("# the demo model at batch 1, 2, 4 and 8 (examples/python_fixtures.rs)\n");
+    for v in &versions {
+        writeln!(text, "{}", v.file_name().unwrap().to_string_lossy()).unwrap();
+    }
+    model::write_atomic(&manifest, text.as_bytes()).map_err(|e| format!("{}: {e}", manifest.display()))?;
+
+    // A model long enough per run (tens of ms) to show Python threads running during it.
+    let large = model::build_spec(&Spec::large())?;
+
+    let lib = capi::Library::load(&versions[0])?;
+    let mut exec = capi::Executor::new(&lib)?;
+    let mut cases = Vec::new();
+    for seed in SEEDS {
+        let image = model::input_image(seed);
+        let mut out = vec![0f32; model::NUM_CLASSES];
+        exec.set_input(model::INPUT_NAME, &image, &model::INPUT_SHAPE)?;
+        exec.run()?;
+        exec.get_output(0, &mut out, &model::OUTPUT_SHAPE)?;
+        let want = model::reference(&image);
+        cases.push(format!(
+            "{{\"seed\": {seed}, \"input_bits\": {}, \"capi_output_bits\": {}, \"reference_output_bits\": {}}}",
+            bits(&image),
+            bits(&out),
+            bits(&want)
+        ));
+    }
+    let path_list: Vec<String> = versions.iter().map(|v| json_str(&v.to_string_lossy())).collect();
+    let json = format!(
+        "{{\n\"demo\": {},\n\"batches\": {:?},\n\"versions\": [{}],\n\"manifest\": {},\n\"tiny\": {},\n\"large\": {},\n\"cases\": [\n{}\n]\n}}\n",
+        json_str(&versions[0].to_string_lossy()),
+        BATCHES,
+        path_list.join(", "),
+        json_str(&manifest.to_string_lossy()),
+        json_str(&tiny_so.to_string_lossy()),
+        json_str(&large.to_string_lossy()),
+        cases.join(",\n")
+    );
+    let out = dir.join("python_fixtures.json");
+    model::write_atomic(&out, json.as_bytes()).map_err(|e| format!("{}: {e}", out.display()))?;
+    println!("{}", out.display());
+    Ok(())
+}
+
+/// Median over 5 samples of `n` iterations of set_input + run + get_output through the C API.
+fn bench_tiny(so: &std::path::Path, spec: &Spec, n: usize) -> Result<(), String> {
+    let lib = capi::Library::load(so)?;
+    let mut exec = capi::Executor::new(&lib)?;
+    let x = vec![0.25f32; spec.batch_input_len()];
+    let mut y = vec![0f32; spec.num_classes];
+    let (ishape, oshape) = (spec.input_shape(), spec.output_shape());
+    let mut step = |exec: &mut capi::Executor| -> Result<(), String> {
+        exec.set_input(model::INPUT_NAME, &x, &ishape)?;
+        exec.run()?;
+        exec.get_output(0, &mut y, &oshape)
+    };
+    for _ in 0..n.min(10_000) {
+        step(&mut exec)?;
+    }
+    let mut samples = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        for _ in 0..n {
+            step(&mut exec)?;
+        }
+        samples.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
+    }
+    samples.sort_by(|a, b| a.total_cmp(b));
+    println!("{:.3}", samples[2]);
+    Ok(())
+}

@@ -1,0 +1,74 @@
+"""tvmrt: Python bindings for tvm-runtime, a Rust reimplementation of the Apache TVM runtime.
+
+Pure Python over ``libtvm_runtime.so`` (ctypes; the GIL is released during every runtime call),
+with the API a TVM user knows::
+
+    import numpy as np, tvmrt
+    lib = tvmrt.load_module("model.so")
+    dev = tvmrt.cpu(0)
+    m = tvmrt.GraphModule(lib["default"](dev))
+    m.set_input("data", np.zeros((1, 1, 16, 16), "float32"))
+    m.run()
+    y = m.get_output(0).numpy()
+
+The library is found through ``TVM_RUNTIME_LIBRARY``, next to the package, or in
+``target/release/`` of the repository checkout.
+"""
+
+from . import graph_executor, ndarray
+from . import ndarray as nd
+from ._lib import TVMError, library_path
+from .graph_executor import (
+    BenchmarkResult,
+    BucketedGraphModule,
+    GraphModule,
+    Module,
+    TensorInfo,
+    bucket_extents,
+    create,
+    create_bucketed,
+    load_module,
+)
+from .ndarray import (
+    ALIGNMENT,
+    Device,
+    NDArray,
+    array,
+    cpu,
+    device,
+    empty,
+    empty_aligned,
+    from_dlpack,
+    is_aligned,
+)
+from .pipeline import Pipeline
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ALIGNMENT",
+    "BenchmarkResult",
+    "BucketedGraphModule",
+    "Device",
+    "GraphModule",
+    "Module",
+    "NDArray",
+    "Pipeline",
+    "TVMError",
+    "TensorInfo",
+    "array",
+    "bucket_extents",
+    "cpu",
+    "create",
+    "create_bucketed",
+    "device",
+    "empty",
+    "empty_aligned",
+    "from_dlpack",
+    "graph_executor",
+    "is_aligned",
+    "library_path",
+    "load_module",
+    "nd",
+    "ndarray",
+]

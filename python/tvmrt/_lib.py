@@ -1,0 +1,230 @@
+"""Loading ``libtvm_runtime.so`` and the C declarations the package uses (ctypes).
+
+The library is opened with :class:`ctypes.CDLL`, which releases the GIL around every call, so
+Python threads running models in parallel do not wait for one another.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from ctypes import (
+    POINTER,
+    Structure,
+    Union,
+    c_char_p,
+    c_double,
+    c_int,
+    c_int32,
+    c_int64,
+    c_size_t,
+    c_uint,
+    c_uint8,
+    c_uint16,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from pathlib import Path
+from typing import List, Optional
+
+__all__ = ["TVMError", "lib", "check", "library_path"]
+
+ENV_VAR = "TVM_RUNTIME_LIBRARY"
+_LIB_NAMES = ["libtvm_runtime.so", "libtvm_runtime.dylib"]
+
+
+class TVMError(RuntimeError):
+    """An error reported by the runtime (its message, as ``TVMGetLastError`` gives it), or a
+    misuse of this package detected before calling it."""
+
+
+def _candidates() -> List[Path]:
+    out: List[Path] = []
+    env = os.environ.get(ENV_VAR)
+    if env:
+        out.append(Path(env))
+        return out
+    here = Path(__file__).resolve().parent
+    out.extend(here / n for n in _LIB_NAMES)
+    # A checkout: <repo>/python/tvmrt/_lib.py -> <repo>/target/release; also the current
+    # directory and its parents (installed from a checkout and run from inside it).
+    for base in [here, *here.parents, Path.cwd(), *Path.cwd().parents]:
+        for n in _LIB_NAMES:
+            out.append(base / "target" / "release" / n)
+    return out
+
+
+def _find_library() -> Path:
+    cands = _candidates()
+    for c in cands:
+        if c.is_file():
+            return c
+    if os.environ.get(ENV_VAR):
+        raise TVMError(f"{ENV_VAR}={os.environ[ENV_VAR]}: no such file")
+    raise TVMError(
+        "libtvm_runtime.so not found: build it with `cargo build --release` and set "
+        f"{ENV_VAR} to its path (looked next to the package and in target/release/ of the "
+        "package's and the current directory's checkouts)"
+    )
+
+
+library_path: Path = _find_library()
+try:
+    lib = ctypes.CDLL(str(library_path), mode=getattr(os, "RTLD_GLOBAL", 0) if sys.platform != "win32" else 0)
+except OSError as e:  # pragma: no cover - depends on the machine
+    raise TVMError(f"cannot load {library_path}: {e}") from e
+
+
+# --------------------------------------------------------------------------------------------
+# DLPack and TVM structs
+
+
+class DLDevice(Structure):
+    _fields_ = [("device_type", c_int), ("device_id", c_int)]
+
+
+class DLDataType(Structure):
+    _fields_ = [("code", c_uint8), ("bits", c_uint8), ("lanes", c_uint16)]
+
+
+class DLTensor(Structure):
+    _fields_ = [
+        ("data", c_void_p),
+        ("device", DLDevice),
+        ("ndim", c_int),
+        ("dtype", DLDataType),
+        ("shape", POINTER(c_int64)),
+        ("strides", POINTER(c_int64)),
+        ("byte_offset", c_uint64),
+    ]
+
+
+class DLManagedTensor(Structure):
+    pass
+
+
+DLManagedTensorDeleter = ctypes.CFUNCTYPE(None, POINTER(DLManagedTensor))
+DLManagedTensor._fields_ = [
+    ("dl_tensor", DLTensor),
+    ("manager_ctx", c_void_p),
+    ("deleter", c_void_p),
+]
+
+
+class TVMTensorInfo(Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("ndim", c_int32),
+        ("shape", POINTER(c_int64)),
+        ("dtype", DLDataType),
+        ("nbytes", c_size_t),
+        ("is_param", c_int32),
+    ]
+
+
+class TVMValue(Union):
+    _fields_ = [("v_int64", c_int64), ("v_float64", c_double), ("v_handle", c_void_p), ("v_str", c_char_p)]
+
+
+DLTensorPtr = POINTER(DLTensor)
+PipelineCallback = ctypes.CFUNCTYPE(None, c_uint64, c_int, c_char_p, c_void_p)
+
+
+def _decl(name: str, restype, argtypes) -> None:
+    f = getattr(lib, name)
+    f.restype = restype
+    f.argtypes = argtypes
+
+
+_P = c_void_p
+_decl("TVMGetLastError", c_char_p, [])
+_decl("TVMArrayAlloc", c_int, [POINTER(c_int64), c_int, c_int, c_int, c_int, c_int, c_int, POINTER(DLTensorPtr)])
+_decl("TVMArrayFree", c_int, [DLTensorPtr])
+_decl("TVMArrayCopyFromBytes", c_int, [DLTensorPtr, c_void_p, c_size_t])
+_decl("TVMArrayCopyToBytes", c_int, [DLTensorPtr, c_void_p, c_size_t])
+_decl("TVMArrayCopyFromTo", c_int, [DLTensorPtr, DLTensorPtr, c_void_p])
+_decl("TVMArrayFromDLPack", c_int, [c_void_p, POINTER(DLTensorPtr)])
+_decl("TVMArrayToDLPack", c_int, [DLTensorPtr, POINTER(c_void_p)])
+_decl("TVMDLManagedTensorCallDeleter", None, [c_void_p])
+_decl("TVMModLoadFromFile", c_int, [c_char_p, c_char_p, POINTER(c_void_p)])
+_decl("TVMModFree", c_int, [_P])
+_decl("TVMModGetFunction", c_int, [_P, c_char_p, c_int, POINTER(c_void_p)])
+_decl("TVMFuncFree", c_int, [_P])
+_decl("TVMFuncCall", c_int, [_P, POINTER(TVMValue), POINTER(c_int), c_int, POINTER(TVMValue), POINTER(c_int)])
+_decl("TVMObjectGetTypeIndex", c_int, [_P, POINTER(c_uint)])
+_decl("TVMObjectTypeIndex2Key", c_int, [c_uint, POINTER(c_char_p)])
+
+_GE = c_void_p
+# Tensor arguments of the executor calls are plain pointers: the hot path passes the address of a
+# cached DLTensor as an int (byref() and POINTER(DLTensor) handles are accepted too).
+_decl("TVMGraphExecutorCreateFromFactory", c_int, [_P, POINTER(DLDevice), c_uint32, POINTER(_GE)])
+_decl("TVMGraphExecutorCreateFromFactoryWithOptions", c_int, [_P, POINTER(DLDevice), c_uint32, c_char_p, POINTER(_GE)])
+_decl("TVMGraphExecutorCreateBucketed", c_int, [POINTER(c_void_p), c_uint32, POINTER(DLDevice), c_uint32, c_char_p, POINTER(_GE)])
+_decl("TVMGraphExecutorCreateBucketedFromManifest", c_int, [c_char_p, POINTER(DLDevice), c_uint32, c_char_p, POINTER(_GE)])
+_decl("TVMGraphExecutorGetNumBuckets", c_int, [_GE, POINTER(c_uint32)])
+_decl("TVMGraphExecutorGetBucketInputShape", c_int, [_GE, c_uint32, c_int32, POINTER(POINTER(c_int64)), POINTER(c_int32)])
+_decl("TVMGraphExecutorGetCurrentBucket", c_int, [_GE, POINTER(c_uint32)])
+_decl("TVMBucketExtents", c_int, [c_int64, c_int64, c_char_p, POINTER(c_int64), c_uint32, POINTER(c_uint32)])
+_decl("TVMGraphExecutorLoadParams", c_int, [_GE, c_void_p, c_size_t])
+_decl("TVMGraphExecutorSetInput", c_int, [_GE, c_char_p, c_void_p])
+_decl("TVMGraphExecutorSetInputByIndex", c_int, [_GE, c_int32, c_void_p])
+_decl("TVMGraphExecutorSetInputZeroCopy", c_int, [_GE, c_int32, c_void_p])
+_decl("TVMGraphExecutorSetOutputZeroCopy", c_int, [_GE, c_int32, c_void_p])
+_decl("TVMGraphExecutorRun", c_int, [_GE])
+_decl("TVMGraphExecutorGetOutput", c_int, [_GE, c_int32, c_void_p])
+_decl("TVMGraphExecutorGetNumInputs", c_int, [_GE, POINTER(c_int32)])
+_decl("TVMGraphExecutorGetNumOutputs", c_int, [_GE, POINTER(c_int32)])
+_decl("TVMGraphExecutorGetInputIndex", c_int, [_GE, c_char_p, POINTER(c_int32)])
+_decl("TVMGraphExecutorGetOutputIndex", c_int, [_GE, c_char_p, POINTER(c_int32)])
+_decl("TVMGraphExecutorGetInputInfo", c_int, [_GE, c_int32, POINTER(TVMTensorInfo)])
+_decl("TVMGraphExecutorGetOutputInfo", c_int, [_GE, c_int32, POINTER(TVMTensorInfo)])
+_decl("TVMGraphExecutorProfile", c_int, [_GE, c_int, POINTER(c_char_p)])
+_decl("TVMGraphExecutorFree", c_int, [_GE])
+
+_PL = c_void_p
+_decl("TVMPipelineCreate", c_int, [_P, POINTER(DLDevice), c_uint32, c_char_p, POINTER(_PL)])
+_decl(
+    "TVMPipelineSubmitWithCallback",
+    c_int,
+    [_PL, DLTensorPtr, c_uint32, DLTensorPtr, c_uint32, PipelineCallback, c_void_p, POINTER(c_uint64)],
+)
+_decl("TVMPipelineSubmit", c_int, [_PL, DLTensorPtr, c_uint32, DLTensorPtr, c_uint32, POINTER(c_uint64)])
+_decl("TVMPipelineWait", c_int, [_PL, c_uint64])
+_decl("TVMPipelineGetTrace", c_int, [_PL, POINTER(c_char_p)])
+_decl("TVMPipelineFree", c_int, [_PL])
+
+
+def last_error() -> str:
+    msg = lib.TVMGetLastError()
+    return msg.decode("utf-8", "replace") if msg else "unknown error"
+
+
+def check(rc: int) -> None:
+    """Raise :class:`TVMError` with the runtime's last error when ``rc`` is not 0."""
+    if rc != 0:
+        raise TVMError(last_error())
+
+
+def _capsule_api():
+    api = ctypes.pythonapi
+    fns = {}
+    for name, restype, argtypes in [
+        ("PyCapsule_New", ctypes.py_object, [c_void_p, c_char_p, c_void_p]),
+        ("PyCapsule_GetPointer", c_void_p, [ctypes.py_object, c_char_p]),
+        ("PyCapsule_IsValid", c_int, [ctypes.py_object, c_char_p]),
+        ("PyCapsule_SetName", c_int, [ctypes.py_object, c_char_p]),
+    ]:
+        f = getattr(api, name)
+        f.restype = restype
+        f.argtypes = argtypes
+        fns[name] = f
+    # The destructor sees a capsule being deallocated: raw pointers only, no new references.
+    for name, restype in [("PyCapsule_IsValid", c_int), ("PyCapsule_GetPointer", c_void_p)]:
+        f = ctypes.PYFUNCTYPE(restype, c_void_p, c_char_p)((name, api))
+        fns[name + "_raw"] = f
+    return fns
+
+
+capsule = _capsule_api()
