@@ -89,6 +89,19 @@ pub unsafe fn c_str_arg<'a>(p: *const c_char, name: &str) -> Result<&'a str> {
     unsafe { CStr::from_ptr(p) }.to_str().map_err(|_| Error::value(format!("argument `{name}` is not valid UTF-8")))
 }
 
+/// The text of an `options` argument (executor, pipeline, bucket and policy options): NULL means
+/// none; invalid UTF-8 is an error naming the argument.
+///
+/// # Safety
+/// A non-NULL `p` must point to a NUL-terminated string that outlives `'a`.
+pub unsafe fn options_arg<'a>(p: *const c_char) -> Result<Option<&'a str>> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-NULL here; the rest is this function's contract.
+    unsafe { c_str_arg(p, "options") }.map(Some)
+}
+
 /// `c_str_arg` with the argument's own name.
 macro_rules! c_str {
     ($arg:ident) => {

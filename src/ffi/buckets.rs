@@ -23,7 +23,7 @@ use std::sync::Arc;
 /// `options` must be NULL or a NUL-terminated string.
 unsafe fn bucket_options(options: *const c_char) -> Result<BucketOptions> {
     // SAFETY: forwarded contract.
-    let text = if options.is_null() { None } else { Some(unsafe { c_str!(options)? }) };
+    let text = unsafe { super::options_arg(options)? };
     BucketOptions::parse(text).map_err(|e| e.context("bucketed executor options"))
 }
 
@@ -218,7 +218,7 @@ pub unsafe extern "C" fn TVMBucketExtents(
     ffi_boundary!("TVMBucketExtents", {
         // SAFETY: C arguments per the contract above.
         let num_out = unsafe { out_param(num_out, "num_out")? };
-        let text = if options.is_null() { None } else { Some(unsafe { c_str!(options)? }) };
+        let text = unsafe { super::options_arg(options)? };
         let extents = policy::extents(min_extent, max_extent, text)?;
         *num_out = extents.len() as u32;
         if out.is_null() && capacity == 0 {

@@ -190,7 +190,7 @@ pub(super) fn factory_of(m: &Module) -> Result<&GraphExecutorFactory> {
 /// `options` must be NULL or a NUL-terminated string.
 unsafe fn executor_options(options: *const c_char) -> Result<ExecutorOptions> {
     // SAFETY: forwarded contract.
-    let text = if options.is_null() { None } else { Some(unsafe { c_str!(options)? }) };
+    let text = unsafe { super::options_arg(options)? };
     ExecutorOptions::parse(text).map_err(|e| e.context("executor options"))
 }
 

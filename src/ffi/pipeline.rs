@@ -70,7 +70,7 @@ pub unsafe extern "C" fn TVMPipelineCreate(
         let out = unsafe { out_param(out, "out")? };
         let m = unsafe { super::module::module_arg(factory, "factory")? };
         let devices = unsafe { device_list(devices, num_devices)? };
-        let text = if options.is_null() { None } else { Some(unsafe { c_str!(options)? }) };
+        let text = unsafe { super::options_arg(options)? };
         let options = PipelineOptions::parse(text).map_err(|e| e.context("pipeline options"))?;
         let plan = factory_of(&m)?.plan_with(&m, devices, MemoryPlan::Tvm)?;
         let p = Arc::new(TVMPipeline { pipeline: Pipeline::new(plan, &options)?, text: Mutex::default() });

@@ -301,10 +301,7 @@ impl Executor {
 
     /// Resolve an input name to its index, or an error listing what exists.
     pub fn input_index(&self, name: &str) -> Result<usize> {
-        self.plan.input_index(name).ok_or_else(|| {
-            let names: Vec<&str> = (0..self.plan.num_inputs()).map(|i| self.plan.input_name(i)).collect();
-            Error::attribute(format!("graph has no input named `{name}` (inputs: {})", names.join(", ")))
-        })
+        self.plan.input_key(Key::Name(name))
     }
 
     fn repoint(&mut self, sid: usize, data: *mut c_void) {

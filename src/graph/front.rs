@@ -203,30 +203,33 @@ pub(crate) fn index_in_range(index: i64, n: usize, what: &str, plural: &str) -> 
     Ok(i)
 }
 
-/// Checked access, the same for every front end.
-impl Executor {
+/// Names and indices resolved from the plan alone, the same for every front end (a bucketed
+/// context resolves them without taking an executor).
+impl Plan {
     /// The input named or numbered by `key`; unknown names list the inputs.
-    pub fn input(&self, key: Key<'_>) -> Result<usize> {
+    pub fn input_key(&self, key: Key<'_>) -> Result<usize> {
         match key {
-            Key::Name(name) => self.input_index(name),
-            Key::Index(i) => index_in_range(i, self.plan().num_inputs(), "input", "inputs"),
+            Key::Name(name) => self.input_index(name).ok_or_else(|| {
+                let names: Vec<&str> = (0..self.num_inputs()).map(|i| self.input_name(i)).collect();
+                Error::attribute(format!("graph has no input named `{name}` (inputs: {})", names.join(", ")))
+            }),
+            Key::Index(i) => index_in_range(i, self.num_inputs(), "input", "inputs"),
         }
     }
 
     /// The output named (`node` or `node:k`) or numbered by `key`.
-    pub fn output(&self, key: Key<'_>) -> Result<usize> {
+    pub fn output_key(&self, key: Key<'_>) -> Result<usize> {
         match key {
-            Key::Name(name) => self
-                .plan()
-                .output_index(name)
-                .ok_or_else(|| Error::attribute(format!("graph has no output named `{name}`"))),
-            Key::Index(i) => index_in_range(i, self.plan().num_outputs(), "output", "outputs"),
+            Key::Name(name) => {
+                self.output_index(name).ok_or_else(|| Error::attribute(format!("graph has no output named `{name}`")))
+            }
+            Key::Index(i) => index_in_range(i, self.num_outputs(), "output", "outputs"),
         }
     }
 
     /// The graph node named or numbered by `key` (for debugging a node's output).
-    pub fn node(&self, key: Key<'_>) -> Result<usize> {
-        let nodes = &self.plan().graph.nodes;
+    pub fn node_key(&self, key: Key<'_>) -> Result<usize> {
+        let nodes = &self.graph.nodes;
         match key {
             Key::Name(name) => nodes
                 .iter()
@@ -237,6 +240,24 @@ impl Executor {
                 .filter(|&k| k < nodes.len())
                 .ok_or_else(|| Error::index(format!("node index {k} out of range ({} nodes)", nodes.len()))),
         }
+    }
+}
+
+/// Checked access, the same for every front end.
+impl Executor {
+    /// The input named or numbered by `key`; unknown names list the inputs.
+    pub fn input(&self, key: Key<'_>) -> Result<usize> {
+        self.plan().input_key(key)
+    }
+
+    /// The output named (`node` or `node:k`) or numbered by `key`.
+    pub fn output(&self, key: Key<'_>) -> Result<usize> {
+        self.plan().output_key(key)
+    }
+
+    /// The graph node named or numbered by `key` (for debugging a node's output).
+    pub fn node(&self, key: Key<'_>) -> Result<usize> {
+        self.plan().node_key(key)
     }
 
     /// Name, shape, dtype and size of input `index` (from [`Executor::input`]), and whether it

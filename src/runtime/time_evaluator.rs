@@ -15,13 +15,7 @@ use std::time::{Duration, Instant};
 /// How to measure (TVM's arguments, in its order after the function's name).
 #[derive(Clone, Copy)]
 struct Settings {
-    dev: DLDevice,
-    number: u64,
-    repeat: u64,
-    min_repeat_ms: f64,
-    limit_zero_time_iterations: u64,
-    cooldown_interval_ms: u64,
-    repeats_to_cooldown: u64,
+    timing: TimingPlan,
     cache_flush_bytes: i64,
 }
 
@@ -32,7 +26,7 @@ fn non_negative(args: &Args<'_>, i: usize, what: &str) -> Result<u64> {
 
 fn settings(args: &Args<'_>) -> Result<Settings> {
     let dev = DLDevice { device_type: args.int(2)? as i32, device_id: args.int(3)? as i32 };
-    let s = Settings {
+    let timing = TimingPlan {
         dev,
         number: non_negative(args, 4, "number")?.max(1),
         repeat: non_negative(args, 5, "repeat")?,
@@ -40,10 +34,9 @@ fn settings(args: &Args<'_>) -> Result<Settings> {
         limit_zero_time_iterations: non_negative(args, 7, "limit_zero_time_iterations")?,
         cooldown_interval_ms: non_negative(args, 8, "cooldown_interval_ms")?,
         repeats_to_cooldown: non_negative(args, 9, "repeats_to_cooldown")?.max(1),
-        cache_flush_bytes: args.int(10)?,
     };
     device_api(dev.device_type)?;
-    Ok(s)
+    Ok(Settings { timing, cache_flush_bytes: args.int(10)? })
 }
 
 /// A global function by name, or an error naming it.
@@ -85,7 +78,7 @@ fn cache_flusher(s: &Settings) -> Result<Option<(NDArray, NDArray)>> {
         return Ok(None);
     }
     let n = s.cache_flush_bytes / 4;
-    let make = || NDArray::empty(&[n], DLDataType::new(0, 32, 1), s.dev);
+    let make = || NDArray::empty(&[n], DLDataType::new(0, 32, 1), s.timing.dev);
     Ok(Some((make()?, make()?)))
 }
 
@@ -105,7 +98,7 @@ fn evaluate(f: &PackedFunc, preproc: Option<&PackedFunc>, s: Settings, call: Arg
             None => Ok(()),
         }
     };
-    let secs = measure(&s.plan(), &mut || f.call_args(call).map(drop), &before, &flush)?;
+    let secs = measure(&s.timing, &mut || f.call_args(call).map(drop), &before, &flush)?;
     Ok(Value::Bytes(secs.iter().flat_map(|x| x.to_ne_bytes()).collect()))
 }
 
@@ -123,20 +116,6 @@ pub struct TimingPlan {
     pub limit_zero_time_iterations: u64,
     pub cooldown_interval_ms: u64,
     pub repeats_to_cooldown: u64,
-}
-
-impl Settings {
-    fn plan(&self) -> TimingPlan {
-        TimingPlan {
-            dev: self.dev,
-            number: self.number,
-            repeat: self.repeat,
-            min_repeat_ms: self.min_repeat_ms,
-            limit_zero_time_iterations: self.limit_zero_time_iterations,
-            cooldown_interval_ms: self.cooldown_interval_ms,
-            repeats_to_cooldown: self.repeats_to_cooldown,
-        }
-    }
 }
 
 /// `repeat` measurements of seconds per call of `f`: before each, `before` runs (untimed);

@@ -82,11 +82,11 @@ impl BucketContext {
     }
 
     pub fn input(&self, key: Key<'_>) -> Result<usize> {
-        self.fronts[self.current].lock()?.input(key)
+        self.plan().input_key(key)
     }
 
     pub fn output(&self, key: Key<'_>) -> Result<usize> {
-        self.fronts[self.current].lock()?.output(key)
+        self.plan().output_key(key)
     }
 
     fn is_weight(&self, i: usize) -> bool {
@@ -186,7 +186,7 @@ impl BucketContext {
                 src_shape: entry_shape(&self.set, self.current, eid),
                 dst_shape: entry_shape(&self.set, to, eid),
                 region,
-                elem: elem_bytes(src.dtype),
+                elem: src.dtype.element_bytes(),
                 pad: Some(&self.set.pads[j]),
             };
             // SAFETY: both are input buffers of their executors, compact arrays of the bucket
@@ -206,7 +206,7 @@ impl BucketContext {
             src_shape: region,
             dst_shape: entry_shape(&self.set, self.current, eid),
             region,
-            elem: elem_bytes(src.dtype()),
+            elem: src.dtype().element_bytes(),
             pad: Some(&self.set.pads[i]),
         };
         // SAFETY: `src` is a compact host tensor of `region` (checked); `dst` is the bucket's own
@@ -305,7 +305,7 @@ impl BucketContext {
             src_shape: entry_shape(&self.set, self.ran, eid),
             dst_shape: shape,
             region: shape,
-            elem: elem_bytes(dtype),
+            elem: dtype.element_bytes(),
             pad: None,
         };
         // SAFETY: `src` is the output buffer of the bucket that ran (its shape); `out` is a
@@ -357,10 +357,6 @@ impl BucketContext {
     pub fn bucket_front(&self, b: usize) -> Option<&ExecutorFront> {
         self.fronts.get(b)
     }
-}
-
-fn elem_bytes(dtype: DLDataType) -> usize {
-    (dtype.bits as usize * dtype.lanes as usize).div_ceil(8)
 }
 
 /// A context shared between callers, used by one at a time (a call while another thread is in
