@@ -252,13 +252,7 @@ fn child(what: &str, v: &Versions) {
 }
 
 fn rss_of(what: &str, v: &Versions) -> f64 {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .env("BUCKETS_BENCH_CHILD", what)
-        .env("BUCKETS_BENCH_MODEL", &v.spec.name)
-        .output()
-        .expect("running the memory child");
-    assert!(out.status.success(), "memory child failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).lines().last().unwrap().trim().parse::<f64>().unwrap()
+    child_measure(&[("BUCKETS_BENCH_CHILD", what), ("BUCKETS_BENCH_MODEL", &v.spec.name)])
 }
 
 fn memory(v: &Versions) {

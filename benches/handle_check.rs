@@ -12,7 +12,6 @@ mod common;
 
 use common::*;
 use std::ffi::c_void;
-use std::process::Command;
 use std::time::Duration;
 use tvm_runtime::abi::{type_code as tc, TVMValue};
 use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncCreateFromCFunc, TVMFuncFree, TVMFuncGetGlobal};
@@ -89,13 +88,7 @@ fn child() {
 
 /// One child run in the given mode: (median, min) ns per case.
 fn run_child(checked: bool) -> Vec<(f64, f64)> {
-    let out = Command::new(std::env::current_exe().expect("path of the bench binary"))
-        .env(CHILD, "1")
-        .env("TVM_RUNTIME_CHECK_HANDLES", if checked { "1" } else { "0" })
-        .output()
-        .expect("running the bench child");
-    assert!(out.status.success(), "bench child failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout)
+    run_self(&[(CHILD, "1"), ("TVM_RUNTIME_CHECK_HANDLES", if checked { "1" } else { "0" })])
         .lines()
         .map(|l| {
             let f: Vec<f64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();

@@ -247,13 +247,7 @@ fn child(what: &str, so: &Path, m: &Model) {
 }
 
 fn rss_of(what: &str, m: &Model) -> f64 {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .env("PIPELINE_BENCH_CHILD", what)
-        .env("PIPELINE_BENCH_MODEL", &m.name)
-        .output()
-        .expect("running the memory child");
-    assert!(out.status.success(), "memory child failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).lines().last().unwrap().trim().parse::<f64>().unwrap()
+    child_measure(&[("PIPELINE_BENCH_CHILD", what), ("PIPELINE_BENCH_MODEL", &m.name)])
 }
 
 fn memory(m: &Model) {

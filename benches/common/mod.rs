@@ -315,3 +315,18 @@ pub fn rss_bytes() -> usize {
     // SAFETY: sysconf has no preconditions.
     pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize
 }
+
+/// Run this bench binary again with `env` set (a child measuring in a fresh process); its
+/// standard output. A failed child fails the bench with what it wrote to stderr.
+pub fn run_self(env: &[(&str, &str)]) -> String {
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("path of the bench binary"));
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().expect("running the bench child");
+    assert!(out.status.success(), "bench child failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// [`run_self`], parsing the last line the child prints as a number (e.g. its RSS growth).
+pub fn child_measure(env: &[(&str, &str)]) -> f64 {
+    run_self(env).lines().last().unwrap().trim().parse::<f64>().unwrap()
+}
