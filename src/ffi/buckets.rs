@@ -116,14 +116,19 @@ pub unsafe extern "C" fn TVMGraphExecutorCreateBucketedFromManifest(
     })
 }
 
-/// The bucket set behind a bucketed executor, or an error naming a plain one.
-fn buckets_of(g: &TVMGraphExecutor) -> Result<Arc<BucketSet>> {
+/// The bucketed front of an executor, or an error naming a plain one.
+fn bucketed(g: &TVMGraphExecutor) -> Result<&BucketedFront> {
     match &g.engine {
-        Engine::Bucketed(f) => Ok(f.lock()?.bucket_set().clone()),
+        Engine::Bucketed(f) => Ok(f),
         Engine::Plain(_) => {
             Err(Error::value("graph executor is not bucketed (create it with TVMGraphExecutorCreateBucketed)"))
         }
     }
+}
+
+/// The bucket set behind a bucketed executor.
+fn buckets_of(g: &TVMGraphExecutor) -> Result<Arc<BucketSet>> {
+    Ok(bucketed(g)?.lock()?.bucket_set().clone())
 }
 
 /// Number of buckets of a bucketed executor (an error for a plain one). Buckets are numbered
@@ -188,10 +193,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetCurrentBucket(g: *const TVMGraphExec
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        *out = match &g.engine {
-            Engine::Bucketed(f) => f.lock()?.current_bucket() as u32,
-            Engine::Plain(_) => return Err(Error::value("graph executor is not bucketed")),
-        };
+        *out = bucketed(&g)?.lock()?.current_bucket() as u32;
         Ok(0)
     })
 }

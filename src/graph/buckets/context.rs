@@ -117,40 +117,45 @@ impl BucketContext {
     }
 
     /// Check `src` for input `i`: dtype, rank, static extents, dynamic extents within the
-    /// largest bucket's, compact host memory. Returns its shape.
+    /// largest bucket's, compact host memory. Returns its shape. The input's name is formatted
+    /// only for an error (this is on every request's path).
     fn check_input(&self, i: usize, src: TensorRef<'_>) -> Result<Box<[i64]>> {
         let plan = self.plan();
-        let what = format!("set_input `{}`", plan.input_name(i));
+        let what = || format!("set_input `{}`", plan.input_name(i));
         let want = plan.entry_dtype(plan.input_entry(i));
         if src.dtype() != want {
-            return Err(Error::value(format!("{what}: expected dtype {want}, got {}", src.dtype())));
+            return Err(Error::value(format!("{}: expected dtype {want}, got {}", what(), src.dtype())));
         }
         let shape = src.shape()?;
         let limit = plan.entry_shape(plan.input_entry(i));
         if shape.len() != limit.len() {
-            return Err(Error::value(format!("{what}: expected {} axes, got shape {shape:?}", limit.len())));
+            return Err(Error::value(format!("{}: expected {} axes, got shape {shape:?}", what(), limit.len())));
         }
         for (axis, (&e, &max)) in shape.iter().zip(limit).enumerate() {
             self.check_extent(&what, i, axis, e, max)?;
         }
-        src.check_contiguous(&what)?;
+        if !src.is_contiguous() {
+            src.check_contiguous(&what())?;
+        }
         if src.device().device_type != device_type::CPU {
-            return Err(Error::value(format!("{what}: expected a CPU tensor, got device {}", src.device())));
+            return Err(Error::value(format!("{}: expected a CPU tensor, got device {}", what(), src.device())));
         }
         if src.raw().data.is_null() && shape.iter().product::<i64>() > 0 {
-            return Err(Error::value(format!("{what}: data pointer is NULL")));
+            return Err(Error::value(format!("{}: data pointer is NULL", what())));
         }
         Ok(shape.into())
     }
 
-    fn check_extent(&self, what: &str, i: usize, axis: usize, e: i64, largest: i64) -> Result<()> {
+    fn check_extent(&self, what: &dyn Fn() -> String, i: usize, axis: usize, e: i64, largest: i64) -> Result<()> {
         match self.set.dim_of(i, axis) {
             Some(d) if e < 0 || e > self.set.max_extent(d) => Err(Error::value(format!(
-                "{what} axis {axis}: extent {e} is beyond the largest bucket's {}",
+                "{} axis {axis}: extent {e} is beyond the largest bucket's {}",
+                what(),
                 self.set.max_extent(d)
             ))),
             None if e != largest => Err(Error::value(format!(
-                "{what} axis {axis}: extent {e}, but this axis is static: {largest} in every bucket"
+                "{} axis {axis}: extent {e}, but this axis is static: {largest} in every bucket",
+                what()
             ))),
             _ => Ok(()),
         }
@@ -281,20 +286,25 @@ impl BucketContext {
     pub fn get_output_into(&self, o: usize, out: TensorRef<'_>) -> Result<()> {
         let o = self.output(Key::Index(o as i64))?;
         let plan = self.plan();
-        let what = format!("get_output `{}`", plan.output_name(o));
+        // Formatted only for an error (this is on every request's path).
+        let what = || format!("get_output `{}`", plan.output_name(o));
         let shape = &self.output_shapes[o];
         let dtype = plan.entry_dtype(plan.output_entry(o));
         if out.dtype() != dtype || out.shape()? != &shape[..] {
             return Err(Error::value(format!(
-                "{what}: expected dtype {dtype} and shape {shape:?} (the last run's), got {} {:?}",
+                "{}: expected dtype {dtype} and shape {shape:?} (the last run's), got {} {:?}",
+                what(),
                 out.dtype(),
                 out.shape()?
             )));
         }
-        out.check_contiguous(&what)?;
+        if !out.is_contiguous() {
+            out.check_contiguous(&what())?;
+        }
         if out.device().device_type != device_type::CPU || (out.raw().data.is_null() && out.byte_size()? > 0) {
             return Err(Error::value(format!(
-                "{what}: expected CPU memory, got device {} data {:p}",
+                "{}: expected CPU memory, got device {} data {:p}",
+                what(),
                 out.device(),
                 out.raw().data
             )));
