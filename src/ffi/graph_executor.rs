@@ -12,7 +12,6 @@
 
 use super::ptr::{out_param, slice};
 use crate::abi::{DLDataType, DLDevice, DLTensor};
-use crate::graph::deps::OpGraph;
 use crate::graph::factory::GraphExecutorFactory;
 use crate::graph::memory_plan::build_plan;
 use crate::graph::options::ExecutorOptions;
@@ -558,7 +557,7 @@ pub unsafe extern "C" fn TVMGraphExecutorScheduleDot(g: *mut TVMGraphExecutor, o
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
         let plan = g.engine.plain("TVMGraphExecutorScheduleDot")?.lock()?.plan().clone();
-        let dot = OpGraph::new(&plan).to_dot(&plan);
+        let dot = plan.schedule_dot();
         let mut slot = g.text.lock().unwrap_or_else(|e| e.into_inner());
         *slot = CString::new(dot).map_err(|_| Error::internal("schedule text contains NUL"))?;
         *out = slot.as_ptr();

@@ -7,7 +7,8 @@
 //! (write-after-write) and every reader since (write-after-read), the hazards TVM's storage
 //! sharing adds.
 
-use super::plan::Plan;
+//! The plan builds its graphs from here (`Plan::op_graph`, `Plan::task_graph`): this file
+//! knows ops only as indices with the storage slots they read and write.
 
 /// Why one op waits for another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,13 +28,6 @@ pub struct OpGraph {
     pub edges: Vec<(u32, u32, EdgeKind)>,
 }
 
-/// What op `i` reads and writes, as entry ids.
-pub(crate) fn op_io(plan: &Plan, i: usize) -> (&[u32], &[u32]) {
-    let op = &plan.ops[i];
-    let n_in = plan.graph.nodes[op.node_id as usize].inputs.len();
-    op.args.split_at(n_in)
-}
-
 #[derive(Default, Clone)]
 struct SlotHistory {
     /// Last writer and the entry it wrote.
@@ -42,13 +36,18 @@ struct SlotHistory {
 }
 
 impl OpGraph {
-    pub fn new(plan: &Plan) -> OpGraph {
-        let n = plan.ops.len();
-        let sid = |eid: u32| plan.graph.attrs.storage_id[eid as usize] as usize;
-        let mut slots: Vec<SlotHistory> = vec![SlotHistory::default(); plan.storage.len()];
+    /// The graph of `n` ops in run order over `n_slots` storage slots; `io(i)` gives the entries
+    /// op `i` reads and writes, `sid(entry)` an entry's slot.
+    pub fn new<'a>(
+        n: usize,
+        n_slots: usize,
+        io: impl Fn(usize) -> (&'a [u32], &'a [u32]),
+        sid: impl Fn(u32) -> usize,
+    ) -> OpGraph {
+        let mut slots: Vec<SlotHistory> = vec![SlotHistory::default(); n_slots];
         let mut g = OpGraph { preds: vec![Vec::new(); n], succs: vec![Vec::new(); n], edges: Vec::new() };
         for i in 0..n as u32 {
-            let (reads, writes) = op_io(plan, i as usize);
+            let (reads, writes) = io(i as usize);
             for &e in reads {
                 if let Some((w, we)) = slots[sid(e)].writer {
                     g.add(w, i, if we == e { EdgeKind::Data } else { EdgeKind::Storage });
@@ -125,13 +124,13 @@ impl OpGraph {
         path
     }
 
-    /// The schedule as Graphviz dot: one box per op (named by its node, grouped by level),
+    /// The schedule as Graphviz dot: one box per op (named by `op_name`, grouped by level),
     /// solid edges for data, dashed red edges for storage hazards, the critical path in bold.
-    pub fn to_dot(&self, plan: &Plan) -> String {
+    pub fn to_dot(&self, op_name: impl Fn(usize) -> String) -> String {
         let levels = self.levels();
         let critical = self.critical_path();
         let on_path = |a: u32, b: u32| critical.windows(2).any(|w| w[0] == a && w[1] == b);
-        let name = |i: usize| plan.graph.nodes[plan.ops[i].node_id as usize].name.replace('"', "\\\"");
+        let name = |i: usize| op_name(i).replace('"', "\\\"");
         let mut s = String::from("digraph schedule {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
         for level in 0..=levels.iter().copied().max().unwrap_or(0) {
             s += &format!("  subgraph level_{level} {{ rank=same;");
@@ -151,5 +150,86 @@ impl OpGraph {
             s += &format!("  op{a} -> op{b} [{}];\n", attrs.join(", "));
         }
         s + "}\n"
+    }
+}
+
+/// Ops grouped into chains, and the dependencies between the chains.
+#[derive(Debug)]
+pub struct TaskGraph {
+    /// Op indices of each task, in run order.
+    pub tasks: Vec<Vec<u32>>,
+    /// Per op: the other tasks that wait for it (each once).
+    pub released_by: Vec<Vec<u32>>,
+    /// Per task: how many (op, task) releases it waits for.
+    pub n_preds: Vec<u32>,
+}
+
+impl TaskGraph {
+    pub fn new(g: &OpGraph) -> TaskGraph {
+        let n = g.len();
+        let mut task_of = vec![u32::MAX; n];
+        let mut tasks: Vec<Vec<u32>> = Vec::new();
+        for i in 0..n {
+            // Appending keeps the task in run order and adds no dependency from outside it.
+            let latest = g.preds[i].iter().max().copied();
+            let joins = latest.map(|p| task_of[p as usize]).filter(|&t| {
+                tasks[t as usize].last().copied() == latest && g.preds[i].iter().all(|&q| task_of[q as usize] == t)
+            });
+            match joins {
+                Some(t) => {
+                    tasks[t as usize].push(i as u32);
+                    task_of[i] = t;
+                }
+                None => {
+                    task_of[i] = tasks.len() as u32;
+                    tasks.push(vec![i as u32]);
+                }
+            }
+        }
+        let mut released_by: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let mut n_preds = vec![0u32; tasks.len()];
+        for (op, waiting) in released_by.iter_mut().enumerate() {
+            for &s in &g.succs[op] {
+                let st = task_of[s as usize];
+                if st != task_of[op] && !waiting.contains(&st) {
+                    waiting.push(st);
+                    n_preds[st as usize] += 1;
+                }
+            }
+        }
+        TaskGraph { tasks, released_by, n_preds }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op_graph(n: usize, edges: &[(u32, u32)]) -> OpGraph {
+        let mut g = OpGraph { preds: vec![Vec::new(); n], succs: vec![Vec::new(); n], edges: Vec::new() };
+        for &(a, b) in edges {
+            g.preds[b as usize].push(a);
+            g.succs[a as usize].push(b);
+            g.edges.push((a, b, EdgeKind::Data));
+        }
+        g
+    }
+
+    #[test]
+    fn a_chain_with_storage_hazards_is_one_task() {
+        // Ping-pong buffers: op i waits for i-1 (data) and i-2 (write-after-write).
+        let edges: Vec<(u32, u32)> = (1..6).map(|i| (i - 1, i)).chain((2..6).map(|i| (i - 2, i))).collect();
+        let t = TaskGraph::new(&op_graph(6, &edges));
+        assert_eq!(t.tasks, vec![vec![0, 1, 2, 3, 4, 5]]);
+    }
+
+    #[test]
+    fn branches_are_separate_tasks_joined_by_a_third() {
+        // 0 -> {1, 2}; 1 -> 3; 2 -> 4; {3, 4} -> 5
+        let t = TaskGraph::new(&op_graph(6, &[(0, 1), (0, 2), (1, 3), (2, 4), (3, 5), (4, 5)]));
+        assert_eq!(t.tasks, vec![vec![0, 1, 3], vec![2, 4], vec![5]]);
+        assert_eq!(t.n_preds, vec![0, 1, 2]);
+        // The second branch waits for op 0 only, not for the whole first task.
+        assert_eq!(t.released_by, vec![vec![1], vec![], vec![], vec![2], vec![2], vec![]]);
     }
 }

@@ -8,17 +8,18 @@ use super::executor::Executor;
 use super::options::ExecutorOptions;
 use super::phases::Phases;
 use super::plan::Plan;
-use super::profile::OpTiming;
-use super::schedule::{ParallelRunner, Parallelism};
+use super::runner::{run_profiled, OpTiming, Runner, Sequential};
+use super::schedule::{InterOp, Parallelism};
 use crate::abi::DLDataType;
 use crate::runtime::error::{Error, Result};
+use crate::runtime::threading::{shared_pool, PoolKey};
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
-/// An executor shared between callers, used by one at a time, with the way it runs its ops:
-/// one after another, or on several workers ([`ParallelRunner`]). Besides the synchronous
+/// An executor shared between callers, used by one at a time, with the [`Runner`] that runs its
+/// ops: one after another, or on several lanes ([`InterOp`]). Besides the synchronous
 /// calls, stages may be queued on device streams (`phases.rs`); every synchronous call first
 /// waits for them.
 pub struct ExecutorFront {
@@ -31,7 +32,7 @@ pub struct ExecutorFront {
 /// The executor and its runner, shared with the runs queued on streams.
 pub(crate) struct FrontCore {
     exec: Mutex<Executor>,
-    runner: Option<ParallelRunner>,
+    runner: Box<dyn Runner>,
     /// The first error a queued stage hit, kept until a caller is told.
     failure: Mutex<Option<Error>>,
     /// Whether `failure` holds one (so a synchronous call looks without locking).
@@ -47,12 +48,9 @@ impl FrontCore {
         self.exec.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Run the graph once, on the workers when there is a runner.
+    /// Run the graph once with the front's runner.
     pub(super) fn run(&self, e: &mut Executor) -> Result<()> {
-        match &self.runner {
-            Some(r) => r.run(e),
-            None => e.run(),
-        }
+        self.runner.run(e, None)
     }
 
     /// Keep `e` unless an earlier failure is still unreported.
@@ -96,15 +94,10 @@ impl DerefMut for FrontGuard<'_> {
 impl ExecutorFront {
     /// A front that runs ops one after another, as TVM does.
     pub fn new(exec: Executor) -> Self {
-        Self::with(exec, None)
+        Self::with(exec, Box::new(Sequential::default()))
     }
 
-    /// A front that runs independent ops in parallel.
-    pub fn with_runner(exec: Executor, runner: ParallelRunner) -> Self {
-        Self::with(exec, Some(runner))
-    }
-
-    fn with(exec: Executor, runner: Option<ParallelRunner>) -> Self {
+    fn with(exec: Executor, runner: Box<dyn Runner>) -> Self {
         let phases = Phases::new(exec.plan().clone());
         let core =
             FrontCore { exec: Mutex::new(exec), runner, failure: Mutex::new(None), failed: AtomicBool::new(false) };
@@ -125,15 +118,16 @@ impl ExecutorFront {
             return Ok(ExecutorFront::new(exec));
         }
         let parallelism = Parallelism { inter_op: options.inter_op_threads, intra_op: options.intra_op_threads };
-        Ok(ExecutorFront::with_runner(exec, ParallelRunner::new(&plan, parallelism)))
+        let runner: Box<dyn Runner> = if parallelism.inter_op == 1 {
+            let pool = shared_pool(PoolKey { threads: parallelism.intra_op, cpus: None, slot: 0 })?;
+            Box::new(Sequential { pool: Some(pool) })
+        } else {
+            Box::new(InterOp::new(&plan, parallelism)?)
+        };
+        Ok(ExecutorFront::with(exec, runner))
     }
 
-    /// The parallel runner, if this front has one.
-    pub fn runner(&self) -> Option<&ParallelRunner> {
-        self.core.runner.as_ref()
-    }
-
-    /// Run the graph once, on the workers when there is a runner.
+    /// Run the graph once with the front's runner.
     pub fn run(&self) -> Result<()> {
         let mut e = self.lock()?;
         self.core.run(&mut e)
@@ -142,10 +136,7 @@ impl ExecutorFront {
     /// Run once timing every op (with the worker that ran it).
     pub fn run_profiled(&self) -> Result<Vec<OpTiming>> {
         let mut e = self.lock()?;
-        match &self.core.runner {
-            Some(r) => r.run_profiled(&mut e),
-            None => e.run_profiled(),
-        }
+        run_profiled(&*self.core.runner, &mut e)
     }
 
     /// Exclusive access for a synchronous call. A call while another thread uses the executor

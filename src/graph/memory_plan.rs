@@ -3,7 +3,6 @@
 //! every op that touched the buffer's earlier entries is one of its data ancestors, so it adds
 //! no ordering beyond the data dependencies, at the cost of some bytes.
 
-use super::deps::op_io;
 use super::json::Graph;
 use super::options::MemoryPlan;
 use super::plan::{OpKind, Plan};
@@ -39,7 +38,7 @@ fn data_ancestors(plan: &Plan, producer: &[Option<u32>]) -> Vec<OpSet> {
     let mut anc: Vec<OpSet> = Vec::with_capacity(n);
     for i in 0..n {
         let mut set = OpSet::new(n);
-        for &e in op_io(plan, i).0 {
+        for &e in plan.op_io(i).0 {
             if let Some(p) = producer[e as usize] {
                 set.union_with(&anc[p as usize]);
                 set.insert(p);
@@ -66,7 +65,7 @@ pub fn parallel_storage_ids(plan: &Plan) -> Vec<u32> {
     let mut producer: Vec<Option<u32>> = vec![None; n_entries];
     let mut readers: Vec<Vec<u32>> = vec![Vec::new(); n_entries];
     for i in 0..plan.ops.len() {
-        let (reads, writes) = op_io(plan, i);
+        let (reads, writes) = plan.op_io(i);
         reads.iter().for_each(|&e| readers[e as usize].push(i as u32));
         writes.iter().for_each(|&e| producer[e as usize] = Some(i as u32));
     }
@@ -92,7 +91,7 @@ pub fn parallel_storage_ids(plan: &Plan) -> Vec<u32> {
         ids[e] = s;
     }
     for (i, ancestors) in anc.iter().enumerate() {
-        let (reads, writes) = op_io(plan, i);
+        let (reads, writes) = plan.op_io(i);
         for &e in writes {
             let e = e as usize;
             let s = match plan.ops[i].kind {

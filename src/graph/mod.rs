@@ -17,6 +17,7 @@ pub mod phases;
 pub mod pipeline;
 pub mod plan;
 pub mod profile;
+pub mod runner;
 pub mod schedule;
 pub mod session;
 

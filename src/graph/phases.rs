@@ -29,7 +29,7 @@
 use super::front::{index_in_range, ExecutorFront, FrontCore};
 use super::plan::Plan;
 use crate::abi::{DLDevice, DLTensor};
-use crate::runtime::device::{device_api, DeviceApi, EventHandle, HostTask, StreamHandle};
+use crate::runtime::device::{device_api, DeviceApi, DeviceHandle, HostTask, StreamHandle};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::ndarray::copy_from_to_on;
 use crate::runtime::tensor::TensorRef;
@@ -38,23 +38,9 @@ use std::sync::{Arc, Mutex};
 
 /// An event recorded on a stage's stream after the stage's work; freed with the last holder.
 struct Mark {
-    api: &'static dyn DeviceApi,
-    device: DLDevice,
-    event: EventHandle,
-    stream: StreamHandle,
-}
-
-// SAFETY: the handles are opaque keys only the device API interprets (the CPU API looks them up
-// in its tables); nothing here dereferences them, and `DeviceApi` is `Send + Sync`.
-unsafe impl Send for Mark {}
-// SAFETY: as above; a `Mark` is never mutated after it is made.
-unsafe impl Sync for Mark {}
-
-impl Drop for Mark {
-    fn drop(&mut self) {
-        // Waits already queued on the event keep what they need (the device API's contract).
-        let _ = self.api.free_event(self.device, self.event);
-    }
+    event: DeviceHandle,
+    /// The stream's handle as a number: compared, never used as a stream.
+    stream: usize,
 }
 
 /// The stages that used one buffer and may still be pending.
@@ -82,7 +68,7 @@ impl Tracker {
         let written = reads.iter().chain(writes).filter_map(|&b| self.buffers[b].writer.as_ref());
         let read = writes.iter().flat_map(|&b| &self.buffers[b].readers);
         for m in written.chain(read) {
-            let same_stream = !stream.is_null() && m.stream == stream;
+            let same_stream = !stream.is_null() && m.stream == stream as usize;
             if !same_stream && !waits.iter().any(|w| Arc::ptr_eq(w, m)) {
                 waits.push(m.clone());
             }
@@ -113,12 +99,12 @@ impl Tracker {
         work: impl FnOnce(&'static dyn DeviceApi, DLDevice) -> Result<()>,
     ) -> Result<()> {
         let (dev, api) = (self.device, device_api(self.device.device_type)?);
-        let mark = Arc::new(Mark { api, device: dev, event: api.create_event(dev)?, stream });
+        let mark = Arc::new(Mark { event: DeviceHandle::event(dev)?, stream: stream as usize });
         for m in self.conflicts(stream, reads, writes) {
-            api.stream_wait_event(dev, stream, m.event)?;
+            api.stream_wait_event(dev, stream, m.event.raw())?;
         }
         work(api, dev)?;
-        if let Err(e) = api.record_event(dev, mark.event, stream) {
+        if let Err(e) = api.record_event(dev, mark.event.raw(), stream) {
             // The work is queued but cannot be tracked: it must be done before this returns.
             api.stream_sync(dev, stream)?;
             return Err(e);
@@ -134,7 +120,7 @@ impl Tracker {
         }
         for b in &self.buffers {
             for m in b.writer.iter().chain(&b.readers) {
-                m.api.event_sync(m.device, m.event)?;
+                m.event.synchronize()?;
             }
         }
         self.buffers.iter_mut().for_each(|b| *b = BufferUse::default());
@@ -421,9 +407,7 @@ mod tests {
 
     /// A mark on the stream with handle `stream` (compared, never used as a stream here).
     fn mark(stream: usize) -> Arc<Mark> {
-        let api = device_api(crate::abi::device_type::CPU).unwrap();
-        let device = DLDevice::cpu(0);
-        Arc::new(Mark { api, device, event: api.create_event(device).unwrap(), stream: stream as StreamHandle })
+        Arc::new(Mark { event: DeviceHandle::event(DLDevice::cpu(0)).unwrap(), stream })
     }
 
     fn waits(t: &Tracker, stream: usize, reads: &[usize], writes: &[usize]) -> Vec<*const Mark> {

@@ -18,28 +18,19 @@
 use super::executor::Executor;
 use super::options::PipelineOptions;
 use super::plan::Plan;
+use super::runner::{Runner, Sequential};
 use crate::abi::{DLDevice, DLTensor};
-use crate::runtime::device::{device_api, poll_until, DeviceApi, HostTask};
+use crate::runtime::device::{device_api, poll_until, DeviceApi, DeviceHandle, HostTask};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::TensorRef;
-use crate::runtime::threading::{set_current_pool, ThreadPool};
+use crate::runtime::threading::{shared_pool, PoolKey, ThreadPool};
 use std::collections::{HashMap, VecDeque};
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 /// What a request's submitter hears when it is done (instead of waiting for it).
 pub type Completion = Box<dyn FnOnce(u64, Result<()>) + Send>;
-
-/// A device handle (stream or event): an opaque token passed back to the device API.
-#[derive(Clone, Copy)]
-struct Handle(*mut c_void);
-// SAFETY: handles are tokens the (thread-safe) device API resolves; they are never dereferenced
-// here.
-unsafe impl Send for Handle {}
-// SAFETY: as above.
-unsafe impl Sync for Handle {}
 
 /// A tensor description owned by the pipeline (its shape with it); the data is the submitter's
 /// or an executor's.
@@ -75,16 +66,16 @@ struct Context {
     exec: Mutex<Executor>,
     inputs: Vec<OwnedTensor>,
     outputs: Vec<OwnedTensor>,
-    h2d_done: Handle,
-    compute_done: Handle,
+    h2d_done: DeviceHandle,
+    compute_done: DeviceHandle,
 }
 
 struct Group {
     /// The pool its kernels' parallel launches use (current while its graphs run).
     pool: Arc<ThreadPool>,
-    h2d: Handle,
-    compute: Handle,
-    d2h: Handle,
+    h2d: DeviceHandle,
+    compute: DeviceHandle,
+    d2h: DeviceHandle,
     contexts: Vec<Arc<Context>>,
 }
 
@@ -162,8 +153,10 @@ impl Pipeline {
         for g in 0..options.core_groups {
             let per_group =
                 options.in_flight / options.core_groups + usize::from(g < options.in_flight % options.core_groups);
+            // Pipelines with the same core groups borrow the same pools.
             let cpus = options.cpus.as_ref().map(|c| c[g].clone());
-            groups.push(make_group(&plan, api, dev, &data_inputs, options.threads_per_group, cpus, per_group)?);
+            let pool = shared_pool(PoolKey { threads: options.threads_per_group, cpus, slot: g })?;
+            groups.push(make_group(&plan, dev, &data_inputs, pool, per_group)?);
             free.extend((0..per_group).map(|c| (g, c)));
         }
         // Contexts are handed out from the back: put the groups' first contexts there, so light
@@ -289,7 +282,13 @@ impl Pipeline {
         st = inner.finished.wait_while(st, |st| st.running > 0).unwrap_or_else(|e| e.into_inner());
         st.sleepers -= 1;
         drop(st);
-        inner.free_device_handles();
+        // The last requests' callbacks run after they count as finished: wait for those too
+        // (the streams themselves are freed with the pipeline's last holder).
+        for g in &inner.groups {
+            for s in [&g.h2d, &g.compute, &g.d2h] {
+                let _ = s.synchronize();
+            }
+        }
     }
 }
 
@@ -301,30 +300,21 @@ impl Drop for Pipeline {
 
 fn make_group(
     plan: &Arc<Plan>,
-    api: &'static dyn DeviceApi,
     dev: DLDevice,
     data_inputs: &[usize],
-    threads: usize,
-    cpus: Option<Vec<usize>>,
+    pool: Arc<ThreadPool>,
     num_contexts: usize,
 ) -> Result<Group> {
     // Each launch runs task 0 on the stream worker that runs the graph; the pool's workers,
     // pinned to the group's CPUs, take the others.
-    let pool = Arc::new(ThreadPool::new(threads, cpus));
-    let stream = || api.create_stream(dev).map(Handle);
+    let stream = || DeviceHandle::stream(dev);
     let (h2d, compute, d2h) = (stream()?, stream()?, stream()?);
-    let contexts = (0..num_contexts)
-        .map(|_| make_context(plan, api, dev, data_inputs).map(Arc::new))
-        .collect::<Result<Vec<_>>>()?;
+    let contexts =
+        (0..num_contexts).map(|_| make_context(plan, dev, data_inputs).map(Arc::new)).collect::<Result<Vec<_>>>()?;
     Ok(Group { pool, h2d, compute, d2h, contexts })
 }
 
-fn make_context(
-    plan: &Arc<Plan>,
-    api: &'static dyn DeviceApi,
-    dev: DLDevice,
-    data_inputs: &[usize],
-) -> Result<Context> {
+fn make_context(plan: &Arc<Plan>, dev: DLDevice, data_inputs: &[usize]) -> Result<Context> {
     let mut exec = Executor::new(plan.clone())?;
     let inputs = data_inputs
         .iter()
@@ -333,7 +323,7 @@ fn make_context(
     let outputs = (0..plan.num_outputs())
         .map(|j| Ok(OwnedTensor::new(&exec.output_tensor(j)?, plan.entry_shape(plan.output_entry(j)))))
         .collect::<Result<Vec<_>>>()?;
-    let (h2d_done, compute_done) = (Handle(api.create_event(dev)?), Handle(api.create_event(dev)?));
+    let (h2d_done, compute_done) = (DeviceHandle::event(dev)?, DeviceHandle::event(dev)?);
     Ok(Context { exec: Mutex::new(exec), inputs, outputs, h2d_done, compute_done })
 }
 
@@ -400,47 +390,45 @@ impl Inner {
         let enqueue_failed = |e: Error| *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
 
         // h2d
-        self.trace_mark(id, g, 0, group.h2d, true);
+        self.trace_mark(id, g, 0, &group.h2d, true);
         for (src, dst) in inputs.iter().zip(&ctx.inputs) {
             // SAFETY: the request's tensors stay valid until it is done (submit contract), and
             // the context's input memory belongs to its executor, which outlives the pipeline's
             // streams; the context serves this request alone until it finishes.
-            if let Err(e) = unsafe { api.copy_data_from_to(src.tensor(), dst.tensor(), group.h2d.0) } {
+            if let Err(e) = unsafe { api.copy_data_from_to(src.tensor(), dst.tensor(), group.h2d.raw()) } {
                 enqueue_failed(e);
             }
         }
-        self.trace_mark(id, g, 0, group.h2d, false);
-        self.record(ctx.h2d_done, group.h2d).unwrap_or_else(enqueue_failed);
+        self.trace_mark(id, g, 0, &group.h2d, false);
+        self.record(&ctx.h2d_done, &group.h2d).unwrap_or_else(enqueue_failed);
 
         // compute
-        self.wait(group.compute, ctx.h2d_done).unwrap_or_else(enqueue_failed);
-        self.trace_mark(id, g, 1, group.compute, true);
+        self.wait(&group.compute, &ctx.h2d_done).unwrap_or_else(enqueue_failed);
+        self.trace_mark(id, g, 1, &group.compute, true);
         let (run_ctx, run_failure, pool) = (ctx.clone(), failure.clone(), group.pool.clone());
         let run: HostTask = Box::new(move || {
             let mut failure = run_failure.lock().unwrap_or_else(|p| p.into_inner());
             if failure.is_none() {
                 let mut exec = run_ctx.exec.lock().unwrap_or_else(|p| p.into_inner());
-                let outer = set_current_pool(Some(pool));
-                if let Err(e) = exec.run() {
+                if let Err(e) = (Sequential { pool: Some(pool) }).run(&mut exec, None) {
                     *failure = Some(e);
                 }
-                set_current_pool(outer);
             }
         });
-        api.launch_host_task(dev, group.compute.0, run).unwrap_or_else(enqueue_failed);
-        self.trace_mark(id, g, 1, group.compute, false);
-        self.record(ctx.compute_done, group.compute).unwrap_or_else(enqueue_failed);
+        api.launch_host_task(dev, group.compute.raw(), run).unwrap_or_else(enqueue_failed);
+        self.trace_mark(id, g, 1, &group.compute, false);
+        self.record(&ctx.compute_done, &group.compute).unwrap_or_else(enqueue_failed);
 
         // d2h
-        self.wait(group.d2h, ctx.compute_done).unwrap_or_else(enqueue_failed);
-        self.trace_mark(id, g, 2, group.d2h, true);
+        self.wait(&group.d2h, &ctx.compute_done).unwrap_or_else(enqueue_failed);
+        self.trace_mark(id, g, 2, &group.d2h, true);
         for (src, dst) in ctx.outputs.iter().zip(&outputs) {
             // SAFETY: as for the inputs above.
-            if let Err(e) = unsafe { api.copy_data_from_to(src.tensor(), dst.tensor(), group.d2h.0) } {
+            if let Err(e) = unsafe { api.copy_data_from_to(src.tensor(), dst.tensor(), group.d2h.raw()) } {
                 enqueue_failed(e);
             }
         }
-        self.trace_mark(id, g, 2, group.d2h, false);
+        self.trace_mark(id, g, 2, &group.d2h, false);
         let me = self.clone();
         let finish: HostTask = Box::new(move || {
             drop((inputs, outputs));
@@ -449,17 +437,17 @@ impl Inner {
         });
         // The d2h stream lives until every request is finished (`shut_down` waits for that), so
         // this fails only with a broken device backend; the request is then finished here.
-        if let Err(e) = api.launch_host_task(dev, group.d2h.0, finish) {
+        if let Err(e) = api.launch_host_task(dev, group.d2h.raw(), finish) {
             self.finish(id, g, c, Err(e));
         }
     }
 
-    fn record(&self, event: Handle, stream: Handle) -> Result<()> {
-        self.api.record_event(self.dev, event.0, stream.0)
+    fn record(&self, event: &DeviceHandle, stream: &DeviceHandle) -> Result<()> {
+        self.api.record_event(self.dev, event.raw(), stream.raw())
     }
 
-    fn wait(&self, stream: Handle, event: Handle) -> Result<()> {
-        self.api.stream_wait_event(self.dev, stream.0, event.0)
+    fn wait(&self, stream: &DeviceHandle, event: &DeviceHandle) -> Result<()> {
+        self.api.stream_wait_event(self.dev, stream.raw(), event.raw())
     }
 
     /// Request `id` is done: free its context, start the next request, report.
@@ -500,7 +488,7 @@ impl Inner {
     }
 
     /// Record the start or end of a stage on its stream (tracing only).
-    fn trace_mark(&self, request: u64, group: usize, stage: usize, stream: Handle, start: bool) {
+    fn trace_mark(&self, request: u64, group: usize, stage: usize, stream: &DeviceHandle, start: bool) {
         let Some(tracer) = self.trace.clone() else { return };
         let mark: HostTask = Box::new(move || {
             let now = tracer.t0.elapsed().as_nanos() as u64;
@@ -511,19 +499,7 @@ impl Inner {
                 s.duration_ns = now - s.start_ns;
             }
         });
-        let _ = self.api.launch_host_task(self.dev, stream.0, mark);
-    }
-
-    fn free_device_handles(&self) {
-        for g in &self.groups {
-            for s in [g.h2d, g.compute, g.d2h] {
-                let _ = self.api.free_stream(self.dev, s.0);
-            }
-            for c in &g.contexts {
-                let _ = self.api.free_event(self.dev, c.h2d_done.0);
-                let _ = self.api.free_event(self.dev, c.compute_done.0);
-            }
-        }
+        let _ = self.api.launch_host_task(self.dev, stream.raw(), mark);
     }
 }
 

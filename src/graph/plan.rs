@@ -2,6 +2,7 @@
 //! and shared (`Arc`) by every executor of the model: the validated graph, the kernel module,
 //! the storage layout per storage id, the op list with argument entry ids, and the weights.
 
+use super::deps::{OpGraph, TaskGraph};
 use super::json::Graph;
 use crate::abi::{DLDataType, DLDevice, TVMBackendPackedCFunc};
 use crate::runtime::dtype::data_size;
@@ -10,7 +11,9 @@ use crate::runtime::module::Module;
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::packed::PackedFunc;
 use crate::runtime::tensor::TensorRef;
+use once_cell::sync::OnceCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// One storage slot: its size (TVM's rule: max entry bytes rounded up to 4) and device.
 #[derive(Clone, Debug)]
@@ -59,6 +62,8 @@ pub struct Plan {
     pub(crate) shared_storage: Vec<Option<NDArray>>,
     /// Names of inputs whose values came with the plan (params).
     pub(crate) param_inputs: Vec<bool>,
+    /// The ops grouped into chains for inter-op runs: built on first use, once per plan.
+    task_graph: OnceCell<Arc<TaskGraph>>,
 }
 
 fn storage_device(devices: &[DLDevice], device_type: i32) -> DLDevice {
@@ -193,6 +198,37 @@ fn name_indices(graph: &Graph) -> (HashMap<String, usize>, HashMap<String, usize
     (input_index, output_index)
 }
 
+/// The plan's ops as a dependency graph (see `deps.rs`).
+impl Plan {
+    /// What op `i` reads and writes, as entry ids.
+    pub(crate) fn op_io(&self, i: usize) -> (&[u32], &[u32]) {
+        let op = &self.ops[i];
+        let n_in = self.graph.nodes[op.node_id as usize].inputs.len();
+        op.args.split_at(n_in)
+    }
+
+    /// The name of op `i`'s graph node.
+    pub fn op_name(&self, i: usize) -> &str {
+        &self.graph.nodes[self.ops[i].node_id as usize].name
+    }
+
+    /// Which op waits for which, from the data and the storage they share.
+    pub fn op_graph(&self) -> OpGraph {
+        let sid = |eid: u32| self.graph.attrs.storage_id[eid as usize] as usize;
+        OpGraph::new(self.ops.len(), self.storage.len(), |i| self.op_io(i), sid)
+    }
+
+    /// The op graph as Graphviz dot, ops named by their nodes.
+    pub fn schedule_dot(&self) -> String {
+        self.op_graph().to_dot(|i| self.op_name(i).to_string())
+    }
+
+    /// The ops in chains for inter-op runs, shared by every executor of this plan.
+    pub fn task_graph(&self) -> Arc<TaskGraph> {
+        self.task_graph.get_or_init(|| Arc::new(TaskGraph::new(&self.op_graph()))).clone()
+    }
+}
+
 impl Plan {
     /// Build a plan; every kernel named by the graph must exist in `module` (or its imports).
     pub fn new(graph: Graph, module: Module, devices: &[DLDevice]) -> Result<Plan> {
@@ -217,6 +253,7 @@ impl Plan {
             output_index,
             shared_storage: vec![None; n_storage],
             param_inputs: vec![false; n_inputs],
+            task_graph: OnceCell::new(),
         })
     }
 

@@ -2,51 +2,9 @@
 //! TVM's debug-executor `run_individual` encoding.
 
 use super::executor::Executor;
+use super::runner::{run_profiled, OpTiming, Sequential};
 use crate::runtime::error::Result;
 use std::time::Instant;
-
-/// Timing of one op from a profiled run.
-#[derive(Clone, Debug)]
-pub struct OpTiming {
-    pub node_id: u32,
-    pub name: String,
-    pub func_name: String,
-    pub start_ns: u64,
-    pub duration_ns: u64,
-    /// Which worker ran it (0: the calling thread).
-    pub lane: u32,
-}
-
-impl OpTiming {
-    /// The timing of op `i` (in run order) of `e`.
-    pub(crate) fn of(e: &Executor, i: usize, start_ns: u64, duration_ns: u64, lane: u32) -> OpTiming {
-        let node_id = e.op_node_id(i);
-        let node = &e.plan().graph.nodes[node_id as usize];
-        OpTiming {
-            node_id,
-            name: node.name.clone(),
-            func_name: node.attrs.as_ref().map(|a| a.func_name.clone()).unwrap_or_default(),
-            start_ns,
-            duration_ns,
-            lane,
-        }
-    }
-}
-
-impl Executor {
-    /// Run every op once, timing each.
-    pub fn run_profiled(&mut self) -> Result<Vec<OpTiming>> {
-        let t0 = Instant::now();
-        let mut out = Vec::with_capacity(self.num_ops());
-        for i in 0..self.num_ops() {
-            let start = Instant::now();
-            self.run_op(i)?;
-            let end = Instant::now();
-            out.push(OpTiming::of(self, i, (start - t0).as_nanos() as u64, (end - start).as_nanos() as u64, 0));
-        }
-        Ok(out)
-    }
-}
 
 /// Per-op timings as a Chrome trace (`chrome://tracing` / Perfetto JSON), one lane (thread row)
 /// per worker.
@@ -114,7 +72,7 @@ fn timed_batch(e: &mut Executor, mut number: usize, min_repeat_ms: f64, n_nodes:
         let mut sums = vec![0u64; n_nodes];
         let t0 = Instant::now();
         for _ in 0..number {
-            for t in e.run_profiled()? {
+            for t in run_profiled(&Sequential::default(), e)? {
                 sums[t.node_id as usize] += t.duration_ns;
             }
         }

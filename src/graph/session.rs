@@ -5,7 +5,7 @@
 use super::buckets::{BucketContext, BucketGuard, BucketedFront};
 use super::executor::Executor;
 use super::front::{ExecutorFront, FrontGuard, Key, TensorInfo};
-use super::profile::OpTiming;
+use super::runner::OpTiming;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::TensorRef;
 use std::ops::{Deref, DerefMut};

@@ -109,7 +109,7 @@ fn module_globals() -> Vec<(&'static str, PackedFunc)> {
         (
             "runtime.config_threadpool",
             PackedFunc::from_typed(|args| {
-                // (mode, nthreads, [cpu ids as strings...]): a new pool for the calling thread.
+                // (mode, nthreads, [cpu ids as strings...]): the calling thread's pool from now on.
                 let _mode = if args.is_empty() { 1 } else { args.int(0)? };
                 let nthreads = if args.len() > 1 { args.int(1)? } else { 0 };
                 let mut cpus = Vec::new();
@@ -126,8 +126,13 @@ fn module_globals() -> Vec<(&'static str, PackedFunc)> {
                 } else {
                     super::threading::default_num_threads()
                 };
-                let pool = super::threading::ThreadPool::new(n, (!cpus.is_empty()).then_some(cpus));
-                super::threading::set_current_pool(Some(std::sync::Arc::new(pool)));
+                use super::threading::{set_thread_pool, shared_pool, PoolKey};
+                // Shared: a program that configures every thread the same way starts one pool.
+                set_thread_pool(shared_pool(PoolKey {
+                    threads: n,
+                    cpus: (!cpus.is_empty()).then_some(cpus),
+                    slot: 0,
+                })?);
                 Ok(Value::Null)
             }),
         ),

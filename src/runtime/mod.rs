@@ -25,6 +25,7 @@ pub mod registry;
 pub mod tensor;
 pub mod threading;
 pub mod time_evaluator;
+pub mod workers;
 pub mod workspace;
 
 pub use error::{Error, Result};

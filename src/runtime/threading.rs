@@ -1,20 +1,25 @@
-//! Thread pools for `TVMBackendParallelLaunch`.
+//! Thread pools for `TVMBackendParallelLaunch`, and the process's core groups.
 //!
-//! A [`ThreadPool`] is a value with its own workers (optionally pinned to a CPU set), so several
-//! pools can serve disjoint core groups. A launching thread uses its *current* pool (set with
-//! [`set_current_pool`], e.g. by an executor bound to a core group), else the process default.
+//! A [`ThreadPool`] has its own workers (optionally pinned to a CPU set), so several pools can
+//! serve disjoint core groups. Pools are shared: [`shared_pool`] hands every caller asking for
+//! the same threads, CPUs and slot the same pool, created on first use, so executors, bucket
+//! sets and pipelines borrow pools instead of starting threads of their own. A launching thread
+//! uses its *current* pool (installed for a scope with [`PoolGuard`]), else the process default.
 //! Task 0 runs on the launching thread; workers spin briefly on a generation counter, then park.
-//! A launch from inside a task (or while the pool is busy with another launch) runs inline with
-//! `num_task = 1`, which kernels partition for correctly, instead of deadlocking.
+//! A launch from inside a task of the same pool (or while the pool is busy with another launch)
+//! runs inline with `num_task = 1`, which kernels partition for correctly, instead of
+//! deadlocking. Workers start through `workers::spawn` and stop at process exit or unload.
 
 use super::error::{error_from_callee, last_error_generation, Error, Result};
+use super::workers;
 use crate::abi::{FTVMParallelLambda, TVMParallelGroupEnv};
-use once_cell::sync::Lazy;
+use once_cell::sync::{Lazy, OnceCell};
+use parking_lot::{Condvar, Mutex};
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Weak};
 
 /// Polls (each yielding the core) before an idle worker sleeps on the condition variable.
 /// Yielding keeps wake-up latency at a few microseconds without starving busy threads when
@@ -61,7 +66,6 @@ unsafe impl Send for JobCell {}
 /// A set of worker threads serving parallel launches.
 pub struct ThreadPool {
     shared: Arc<Shared>,
-    workers: Vec<JoinHandle<()>>,
     /// Serializes launches: one launch owns the workers at a time.
     launch: Mutex<()>,
     num_threads: usize,
@@ -71,6 +75,18 @@ thread_local! {
     /// Set while this thread runs a task: nested launches then run inline.
     static IN_TASK: Cell<bool> = const { Cell::new(false) };
     static CURRENT: RefCell<Option<Arc<ThreadPool>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with [`IN_TASK`] set to `in_task`, restoring the outer value (also on unwinding).
+fn with_in_task<R>(in_task: bool, f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            IN_TASK.with(|t| t.set(self.0));
+        }
+    }
+    let _restore = Restore(IN_TASK.with(|t| t.replace(in_task)));
+    f()
 }
 
 fn env_threads(name: &str) -> Option<usize> {
@@ -84,16 +100,82 @@ pub fn default_num_threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-static DEFAULT_POOL: Lazy<Arc<ThreadPool>> = Lazy::new(|| Arc::new(ThreadPool::new(default_num_threads(), None)));
-
-/// The pool launches from this thread use.
-pub fn current_pool() -> Arc<ThreadPool> {
-    CURRENT.with(|c| c.borrow().clone()).unwrap_or_else(|| DEFAULT_POOL.clone())
+/// What makes two requests for a pool the same pool: its threads, its CPUs (None: unpinned),
+/// and a slot number, so that users needing several distinct pools of one shape (the lanes of
+/// an inter-op run, the groups of a pipeline) get distinct ones. Slot 0 unpinned with the
+/// default thread count is the process default pool.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PoolKey {
+    pub threads: usize,
+    pub cpus: Option<Vec<usize>>,
+    pub slot: usize,
 }
 
-/// Make `pool` this thread's pool (None: back to the default); returns the previous one.
-pub fn set_current_pool(pool: Option<Arc<ThreadPool>>) -> Option<Arc<ThreadPool>> {
-    CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), pool))
+/// Every shared pool, and every pool's state for stopping them at exit.
+struct Pools {
+    shared: HashMap<PoolKey, Arc<ThreadPool>>,
+    all: Vec<Weak<Shared>>,
+}
+
+static POOLS: Lazy<Mutex<Pools>> = Lazy::new(|| Mutex::new(Pools { shared: HashMap::new(), all: Vec::new() }));
+
+/// The pool for `key`, started on first use and shared by every later caller.
+pub fn shared_pool(key: PoolKey) -> Result<Arc<ThreadPool>> {
+    if let Some(p) = POOLS.lock().shared.get(&key) {
+        return Ok(p.clone());
+    }
+    // Started outside the lock (spawning takes time); a racing caller's pool wins.
+    let pool = Arc::new(ThreadPool::new(key.threads, key.cpus.clone())?);
+    Ok(POOLS.lock().shared.entry(key).or_insert(pool).clone())
+}
+
+/// The process default pool: [`default_num_threads`] threads, unpinned (looked up once: every
+/// launch outside a scoped pool comes here).
+pub fn default_pool() -> Result<Arc<ThreadPool>> {
+    static DEFAULT: OnceCell<Arc<ThreadPool>> = OnceCell::new();
+    DEFAULT.get_or_try_init(|| shared_pool(PoolKey { threads: default_num_threads(), cpus: None, slot: 0 })).cloned()
+}
+
+/// Ask every pool's workers to return (at process exit or unload).
+fn stop_all_pools() {
+    let all = std::mem::take(&mut POOLS.lock().all);
+    for shared in all.iter().filter_map(Weak::upgrade) {
+        shared.stop();
+    }
+}
+
+/// The pool launches from this thread use: the current one, else the default (if that cannot
+/// start its workers, launches run inline on a pool of one thread).
+pub fn current_pool() -> Arc<ThreadPool> {
+    if let Some(p) = CURRENT.with(|c| c.borrow().clone()) {
+        return p;
+    }
+    default_pool().unwrap_or_else(|_| Arc::new(ThreadPool::inline()))
+}
+
+/// Make `pool` this thread's pool for the guard's lifetime; the previous one comes back when
+/// the guard drops, also when the scope unwinds.
+pub struct PoolGuard {
+    previous: Option<Arc<ThreadPool>>,
+}
+
+impl PoolGuard {
+    pub fn install(pool: Arc<ThreadPool>) -> PoolGuard {
+        PoolGuard { previous: CURRENT.with(|c| c.borrow_mut().replace(pool)) }
+    }
+}
+
+impl Drop for PoolGuard {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        CURRENT.with(|c| *c.borrow_mut() = previous);
+    }
+}
+
+/// Make `pool` this thread's pool until the thread ends or it is set again
+/// (`runtime.config_threadpool`, as TVM's is per thread).
+pub fn set_thread_pool(pool: Arc<ThreadPool>) {
+    CURRENT.with(|c| *c.borrow_mut() = Some(pool));
 }
 
 /// The CPUs this process may run on, in order (all of `0..available_parallelism` where the
@@ -149,13 +231,11 @@ fn claim(shared: &Shared, task: usize, gen: usize) -> bool {
 
 fn run_task(job: &Job, task: usize, shared: &Shared) {
     let generation = last_error_generation();
-    IN_TASK.with(|t| t.set(true));
     // SAFETY: the job's function and data are valid until all tasks finish (launch contract).
-    let rc = unsafe { (job.f)(task as c_int, job.env, job.cdata) };
-    IN_TASK.with(|t| t.set(false));
+    let rc = with_in_task(true, || unsafe { (job.f)(task as c_int, job.env, job.cdata) });
     if rc != 0 {
         let msg = error_from_callee(generation, || Error::runtime("task returned an error without a message"));
-        let mut f = shared.failure.lock().unwrap_or_else(|e| e.into_inner());
+        let mut f = shared.failure.lock();
         if f.as_ref().map_or(true, |(t, _)| task < *t) {
             *f = Some((task, msg.message().to_string()));
         }
@@ -184,10 +264,10 @@ fn worker_loop(shared: Arc<Shared>, index: usize, cpus: Option<Vec<usize>>) {
                     std::thread::yield_now();
                 }
             } else {
-                let mut sleepers = shared.sleepers.lock().unwrap_or_else(|e| e.into_inner());
+                let mut sleepers = shared.sleepers.lock();
                 *sleepers += 1;
                 while shared.generation.load(Ordering::Acquire) == seen && !shared.shutdown.load(Ordering::Acquire) {
-                    sleepers = shared.wake.wait(sleepers).unwrap_or_else(|e| e.into_inner());
+                    shared.wake.wait(&mut sleepers);
                 }
                 *sleepers -= 1;
                 spins = 0;
@@ -198,7 +278,7 @@ fn worker_loop(shared: Arc<Shared>, index: usize, cpus: Option<Vec<usize>>) {
         }
         seen = gen;
         // Only the job of the generation observed: a stale wake-up must not run a newer job.
-        let job = *shared.job.lock().unwrap_or_else(|e| e.into_inner());
+        let job = *shared.job.lock();
         if let Some((job_gen, cell, n)) = job {
             // The launcher may already have run this task itself (see `launch`).
             if job_gen == gen && task < n && claim(&shared, task, gen) {
@@ -211,13 +291,9 @@ fn worker_loop(shared: Arc<Shared>, index: usize, cpus: Option<Vec<usize>>) {
     }
 }
 
-impl ThreadPool {
-    /// A pool running launches on `num_threads` threads (the caller plus `num_threads - 1`
-    /// workers), pinned round-robin to `cpus` when given.
-    pub fn new(num_threads: usize, cpus: Option<Vec<usize>>) -> ThreadPool {
-        let num_threads = num_threads.max(1);
-        let cpus = cpus.filter(|c| !c.is_empty());
-        let shared = Arc::new(Shared {
+impl Shared {
+    fn new(num_threads: usize) -> Shared {
+        Shared {
             generation: AtomicUsize::new(0),
             pending: AtomicUsize::new(0),
             job: Mutex::new(None),
@@ -227,18 +303,38 @@ impl ThreadPool {
             sleepers: Mutex::new(0),
             wake: Condvar::new(),
             shutdown: AtomicBool::new(false),
-        });
-        let workers = (0..num_threads - 1)
-            .map(|i| {
-                let s = shared.clone();
-                let c = cpus.clone();
-                std::thread::Builder::new()
-                    .name(format!("tvm-worker-{}", i + 1))
-                    .spawn(move || worker_loop(s, i, c))
-                    .expect("spawning a thread-pool worker")
-            })
-            .collect();
-        ThreadPool { shared, workers, launch: Mutex::new(()), num_threads }
+        }
+    }
+
+    /// Make the workers return once they finish what they run now.
+    fn stop(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        let _sleepers = self.sleepers.lock();
+        self.wake.notify_all();
+    }
+}
+
+impl ThreadPool {
+    /// A pool running launches on `num_threads` threads (the caller plus `num_threads - 1`
+    /// workers), pinned round-robin to `cpus` when given. Most callers want [`shared_pool`].
+    pub fn new(num_threads: usize, cpus: Option<Vec<usize>>) -> Result<ThreadPool> {
+        let num_threads = num_threads.max(1);
+        let cpus = cpus.filter(|c| !c.is_empty());
+        let shared = Arc::new(Shared::new(num_threads));
+        let pool = ThreadPool { shared: shared.clone(), launch: Mutex::new(()), num_threads };
+        workers::on_shut_down(stop_all_pools);
+        POOLS.lock().all.push(Arc::downgrade(&shared));
+        for i in 0..num_threads - 1 {
+            let (s, c) = (shared.clone(), cpus.clone());
+            // On failure `pool` drops, which stops the workers already started.
+            workers::spawn(format!("tvm-worker-{}", i + 1), move || worker_loop(s, i, c))?;
+        }
+        Ok(pool)
+    }
+
+    /// A pool of one thread (the caller): every launch runs inline.
+    pub fn inline() -> ThreadPool {
+        ThreadPool { shared: Arc::new(Shared::new(1)), launch: Mutex::new(()), num_threads: 1 }
     }
 
     pub fn num_threads(&self) -> usize {
@@ -252,64 +348,97 @@ impl ThreadPool {
         if num_task < 0 {
             return Err(Error::value(format!("TVMBackendParallelLaunch: negative num_task {num_task}")));
         }
-        let busy_or_nested = IN_TASK.with(|t| t.get());
-        let guard = if busy_or_nested { None } else { self.launch.try_lock().ok() };
+        let shared = &*self.shared;
+        let nested = IN_TASK.with(|t| t.get());
+        let stopped = shared.shutdown.load(Ordering::Acquire);
+        let guard = if nested || stopped { None } else { self.launch.try_lock() };
         let n = if num_task == 0 { self.num_threads } else { (num_task as usize).min(self.num_threads) };
         if guard.is_none() || n == 1 {
             return run_inline(f, cdata);
         }
-        let shared = &*self.shared;
         for c in shared.barrier.iter().take(n) {
             c.0.store(0, Ordering::Relaxed);
         }
-        let mut env =
-            TVMParallelGroupEnv { sync_handle: &*self.shared as *const Shared as *mut c_void, num_task: n as i32 };
+        let mut env = TVMParallelGroupEnv { sync_handle: shared as *const Shared as *mut c_void, num_task: n as i32 };
         let job = Job { f, cdata, env: &mut env };
-        *shared.failure.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *shared.failure.lock() = None;
         shared.pending.store(n - 1, Ordering::Release);
         let gen = shared.generation.load(Ordering::Acquire).wrapping_add(1);
-        *shared.job.lock().unwrap_or_else(|e| e.into_inner()) = Some((gen, JobCell(&job), n));
+        *shared.job.lock() = Some((gen, JobCell(&job), n));
         shared.generation.store(gen, Ordering::Release);
-        if *shared.sleepers.lock().unwrap_or_else(|e| e.into_inner()) > 0 {
+        if *shared.sleepers.lock() > 0 {
             shared.wake.notify_all();
         }
         run_task(&job, 0, shared);
         // Task 0 is done, so no task waits at a barrier for one that has not started: the
         // caller can run tasks no worker has picked up yet (a descheduled worker on a busy
-        // machine would otherwise stall the launch for a scheduler time slice).
+        // machine, or one that stopped at shutdown, would otherwise stall the launch).
         for task in 1..n {
             if claim(shared, task, gen) {
                 run_task(&job, task, shared);
                 shared.pending.fetch_sub(1, Ordering::AcqRel);
             }
         }
-        let mut spins = 0u32;
-        while shared.pending.load(Ordering::Acquire) != 0 {
-            if spins < BUSY_SPINS {
-                spins += 1;
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
-        *shared.job.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        wait_for(|| shared.pending.load(Ordering::Acquire) == 0);
+        *shared.job.lock() = None;
         drop(guard);
-        match shared.failure.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        match shared.failure.lock().take() {
             Some((task, msg)) => Err(Error::raw(format!("Task {task} error: {msg}"))),
             None => Ok(()),
+        }
+    }
+
+    /// Run `lane(i)` for `i` in `0..n` (at most the pool's threads), lane 0 on the caller, and
+    /// return when all have returned. The lanes are callers in their own right: each may install
+    /// another pool and launch on it (a launch on this pool from a lane finds it busy and runs
+    /// inline). Lanes that
+    /// no worker takes in time (the pool is busy, or a worker is descheduled) run on the caller
+    /// after lane 0, so `lane` must not wait for another lane to start.
+    pub fn run_lanes<F: Fn(usize) + Sync>(&self, n: usize, lane: &F) -> Result<()> {
+        unsafe extern "C" fn trampoline<F: Fn(usize) + Sync>(
+            task: c_int,
+            _env: *mut TVMParallelGroupEnv,
+            cdata: *mut c_void,
+        ) -> c_int {
+            // SAFETY: `cdata` is the `&F` passed to `launch` below, which returns only after
+            // every task has returned, so the borrow outlives each call.
+            let f = unsafe { &*(cdata as *const F) };
+            // A panic must not unwind through the pool: it fails the lane like an error.
+            let run = || with_in_task(false, || f(task as usize));
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+                Ok(()) => 0,
+                Err(p) => {
+                    super::error::set_last_error_text(&format!("panic in lane {task}: {}", panic_text(&*p)));
+                    -1
+                }
+            }
+        }
+        let n = i32::try_from(n.clamp(1, self.num_threads)).unwrap_or(1);
+        self.launch(Some(trampoline::<F>), lane as *const F as *mut c_void, n)
+    }
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default()
+}
+
+/// Spin, then yield, until `done` holds (a launch's tasks take microseconds).
+fn wait_for(done: impl Fn() -> bool) {
+    let mut spins = 0u32;
+    while !done() {
+        if spins < BUSY_SPINS {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
         }
     }
 }
 
 impl Drop for ThreadPool {
     fn drop(&mut self) {
-        self.shared.shutdown.store(true, Ordering::Release);
-        let _sleepers = self.shared.sleepers.lock().unwrap_or_else(|e| e.into_inner());
-        self.shared.wake.notify_all();
-        drop(_sleepers);
-        for w in self.workers.drain(..) {
-            let _ = w.join();
-        }
+        // The workers return on their own; the worker registry joins them.
+        self.shared.stop();
     }
 }
 
@@ -319,10 +448,8 @@ fn run_inline(
 ) -> Result<()> {
     let mut env = TVMParallelGroupEnv { sync_handle: std::ptr::null_mut(), num_task: 1 };
     let generation = last_error_generation();
-    let was = IN_TASK.with(|t| t.replace(true));
     // SAFETY: `f` follows the FTVMParallelLambda contract; `env` outlives the call.
-    let rc = unsafe { f(0, &mut env, cdata) };
-    IN_TASK.with(|t| t.set(was));
+    let rc = with_in_task(true, || unsafe { f(0, &mut env, cdata) });
     if rc != 0 {
         let e = error_from_callee(generation, || Error::runtime("task returned an error without a message"));
         return Err(Error::raw(format!("Task 0 error: {e}")));
@@ -356,15 +483,7 @@ pub unsafe fn barrier(task_id: c_int, penv: *mut TVMParallelGroupEnv) -> Result<
     let counters = &shared.barrier[..n as usize];
     let mine = counters[task_id as usize].0.fetch_add(1, Ordering::AcqRel) + 1;
     for c in counters {
-        let mut spins = 0u32;
-        while c.0.load(Ordering::Acquire) < mine {
-            if spins < BUSY_SPINS {
-                spins += 1;
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
+        wait_for(|| c.0.load(Ordering::Acquire) >= mine);
     }
     Ok(())
 }
@@ -397,7 +516,7 @@ mod tests {
 
     #[test]
     fn launch_with_barrier_on_all_threads() {
-        let pool = ThreadPool::new(4, None);
+        let pool = ThreadPool::new(4, None).unwrap();
         for _ in 0..200 {
             let s = Sum {
                 parts: (0..4).map(|_| AtomicI64::new(0)).collect(),
@@ -420,7 +539,7 @@ mod tests {
 
     #[test]
     fn a_failing_task_fails_the_launch() {
-        let pool = ThreadPool::new(3, None);
+        let pool = ThreadPool::new(3, None).unwrap();
         let e = pool.launch(Some(failing), std::ptr::null_mut(), 0).unwrap_err();
         assert_eq!(e.message(), "TVMError: Task 2 error: TVMError: boom in task 2");
         pool.launch(Some(task_noop), std::ptr::null_mut(), 0).unwrap();
@@ -441,7 +560,7 @@ mod tests {
 
     #[test]
     fn nested_launch_runs_inline() {
-        let pool = ThreadPool::new(2, None);
+        let pool = ThreadPool::new(2, None).unwrap();
         pool.launch(Some(nested), &pool as *const ThreadPool as *mut c_void, 0).unwrap();
     }
 }

@@ -3,8 +3,6 @@
 use crate::fail::{Failure, FileContext};
 use crate::model::{ExecArgs, ModelArgs};
 use std::path::PathBuf;
-use tvm_runtime::graph::deps::OpGraph;
-use tvm_runtime::graph::schedule::TaskGraph;
 use tvm_runtime::graph::Plan;
 
 /// Write the graph (or, with --schedule, the op schedule) as Graphviz dot (`dot -Tsvg`)
@@ -45,8 +43,8 @@ pub fn main(args: Args) -> Result<(), Failure> {
 /// The runtime's schedule dot, headed by what the inter-op runner makes of it.
 fn schedule_dot(plan: &Plan, exec: &ExecArgs) -> Result<String, Failure> {
     let options = exec.options()?;
-    let ops = OpGraph::new(plan);
-    let tasks = TaskGraph::new(&ops);
+    let ops = plan.op_graph();
+    let tasks = plan.task_graph();
     let head = format!(
         "// ops: {}; tasks (chains an inter-op worker runs in order): {}; critical path: {} ops;\n\
          // {} inter-op workers, memory plan {}\n",
@@ -56,7 +54,7 @@ fn schedule_dot(plan: &Plan, exec: &ExecArgs) -> Result<String, Failure> {
         options.inter_op_threads,
         exec.memory_plan.name()
     );
-    Ok(head + &ops.to_dot(plan))
+    Ok(head + &plan.schedule_dot())
 }
 
 fn quoted(s: &str) -> String {

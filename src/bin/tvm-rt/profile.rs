@@ -8,7 +8,8 @@ use crate::table::render;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use tvm_runtime::graph::profile::{chrome_trace, OpTiming};
+use tvm_runtime::graph::profile::chrome_trace;
+use tvm_runtime::graph::runner::OpTiming;
 
 /// Time every op: per-op and per-kernel tables sorted by time, and a Chrome trace
 #[derive(clap::Args, Debug)]

@@ -9,7 +9,7 @@ use super::{alloc_bytes, BucketSet};
 use crate::abi::{device_type, DLDataType};
 use crate::graph::executor::Executor;
 use crate::graph::front::{ExecutorFront, Key, TensorInfo};
-use crate::graph::profile::OpTiming;
+use crate::graph::runner::OpTiming;
 use crate::runtime::dtype::data_size;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::ndarray::NDArray;

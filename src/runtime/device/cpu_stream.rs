@@ -6,7 +6,8 @@
 //! is empty or the stream must wait for an event. So one request's stages on three streams
 //! usually run back to back on one worker, with no thread hand-over between them, while
 //! independent streams run on different workers at once. Workers are added when every worker is
-//! busy (a long task never starves other streams) and never exceed what was once busy at once.
+//! busy (a long task never starves other streams), and a worker idle for [`IDLE_EXIT`] returns,
+//! so the threads follow the load. They start through `workers::spawn` and stop at exit.
 //!
 //! A [`CpuEvent`] marks a point in a stream: recording it queues a task that marks the point
 //! reached. A stream waits on it with a wait task: when that task is reached before the event,
@@ -16,10 +17,11 @@
 //! Events count recordings, as CUDA events do: a wait or synchronize refers to the latest
 //! recording made before it, and an event never recorded counts as reached.
 
+use crate::runtime::workers;
 use once_cell::sync::Lazy;
 use std::cell::Cell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -37,6 +39,9 @@ const TASKS_PER_TURN: usize = 64;
 
 /// Most worker threads (more streams can be busy at once only if their tasks block).
 const MAX_WORKERS: usize = 512;
+
+/// How long a worker waits for a stream with work before it returns.
+const IDLE_EXIT: Duration = Duration::from_secs(2);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -105,6 +110,8 @@ struct Scheduler {
     /// Workers looking for work (polling or asleep), and all workers.
     idle: AtomicUsize,
     workers: AtomicUsize,
+    /// Set at process exit: idle workers return.
+    stopping: AtomicBool,
 }
 
 #[derive(Default)]
@@ -119,7 +126,15 @@ static SCHEDULER: Lazy<Scheduler> = Lazy::new(|| Scheduler {
     work: Condvar::new(),
     idle: AtomicUsize::new(0),
     workers: AtomicUsize::new(0),
+    stopping: AtomicBool::new(false),
 });
+
+/// Make every stream worker return once no stream has work (at process exit or unload).
+fn stop_workers() {
+    SCHEDULER.stopping.store(true, Ordering::Release);
+    let _q = lock(&SCHEDULER.ready);
+    SCHEDULER.work.notify_all();
+}
 
 thread_local! {
     /// The strand whose task this thread runs, if any (a task synchronizing or freeing its own
@@ -143,9 +158,9 @@ impl Scheduler {
     }
 
     fn spawn_worker(&'static self) {
+        workers::on_shut_down(stop_workers);
         let n = self.workers.fetch_add(1, Ordering::AcqRel);
-        let spawned = std::thread::Builder::new().name(format!("tvm-stream-{n}")).spawn(move || self.worker());
-        if spawned.is_err() {
+        if workers::spawn(format!("tvm-stream-{n}"), move || self.worker()).is_err() {
             // The workers there are still drain the queue, only with less overlap.
             self.workers.fetch_sub(1, Ordering::AcqRel);
         }
@@ -159,21 +174,34 @@ impl Scheduler {
         s
     }
 
-    /// Wait for a ready strand: poll, then sleep.
-    fn next_strand(&'static self) -> Arc<Strand> {
+    /// Wait for a ready strand: poll, then sleep. None: the worker has been idle for
+    /// [`IDLE_EXIT`], or the runtime is stopping, and is no longer counted: it must return.
+    fn next_strand(&'static self) -> Option<Arc<Strand>> {
         self.idle.fetch_add(1, Ordering::AcqRel);
         let strand = loop {
             poll_until(|| self.ready_len.load(Ordering::Acquire) > 0);
             let mut q = lock(&self.ready);
+            let mut idle_too_long = false;
             if q.strands.is_empty() {
                 q.sleeping += 1;
-                q = self.work.wait_while(q, |q| q.strands.is_empty()).unwrap_or_else(|e| e.into_inner());
+                let wait = |q: &mut ReadyQueue| q.strands.is_empty() && !self.stopping.load(Ordering::Acquire);
+                let (g, timeout) = self.work.wait_timeout_while(q, IDLE_EXIT, wait).unwrap_or_else(|e| e.into_inner());
+                q = g;
                 q.sleeping -= 1;
+                idle_too_long = timeout.timed_out();
             }
             if let Some(s) = q.strands.pop_front() {
                 self.ready_len.fetch_sub(1, Ordering::AcqRel);
                 break s;
             }
+            if !idle_too_long && !self.stopping.load(Ordering::Acquire) {
+                continue;
+            }
+            // Idle too long or stopping: leave while holding the queue, so a strand scheduled
+            // from now on sees one idle worker less (and starts one if none is left).
+            self.idle.fetch_sub(1, Ordering::AcqRel);
+            self.workers.fetch_sub(1, Ordering::AcqRel);
+            return None;
         };
         // More ready streams and no one else looking: they must not wait for this one's turn.
         if self.idle.fetch_sub(1, Ordering::AcqRel) == 1
@@ -182,12 +210,12 @@ impl Scheduler {
         {
             self.spawn_worker();
         }
-        strand
+        Some(strand)
     }
 
     fn worker(&'static self) {
         loop {
-            let mut strand = self.next_strand();
+            let Some(mut strand) = self.next_strand() else { return };
             // Run ready strands back to back without going idle in between.
             loop {
                 if let Some(again) = strand.run_turn() {

@@ -234,3 +234,67 @@ mod tests {
         assert!(std::ptr::addr_eq(device_api(device_type::EXT_DEV).unwrap(), &EXT));
     }
 }
+
+/// What a [`DeviceHandle`] names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandleKind {
+    Stream,
+    Event,
+}
+
+/// A stream or event of one device, owned: made by its device API and freed by it on drop.
+/// The raw handle is a token only that API resolves, passed back to it through [`Self::raw`].
+pub struct DeviceHandle {
+    api: &'static dyn DeviceApi,
+    dev: DLDevice,
+    kind: HandleKind,
+    raw: *mut c_void,
+}
+
+// SAFETY: `raw` is an opaque token that the device API (which is `Send + Sync`) resolves in its
+// own thread-safe tables; nothing dereferences it, and a `DeviceHandle` never changes after it
+// is made, so it may move to and be shared with other threads.
+unsafe impl Send for DeviceHandle {}
+// SAFETY: as above.
+unsafe impl Sync for DeviceHandle {}
+
+impl DeviceHandle {
+    /// A new stream on `dev`.
+    pub fn stream(dev: DLDevice) -> Result<DeviceHandle> {
+        let api = device_api(dev.device_type)?;
+        Ok(DeviceHandle { api, dev, kind: HandleKind::Stream, raw: api.create_stream(dev)? })
+    }
+
+    /// A new event on `dev`.
+    pub fn event(dev: DLDevice) -> Result<DeviceHandle> {
+        let api = device_api(dev.device_type)?;
+        Ok(DeviceHandle { api, dev, kind: HandleKind::Event, raw: api.create_event(dev)? })
+    }
+
+    /// The handle to pass to the device API's calls.
+    pub fn raw(&self) -> *mut c_void {
+        self.raw
+    }
+
+    pub fn kind(&self) -> HandleKind {
+        self.kind
+    }
+
+    /// Block the host until the stream's queued work, or the event's latest mark, is reached.
+    pub fn synchronize(&self) -> Result<()> {
+        match self.kind {
+            HandleKind::Stream => self.api.stream_sync(self.dev, self.raw),
+            HandleKind::Event => self.api.event_sync(self.dev, self.raw),
+        }
+    }
+}
+
+impl Drop for DeviceHandle {
+    fn drop(&mut self) {
+        // Work already queued keeps what it needs (the device API's contract for both frees).
+        let _ = match self.kind {
+            HandleKind::Stream => self.api.free_stream(self.dev, self.raw),
+            HandleKind::Event => self.api.free_event(self.dev, self.raw),
+        };
+    }
+}

@@ -1,0 +1,147 @@
+//! Every thread the runtime starts, in one place: spawned fallibly, counted, and stopped and
+//! joined when the process exits or the library is unloaded.
+//!
+//! The runtime's parallel parts (the intra-op pools of `threading.rs`, the stream workers of
+//! `device/cpu_stream.rs`) start their threads with [`spawn`] and register how to stop them
+//! with [`on_shut_down`]. At exit (or `dlclose`) [`shut_down`] asks each to stop, then joins
+//! every worker that finishes within a short grace period: a worker stuck in a task that never
+//! returns is left to the process's end rather than hanging it.
+
+use super::error::{Error, Result};
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long shutting down waits for running workers to see the request and return.
+const GRACE: Duration = Duration::from_secs(2);
+
+struct Registry {
+    /// Workers not joined yet (finished ones are joined on the next spawn).
+    handles: Mutex<Vec<JoinHandle<()>>>,
+    /// Workers whose body has not returned yet.
+    live: AtomicUsize,
+    /// Signalled when a worker's body returns.
+    exited: Condvar,
+    exited_lock: Mutex<()>,
+    stoppers: Mutex<Vec<fn()>>,
+    stopping: AtomicBool,
+}
+
+static REGISTRY: Registry = Registry {
+    handles: Mutex::new(Vec::new()),
+    live: AtomicUsize::new(0),
+    exited: Condvar::new(),
+    exited_lock: Mutex::new(()),
+    stoppers: Mutex::new(Vec::new()),
+    stopping: AtomicBool::new(false),
+};
+
+/// Counts a worker as live until its body returns, even by a panic.
+struct LiveToken;
+
+impl Drop for LiveToken {
+    fn drop(&mut self) {
+        let _g = REGISTRY.exited_lock.lock();
+        REGISTRY.live.fetch_sub(1, Ordering::AcqRel);
+        REGISTRY.exited.notify_all();
+    }
+}
+
+/// Start a runtime worker thread named `name` running `body`. A thread the OS refuses is an
+/// error naming the worker (never a panic); so is a spawn after shutdown began.
+pub fn spawn(name: String, body: impl FnOnce() + Send + 'static) -> Result<()> {
+    if REGISTRY.stopping.load(Ordering::Acquire) {
+        return Err(Error::runtime(format!("cannot start worker `{name}`: the runtime is shutting down")));
+    }
+    let mut handles = REGISTRY.handles.lock();
+    reap(&mut handles);
+    REGISTRY.live.fetch_add(1, Ordering::AcqRel);
+    let token = LiveToken;
+    let spawned = std::thread::Builder::new().name(name.clone()).spawn(move || {
+        let _token = token;
+        body();
+    });
+    match spawned {
+        Ok(h) => {
+            handles.push(h);
+            Ok(())
+        }
+        // The closure (with its token) was dropped, so the count is already back.
+        Err(e) => Err(Error::runtime(format!("cannot start worker thread `{name}`: {e}"))),
+    }
+}
+
+/// Join the workers that have finished.
+fn reap(handles: &mut Vec<JoinHandle<()>>) {
+    let (done, running): (Vec<_>, Vec<_>) = handles.drain(..).partition(|h| h.is_finished());
+    *handles = running;
+    for h in done {
+        let _ = h.join();
+    }
+}
+
+/// Runtime worker threads alive now (their bodies have not returned).
+pub fn live_workers() -> usize {
+    REGISTRY.live.load(Ordering::Acquire)
+}
+
+/// Register `stop`, called once by [`shut_down`] to make a kind of worker return.
+pub fn on_shut_down(stop: fn()) {
+    let mut s = REGISTRY.stoppers.lock();
+    if !s.contains(&stop) {
+        s.push(stop);
+    }
+}
+
+/// Stop every worker: later spawns fail, each registered stopper runs, and the workers that
+/// return within the grace period are joined. Idempotent.
+pub fn shut_down() {
+    if REGISTRY.stopping.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let stoppers = std::mem::take(&mut *REGISTRY.stoppers.lock());
+    for stop in stoppers {
+        stop();
+    }
+    let deadline = Instant::now() + GRACE;
+    let mut g = REGISTRY.exited_lock.lock();
+    while REGISTRY.live.load(Ordering::Acquire) > 0 {
+        if REGISTRY.exited.wait_until(&mut g, deadline).timed_out() {
+            break;
+        }
+    }
+    drop(g);
+    reap(&mut REGISTRY.handles.lock());
+}
+
+/// Runs at process exit and at `dlclose` of the library: no worker outlives the code it runs.
+extern "C" fn shut_down_at_unload() {
+    shut_down();
+}
+
+#[used]
+#[cfg_attr(target_os = "linux", link_section = ".fini_array")]
+static SHUT_DOWN_AT_UNLOAD: extern "C" fn() = shut_down_at_unload;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spawned_workers_are_counted_until_they_return() {
+        let before = live_workers();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        spawn("test-worker".into(), move || {
+            let _ = rx.recv();
+        })
+        .unwrap();
+        assert!(live_workers() >= before + 1);
+        drop(tx);
+        let start = Instant::now();
+        while live_workers() > before && start.elapsed() < Duration::from_secs(5) {
+            std::thread::yield_now();
+        }
+        assert!(live_workers() <= before);
+    }
+}
