@@ -559,6 +559,39 @@ mod tests {
     }
 
     #[test]
+    fn a_pool_guard_restores_the_previous_pool_when_its_scope_panics() {
+        let outer = Arc::new(ThreadPool::inline());
+        let _outer = PoolGuard::install(outer.clone());
+        let inner = Arc::new(ThreadPool::new(2, None).unwrap());
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _g = PoolGuard::install(inner.clone());
+            assert!(Arc::ptr_eq(&current_pool(), &inner));
+            panic!("inside the scope");
+        }));
+        assert!(r.is_err());
+        assert!(Arc::ptr_eq(&current_pool(), &outer), "the scope's pool stayed installed");
+    }
+
+    #[test]
+    fn shared_pools_are_one_per_key_and_every_lane_runs_once() {
+        let key = PoolKey { threads: 3, cpus: None, slot: 77 };
+        let (a, b) = (shared_pool(key.clone()).unwrap(), shared_pool(key).unwrap());
+        assert!(Arc::ptr_eq(&a, &b));
+        let seen: Vec<Mutex<Option<std::thread::ThreadId>>> = (0..3).map(|_| Mutex::new(None)).collect();
+        a.run_lanes(3, &|l| assert!(seen[l].lock().replace(std::thread::current().id()).is_none())).unwrap();
+        assert!(seen.iter().all(|s| s.lock().is_some()), "every lane ran");
+        assert_eq!(seen[0].lock().unwrap(), std::thread::current().id(), "lane 0 runs on the caller");
+    }
+
+    #[test]
+    fn a_panicking_lane_fails_the_run_and_the_pool_goes_on() {
+        let pool = ThreadPool::new(2, None).unwrap();
+        let e = pool.run_lanes(2, &|l| assert!(l != 1, "lane one gives up")).unwrap_err();
+        assert!(e.message().contains("panic in lane 1: lane one gives up"), "{e}");
+        pool.run_lanes(2, &|_| {}).unwrap();
+    }
+
+    #[test]
     fn nested_launch_runs_inline() {
         let pool = ThreadPool::new(2, None).unwrap();
         pool.launch(Some(nested), &pool as *const ThreadPool as *mut c_void, 0).unwrap();

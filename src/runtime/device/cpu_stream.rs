@@ -5,9 +5,11 @@
 //! a stream with work is handed to an idle worker, which runs its tasks in order until the queue
 //! is empty or the stream must wait for an event. So one request's stages on three streams
 //! usually run back to back on one worker, with no thread hand-over between them, while
-//! independent streams run on different workers at once. Workers are added when every worker is
-//! busy (a long task never starves other streams), and a worker idle for [`IDLE_EXIT`] returns,
-//! so the threads follow the load. They start through `workers::spawn` and stop at exit.
+//! independent streams run on different workers at once. A worker is added when every worker is
+//! busy, up to one per core; past that only when ready streams wait with every worker blocked
+//! (a long or blocking task never starves other streams). A worker idle for [`IDLE_EXIT`]
+//! returns, so the threads follow the load. They start through `workers::spawn` and stop at
+//! exit.
 //!
 //! A [`CpuEvent`] marks a point in a stream: recording it queues a task that marks the point
 //! reached. A stream waits on it with a wait task: when that task is reached before the event,
@@ -42,6 +44,15 @@ const MAX_WORKERS: usize = 512;
 
 /// How long a worker waits for a stream with work before it returns.
 const IDLE_EXIT: Duration = Duration::from_secs(2);
+
+/// How often the watch (see [`Scheduler::want_worker`]) looks for ready streams that no worker
+/// has taken since its last look.
+const WATCH_PERIOD: Duration = Duration::from_millis(5);
+
+/// Workers started as soon as a stream finds none idle: one per core. Beyond that a worker is
+/// added only when ready streams wait a whole watch period with every worker busy (their tasks
+/// block), so busy workers do not multiply past the cores while blocking ones never starve.
+static EAGER_WORKERS: Lazy<usize> = Lazy::new(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -112,6 +123,9 @@ struct Scheduler {
     workers: AtomicUsize,
     /// Set at process exit: idle workers return.
     stopping: AtomicBool,
+    /// Strands taken from the ready queue so far (the watch's measure of progress).
+    taken: AtomicU64,
+    watching: AtomicBool,
 }
 
 #[derive(Default)]
@@ -127,6 +141,8 @@ static SCHEDULER: Lazy<Scheduler> = Lazy::new(|| Scheduler {
     idle: AtomicUsize::new(0),
     workers: AtomicUsize::new(0),
     stopping: AtomicBool::new(false),
+    taken: AtomicU64::new(0),
+    watching: AtomicBool::new(false),
 });
 
 /// Make every stream worker return once no stream has work (at process exit or unload).
@@ -152,8 +168,43 @@ impl Scheduler {
             self.work.notify_one();
         }
         drop(q);
-        if self.idle.load(Ordering::Acquire) == 0 && self.workers.load(Ordering::Acquire) < MAX_WORKERS {
+        if self.idle.load(Ordering::Acquire) == 0 {
+            self.want_worker();
+        }
+    }
+
+    /// No worker is looking for work and a strand is ready: start one while below
+    /// [`EAGER_WORKERS`], else make sure the watch runs.
+    fn want_worker(&'static self) {
+        let n = self.workers.load(Ordering::Acquire);
+        if n < *EAGER_WORKERS {
             self.spawn_worker();
+        } else if n < MAX_WORKERS && !self.watching.swap(true, Ordering::AcqRel) {
+            if workers::spawn("tvm-stream-watch".into(), move || self.watch()).is_err() {
+                self.watching.store(false, Ordering::Release);
+            }
+        }
+    }
+
+    /// Add a worker whenever ready strands waited a whole period with every worker busy and
+    /// none taken; return after [`IDLE_EXIT`] with nothing ready, or when stopping.
+    fn watch(&'static self) {
+        let (mut last, mut quiet) = (self.taken.load(Ordering::Acquire), Duration::ZERO);
+        while quiet < IDLE_EXIT && !self.stopping.load(Ordering::Acquire) {
+            std::thread::sleep(WATCH_PERIOD);
+            let taken = self.taken.load(Ordering::Acquire);
+            let ready = self.ready_len.load(Ordering::Acquire) > 0;
+            let starved = ready && taken == last && self.idle.load(Ordering::Acquire) == 0;
+            if starved && self.workers.load(Ordering::Acquire) < MAX_WORKERS {
+                self.spawn_worker();
+            }
+            quiet = if ready { Duration::ZERO } else { quiet + WATCH_PERIOD };
+            last = taken;
+        }
+        self.watching.store(false, Ordering::Release);
+        // A strand that became ready as the watch left must not be missed.
+        if self.ready_len.load(Ordering::Acquire) > 0 && self.idle.load(Ordering::Acquire) == 0 {
+            self.want_worker();
         }
     }
 
@@ -170,6 +221,7 @@ impl Scheduler {
         let s = lock(&self.ready).strands.pop_front();
         if s.is_some() {
             self.ready_len.fetch_sub(1, Ordering::AcqRel);
+            self.taken.fetch_add(1, Ordering::AcqRel);
         }
         s
     }
@@ -192,6 +244,7 @@ impl Scheduler {
             }
             if let Some(s) = q.strands.pop_front() {
                 self.ready_len.fetch_sub(1, Ordering::AcqRel);
+                self.taken.fetch_add(1, Ordering::AcqRel);
                 break s;
             }
             if !idle_too_long && !self.stopping.load(Ordering::Acquire) {
@@ -204,11 +257,8 @@ impl Scheduler {
             return None;
         };
         // More ready streams and no one else looking: they must not wait for this one's turn.
-        if self.idle.fetch_sub(1, Ordering::AcqRel) == 1
-            && self.ready_len.load(Ordering::Acquire) > 0
-            && self.workers.load(Ordering::Acquire) < MAX_WORKERS
-        {
-            self.spawn_worker();
+        if self.idle.fetch_sub(1, Ordering::AcqRel) == 1 && self.ready_len.load(Ordering::Acquire) > 0 {
+            self.want_worker();
         }
         Some(strand)
     }
