@@ -2,8 +2,7 @@
 //! views kernels see, and the argument arrays built once, so `run()` is a loop of prebuilt
 //! calls that allocates nothing and looks nothing up.
 
-use super::front::Key;
-use super::plan::{OpKind, Plan, StorageSpec};
+use super::plan::{Key, OpKind, Plan, StorageSpec};
 use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc, TVMValue};
 use crate::runtime::cptr::dims_ptr;
 use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};

@@ -143,3 +143,29 @@ impl ModuleNode for GraphExecutorFactory {
         self
     }
 }
+
+/// TVM's global that makes a factory from its parts (as `export_library` would pack them).
+pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
+    vec![
+        (
+            "tvm.graph_executor_factory.create",
+            PackedFunc::from_typed(|args| {
+                if args.len() < 3 || (args.len() - 3) % 2 != 0 {
+                    return Err(Error::value(
+                        "tvm.graph_executor_factory.create expects (graph_json, lib, module_name, [name, array]...)",
+                    ));
+                }
+                let json = args.string(0)?;
+                let lib = args.module(1)?;
+                let name = args.string(2)?;
+                let mut params = Vec::new();
+                for k in (3..args.len()).step_by(2) {
+                    params.push((args.string(k)?, args.ndarray(k + 1)?));
+                }
+                let m = Module::from_node(GraphExecutorFactory::new(json, params, name));
+                m.import(&lib)?;
+                Ok(Value::Module(m))
+            }),
+        ),
+    ]
+}

@@ -6,15 +6,16 @@
 
 use super::executor::Executor;
 use super::options::ExecutorOptions;
-use super::phases::Phases;
+use super::phases::{FrontCore, Phases};
 use super::plan::Plan;
 use super::runner::{run_profiled, OpTiming, Runner, Sequential};
 use super::schedule::{InterOp, Parallelism};
-use crate::abi::DLDataType;
+use super::plan::{Key, TensorInfo};
+use crate::runtime::device::StreamHandle;
+use crate::runtime::tensor::TensorRef;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::threading::{shared_pool, PoolKey};
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
@@ -27,49 +28,6 @@ pub struct ExecutorFront {
     pub(super) phases: Mutex<Phases>,
     /// What queued stages share with the callers.
     pub(super) core: Arc<FrontCore>,
-}
-
-/// The executor and its runner, shared with the runs queued on streams.
-pub(crate) struct FrontCore {
-    exec: Mutex<Executor>,
-    runner: Box<dyn Runner>,
-    /// The first error a queued stage hit, kept until a caller is told.
-    failure: Mutex<Option<Error>>,
-    /// Whether `failure` holds one (so a synchronous call looks without locking).
-    failed: AtomicBool,
-}
-
-impl FrontCore {
-    /// The executor. Callers hold the front's `phases` lock and have waited for every queued
-    /// stage first, and a queued run takes it only while it runs, so this never waits long.
-    pub(super) fn exec(&self) -> MutexGuard<'_, Executor> {
-        // A panic inside a call is reported by that call; the executor's state is still whole
-        // (every write is a full tensor copy), so later calls may go on.
-        self.exec.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Run the graph once with the front's runner.
-    pub(super) fn run(&self, e: &mut Executor) -> Result<()> {
-        self.runner.run(e, None)
-    }
-
-    /// Keep `e` unless an earlier failure is still unreported.
-    pub(super) fn keep_failure(&self, e: Error) {
-        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
-        failure.get_or_insert(e);
-        self.failed.store(true, Ordering::Release);
-    }
-
-    /// The kept failure, cleared. Callers have waited for the stages that could keep one, so
-    /// the flag they see is current.
-    pub(super) fn take_failure(&self) -> Option<Error> {
-        if !self.failed.load(Ordering::Acquire) {
-            return None;
-        }
-        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
-        self.failed.store(false, Ordering::Release);
-        failure.take()
-    }
 }
 
 /// Exclusive use of the executor for one synchronous call (see [`ExecutorFront::lock`]).
@@ -99,8 +57,7 @@ impl ExecutorFront {
 
     fn with(exec: Executor, runner: Box<dyn Runner>) -> Self {
         let phases = Phases::new(exec.plan().clone());
-        let core =
-            FrontCore { exec: Mutex::new(exec), runner, failure: Mutex::new(None), failed: AtomicBool::new(false) };
+        let core = FrontCore::new(exec, runner);
         ExecutorFront { phases: Mutex::new(phases), core: Arc::new(core) }
     }
 
@@ -136,7 +93,7 @@ impl ExecutorFront {
     /// Run once timing every op (with the worker that ran it).
     pub fn run_profiled(&self) -> Result<Vec<OpTiming>> {
         let mut e = self.lock()?;
-        run_profiled(&*self.core.runner, &mut e)
+        run_profiled(self.core.runner(), &mut e)
     }
 
     /// Exclusive access for a synchronous call. A call while another thread uses the executor
@@ -166,71 +123,46 @@ impl ExecutorFront {
     }
 }
 
-/// How a caller names an input, output or node.
-#[derive(Clone, Copy, Debug)]
-pub enum Key<'a> {
-    Name(&'a str),
-    Index(i64),
-}
-
-/// What a caller may know about an input or output tensor. Borrowed from the plan.
-#[derive(Clone, Debug)]
-pub struct TensorInfo<'a> {
-    /// Input node name, or output name (`node`, or `node:k` for output k > 0 of a node).
-    pub name: String,
-    pub shape: &'a [i64],
-    pub dtype: DLDataType,
-    /// Bytes of the tensor's data.
-    pub nbytes: usize,
-    /// The input is a weight (a param of the plan, or loaded by `load_params`).
-    pub is_param: bool,
-}
-
-pub(crate) fn index_in_range(index: i64, n: usize, what: &str, plural: &str) -> Result<usize> {
-    let i = usize::try_from(index).map_err(|_| Error::index(format!("{what} index {index} is negative")))?;
-    if i >= n {
-        return Err(Error::index(format!("{what} index {i} out of range (the graph has {n} {plural})")));
-    }
-    Ok(i)
-}
-
-/// Names and indices resolved from the plan alone, the same for every front end (a bucketed
-/// context resolves them without taking an executor).
-impl Plan {
-    /// The input named or numbered by `key`; unknown names list the inputs.
-    pub fn input_key(&self, key: Key<'_>) -> Result<usize> {
-        match key {
-            Key::Name(name) => self.input_index(name).ok_or_else(|| {
-                let names: Vec<&str> = (0..self.num_inputs()).map(|i| self.input_name(i)).collect();
-                Error::attribute(format!("graph has no input named `{name}` (inputs: {})", names.join(", ")))
-            }),
-            Key::Index(i) => index_in_range(i, self.num_inputs(), "input", "inputs"),
-        }
+/// The asynchronous calls. Streams are of the executor's first device (NULL: its synchronous
+/// default stream). Each call returns once its stage is queued; none blocks on the stages
+/// already queued, except the first queued write into an input still shared with the plan's
+/// weights, which waits for them once to make the input private.
+impl ExecutorFront {
+    /// h2d: copy `src` into input `index` on `stream` (NULL: now).
+    ///
+    /// # Safety
+    /// `src`'s data must stay valid, and unwritten by others, until `stream` has run the copy
+    /// (synchronize the stream, an event recorded on it after this call, or the executor).
+    pub unsafe fn set_input_async(&self, index: i64, src: TensorRef<'_>, stream: StreamHandle) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.enter()?.set_input(&self.core, index, src, stream) }
     }
 
-    /// The output named (`node` or `node:k`) or numbered by `key`.
-    pub fn output_key(&self, key: Key<'_>) -> Result<usize> {
-        match key {
-            Key::Name(name) => {
-                self.output_index(name).ok_or_else(|| Error::attribute(format!("graph has no output named `{name}`")))
-            }
-            Key::Index(i) => index_in_range(i, self.num_outputs(), "output", "outputs"),
-        }
+    /// compute: run the graph on `stream` as [`ExecutorFront::run`] does (NULL: now, on the
+    /// caller, returning the run's error). A queued run's error is kept for [`Self::synchronize`].
+    pub fn run_async(&self, stream: StreamHandle) -> Result<()> {
+        self.enter()?.run(&self.core, stream)
     }
 
-    /// The graph node named or numbered by `key` (for debugging a node's output).
-    pub fn node_key(&self, key: Key<'_>) -> Result<usize> {
-        let nodes = &self.graph.nodes;
-        match key {
-            Key::Name(name) => nodes
-                .iter()
-                .position(|n| n.name == name)
-                .ok_or_else(|| Error::attribute(format!("graph has no node named `{name}`"))),
-            Key::Index(k) => usize::try_from(k)
-                .ok()
-                .filter(|&k| k < nodes.len())
-                .ok_or_else(|| Error::index(format!("node index {k} out of range ({} nodes)", nodes.len()))),
-        }
+    /// d2h: copy output `index` into `out` on `stream` (NULL: now).
+    ///
+    /// # Safety
+    /// `out`'s data must stay valid, and untouched by others, until `stream` has run the copy.
+    pub unsafe fn get_output_async(&self, index: i64, out: TensorRef<'_>, stream: StreamHandle) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.enter()?.get_output(&self.core, index, out, stream) }
+    }
+
+    /// Wait for every stage queued so far; the first error a queued stage hit since it was last
+    /// reported (here or by a synchronous call), which is then cleared.
+    pub fn synchronize(&self) -> Result<()> {
+        self.enter()?.wait_all()?;
+        self.core.take_failure().map_or(Ok(()), Err)
+    }
+
+    /// Wait for every queued stage, even while another thread is inside a call (for freeing).
+    pub fn wait_for_stages(&self) {
+        let _ = self.phases.lock().unwrap_or_else(|e| e.into_inner()).wait_all();
     }
 }
 

@@ -22,7 +22,8 @@ pub mod schedule;
 pub mod session;
 
 pub use executor::Executor;
-pub use front::{ExecutorFront, FrontGuard, Key, TensorInfo};
+pub use front::{ExecutorFront, FrontGuard};
+pub use plan::{Key, TensorInfo};
 pub use json::Graph;
 pub use plan::Plan;
 pub use session::{Engine, GraphSession, SessionGuard};
@@ -33,7 +34,7 @@ pub(crate) fn install() {
     use crate::runtime::{blob, registry};
     blob::register_binary_loader("GraphExecutorFactory", factory::load_binary);
     blob::register_binary_loader("GraphRuntimeFactory", factory::load_binary);
-    for (name, f) in module::globals() {
+    for (name, f) in module::globals().into_iter().chain(factory::globals()) {
         // Only a user's earlier registration under the same name can be there: theirs wins.
         let _ = registry::register(name, f, false);
     }

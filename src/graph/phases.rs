@@ -26,7 +26,9 @@
 //!
 //! [`synchronize`]: ExecutorFront::synchronize
 
-use super::front::{index_in_range, ExecutorFront, FrontCore};
+use super::executor::Executor;
+use super::plan::index_in_range;
+use super::runner::Runner;
 use super::plan::Plan;
 use crate::abi::{DLDevice, DLTensor};
 use crate::runtime::device::{device_api, DeviceApi, DeviceHandle, HostTask, StreamHandle};
@@ -34,7 +36,8 @@ use crate::runtime::error::{Error, Result};
 use crate::runtime::ndarray::copy_from_to_on;
 use crate::runtime::tensor::TensorRef;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// An event recorded on a stage's stream after the stage's work; freed with the last holder.
 struct Mark {
@@ -205,12 +208,69 @@ pub(crate) struct Phases {
 /// stream, run at once).
 type FailureSlot = Option<Arc<Mutex<Option<Error>>>>;
 
+/// The executor and its runner, shared with the runs queued on streams.
+pub(crate) struct FrontCore {
+    exec: Mutex<Executor>,
+    runner: Box<dyn Runner>,
+    /// The first error a queued stage hit, kept until a caller is told.
+    failure: Mutex<Option<Error>>,
+    /// Whether `failure` holds one (so a synchronous call looks without locking).
+    failed: AtomicBool,
+}
+
+impl FrontCore {
+    /// The executor. Callers hold the front's `phases` lock and have waited for every queued
+    /// stage first, and a queued run takes it only while it runs, so this never waits long.
+    pub(super) fn exec(&self) -> MutexGuard<'_, Executor> {
+        // A panic inside a call is reported by that call; the executor's state is still whole
+        // (every write is a full tensor copy), so later calls may go on.
+        self.exec.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Run the graph once with the front's runner.
+    pub(super) fn run(&self, e: &mut Executor) -> Result<()> {
+        self.runner.run(e, None)
+    }
+
+    pub(super) fn new(exec: Executor, runner: Box<dyn Runner>) -> FrontCore {
+        FrontCore { exec: Mutex::new(exec), runner, failure: Mutex::new(None), failed: AtomicBool::new(false) }
+    }
+
+    /// The front's runner.
+    pub(super) fn runner(&self) -> &dyn Runner {
+        &*self.runner
+    }
+
+    /// Keep `e` unless an earlier failure is still unreported.
+    pub(super) fn keep_failure(&self, e: Error) {
+        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        failure.get_or_insert(e);
+        self.failed.store(true, Ordering::Release);
+    }
+
+    /// The kept failure, cleared. Callers have waited for the stages that could keep one, so
+    /// the flag they see is current.
+    pub(super) fn take_failure(&self) -> Option<Error> {
+        if !self.failed.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        self.failed.store(false, Ordering::Release);
+        failure.take()
+    }
+}
+
 impl Phases {
     pub(crate) fn new(plan: Arc<Plan>) -> Phases {
         let device = plan.devices[0];
         let (layout, n_buffers) = Layout::new(plan);
         let buffers = (0..n_buffers).map(|_| BufferUse::default()).collect();
         Phases { layout, tracker: Tracker { device, buffers, queued: false }, addresses: None }
+    }
+
+    /// Wait on the host for every stage queued so far.
+    pub(super) fn wait_all(&mut self) -> Result<()> {
+        self.tracker.wait_all()
     }
 
     /// Before a synchronous call: wait for every queued stage, and forget the addresses (the
@@ -270,7 +330,7 @@ impl Phases {
     ///
     /// # Safety
     /// `src`'s data must stay valid, and unwritten by others, until `stream` has run the copy.
-    unsafe fn set_input(
+    pub(super) unsafe fn set_input(
         &mut self,
         core: &FrontCore,
         index: i64,
@@ -298,7 +358,7 @@ impl Phases {
     ///
     /// # Safety
     /// `out`'s data must stay valid, and untouched by others, until `stream` has run the copy.
-    unsafe fn get_output(
+    pub(super) unsafe fn get_output(
         &mut self,
         core: &FrontCore,
         index: i64,
@@ -320,7 +380,7 @@ impl Phases {
     }
 
     /// compute: queue a run on `stream` (the NULL stream: run now, returning its error).
-    fn run(&mut self, core: &Arc<FrontCore>, stream: StreamHandle) -> Result<()> {
+    pub(super) fn run(&mut self, core: &Arc<FrontCore>, stream: StreamHandle) -> Result<()> {
         self.check_stream(stream).map_err(|e| e.context("run_async"))?;
         let now: FailureSlot = stream.is_null().then(Default::default);
         let task = run_task(core.clone(), now.clone());
@@ -348,49 +408,6 @@ fn run_task(core: Arc<FrontCore>, now: FailureSlot) -> HostTask {
             None => core.keep_failure(e.context("run_async")),
         }
     })
-}
-
-/// The asynchronous calls. Streams are of the executor's first device (NULL: its synchronous
-/// default stream). Each call returns once its stage is queued; none blocks on the stages
-/// already queued, except the first queued write into an input still shared with the plan's
-/// weights, which waits for them once to make the input private.
-impl ExecutorFront {
-    /// h2d: copy `src` into input `index` on `stream` (NULL: now).
-    ///
-    /// # Safety
-    /// `src`'s data must stay valid, and unwritten by others, until `stream` has run the copy
-    /// (synchronize the stream, an event recorded on it after this call, or the executor).
-    pub unsafe fn set_input_async(&self, index: i64, src: TensorRef<'_>, stream: StreamHandle) -> Result<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.enter()?.set_input(&self.core, index, src, stream) }
-    }
-
-    /// compute: run the graph on `stream` as [`ExecutorFront::run`] does (NULL: now, on the
-    /// caller, returning the run's error). A queued run's error is kept for [`Self::synchronize`].
-    pub fn run_async(&self, stream: StreamHandle) -> Result<()> {
-        self.enter()?.run(&self.core, stream)
-    }
-
-    /// d2h: copy output `index` into `out` on `stream` (NULL: now).
-    ///
-    /// # Safety
-    /// `out`'s data must stay valid, and untouched by others, until `stream` has run the copy.
-    pub unsafe fn get_output_async(&self, index: i64, out: TensorRef<'_>, stream: StreamHandle) -> Result<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.enter()?.get_output(&self.core, index, out, stream) }
-    }
-
-    /// Wait for every stage queued so far; the first error a queued stage hit since it was last
-    /// reported (here or by a synchronous call), which is then cleared.
-    pub fn synchronize(&self) -> Result<()> {
-        self.enter()?.tracker.wait_all()?;
-        self.core.take_failure().map_or(Ok(()), Err)
-    }
-
-    /// Wait for every queued stage, even while another thread is inside a call (for freeing).
-    pub fn wait_for_stages(&self) {
-        let _ = self.phases.lock().unwrap_or_else(|e| e.into_inner()).tracker.wait_all();
-    }
 }
 
 #[cfg(test)]

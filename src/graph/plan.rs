@@ -198,6 +198,74 @@ fn name_indices(graph: &Graph) -> (HashMap<String, usize>, HashMap<String, usize
     (input_index, output_index)
 }
 
+/// How a caller names an input, output or node.
+#[derive(Clone, Copy, Debug)]
+pub enum Key<'a> {
+    Name(&'a str),
+    Index(i64),
+}
+
+/// What a caller may know about an input or output tensor. Borrowed from the plan.
+#[derive(Clone, Debug)]
+pub struct TensorInfo<'a> {
+    /// Input node name, or output name (`node`, or `node:k` for output k > 0 of a node).
+    pub name: String,
+    pub shape: &'a [i64],
+    pub dtype: DLDataType,
+    /// Bytes of the tensor's data.
+    pub nbytes: usize,
+    /// The input is a weight (a param of the plan, or loaded by `load_params`).
+    pub is_param: bool,
+}
+
+pub(crate) fn index_in_range(index: i64, n: usize, what: &str, plural: &str) -> Result<usize> {
+    let i = usize::try_from(index).map_err(|_| Error::index(format!("{what} index {index} is negative")))?;
+    if i >= n {
+        return Err(Error::index(format!("{what} index {i} out of range (the graph has {n} {plural})")));
+    }
+    Ok(i)
+}
+
+/// Names and indices resolved from the plan alone, the same for every front end (a bucketed
+/// context resolves them without taking an executor).
+impl Plan {
+    /// The input named or numbered by `key`; unknown names list the inputs.
+    pub fn input_key(&self, key: Key<'_>) -> Result<usize> {
+        match key {
+            Key::Name(name) => self.input_index(name).ok_or_else(|| {
+                let names: Vec<&str> = (0..self.num_inputs()).map(|i| self.input_name(i)).collect();
+                Error::attribute(format!("graph has no input named `{name}` (inputs: {})", names.join(", ")))
+            }),
+            Key::Index(i) => index_in_range(i, self.num_inputs(), "input", "inputs"),
+        }
+    }
+
+    /// The output named (`node` or `node:k`) or numbered by `key`.
+    pub fn output_key(&self, key: Key<'_>) -> Result<usize> {
+        match key {
+            Key::Name(name) => {
+                self.output_index(name).ok_or_else(|| Error::attribute(format!("graph has no output named `{name}`")))
+            }
+            Key::Index(i) => index_in_range(i, self.num_outputs(), "output", "outputs"),
+        }
+    }
+
+    /// The graph node named or numbered by `key` (for debugging a node's output).
+    pub fn node_key(&self, key: Key<'_>) -> Result<usize> {
+        let nodes = &self.graph.nodes;
+        match key {
+            Key::Name(name) => nodes
+                .iter()
+                .position(|n| n.name == name)
+                .ok_or_else(|| Error::attribute(format!("graph has no node named `{name}`"))),
+            Key::Index(k) => usize::try_from(k)
+                .ok()
+                .filter(|&k| k < nodes.len())
+                .ok_or_else(|| Error::index(format!("node index {k} out of range ({} nodes)", nodes.len()))),
+        }
+    }
+}
+
 /// The plan's ops as a dependency graph (see `deps.rs`).
 impl Plan {
     /// What op `i` reads and writes, as entry ids.

@@ -4,7 +4,8 @@
 
 use super::buckets::{BucketContext, BucketGuard, BucketedFront};
 use super::executor::Executor;
-use super::front::{ExecutorFront, FrontGuard, Key, TensorInfo};
+use super::front::{ExecutorFront, FrontGuard};
+use super::plan::{Key, TensorInfo};
 use super::runner::OpTiming;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::TensorRef;
