@@ -21,8 +21,9 @@ use crate::runtime::error::{set_last_error, Error, Result};
 use crate::runtime::handles::HandleTable;
 use crate::runtime::module::Module;
 use crate::runtime::tensor::TensorRef;
+use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_void, CString};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// An executor handle (opaque to C): the shared front, plus what C needs to outlive a call.
 pub struct TVMGraphExecutor {
@@ -536,7 +537,7 @@ pub unsafe extern "C" fn TVMGraphExecutorProfile(
             1 => chrome_trace(&timings),
             f => return Err(Error::value(format!("profile format {f} is unknown (0: table, 1: Chrome trace)"))),
         };
-        let mut slot = g.text.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = g.text.lock();
         *slot = CString::new(text).map_err(|_| Error::internal("profile text contains NUL"))?;
         *out = slot.as_ptr();
         Ok(0)
@@ -558,7 +559,7 @@ pub unsafe extern "C" fn TVMGraphExecutorScheduleDot(g: *mut TVMGraphExecutor, o
         let g = handle(g)?;
         let plan = g.engine.plain("TVMGraphExecutorScheduleDot")?.lock()?.plan().clone();
         let dot = plan.schedule_dot();
-        let mut slot = g.text.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = g.text.lock();
         *slot = CString::new(dot).map_err(|_| Error::internal("schedule text contains NUL"))?;
         *out = slot.as_ptr();
         Ok(0)

@@ -14,8 +14,9 @@ use crate::graph::pipeline::{Completion, Pipeline};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::handles::HandleTable;
 use crate::runtime::tensor::TensorRef;
+use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_void, CString};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// A pipeline handle (opaque to C).
 pub struct TVMPipeline {
@@ -208,7 +209,7 @@ pub unsafe extern "C" fn TVMPipelineGetTrace(p: *mut TVMPipeline, out_json: *mut
         let out_json = unsafe { out_param(out_json, "out_json")? };
         let p = handle(p)?;
         let json = CString::new(p.pipeline.chrome_trace()?).map_err(|_| Error::internal("trace holds a NUL"))?;
-        let mut text = p.text.lock().unwrap_or_else(|e| e.into_inner());
+        let mut text = p.text.lock();
         *text = json;
         *out_json = text.as_ptr();
         Ok(0)

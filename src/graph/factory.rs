@@ -15,8 +15,9 @@ use crate::runtime::module::{Module, ModuleNode};
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::packed::{Args, PackedFunc, Value};
 use crate::runtime::params::{read_named_records, write_ndarray, MIN_RECORD_BYTES};
+use parking_lot::Mutex;
 use std::any::Any;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// What makes plans differ: the devices and the storage plan.
 type PlanKey = (Vec<DLDevice>, MemoryPlan);
@@ -44,7 +45,7 @@ impl GraphExecutorFactory {
     /// The shared plan for `devices` with the given storage plan (built on first use).
     pub fn plan_with(&self, this: &Module, devices: &[DLDevice], memory: MemoryPlan) -> Result<Arc<Plan>> {
         let key = (devices.to_vec(), memory);
-        let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
+        let mut plans = self.plans.lock();
         if let Some((_, p)) = plans.iter().find(|(k, _)| *k == key) {
             return Ok(p.clone());
         }
@@ -146,26 +147,24 @@ impl ModuleNode for GraphExecutorFactory {
 
 /// TVM's global that makes a factory from its parts (as `export_library` would pack them).
 pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
-    vec![
-        (
-            "tvm.graph_executor_factory.create",
-            PackedFunc::from_typed(|args| {
-                if args.len() < 3 || (args.len() - 3) % 2 != 0 {
-                    return Err(Error::value(
-                        "tvm.graph_executor_factory.create expects (graph_json, lib, module_name, [name, array]...)",
-                    ));
-                }
-                let json = args.string(0)?;
-                let lib = args.module(1)?;
-                let name = args.string(2)?;
-                let mut params = Vec::new();
-                for k in (3..args.len()).step_by(2) {
-                    params.push((args.string(k)?, args.ndarray(k + 1)?));
-                }
-                let m = Module::from_node(GraphExecutorFactory::new(json, params, name));
-                m.import(&lib)?;
-                Ok(Value::Module(m))
-            }),
-        ),
-    ]
+    vec![(
+        "tvm.graph_executor_factory.create",
+        PackedFunc::from_typed(|args| {
+            if args.len() < 3 || (args.len() - 3) % 2 != 0 {
+                return Err(Error::value(
+                    "tvm.graph_executor_factory.create expects (graph_json, lib, module_name, [name, array]...)",
+                ));
+            }
+            let json = args.string(0)?;
+            let lib = args.module(1)?;
+            let name = args.string(2)?;
+            let mut params = Vec::new();
+            for k in (3..args.len()).step_by(2) {
+                params.push((args.string(k)?, args.ndarray(k + 1)?));
+            }
+            let m = Module::from_node(GraphExecutorFactory::new(json, params, name));
+            m.import(&lib)?;
+            Ok(Value::Module(m))
+        }),
+    )]
 }

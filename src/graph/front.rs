@@ -8,16 +8,16 @@ use super::executor::Executor;
 use super::options::ExecutorOptions;
 use super::phases::{FrontCore, Phases};
 use super::plan::Plan;
+use super::plan::{Key, TensorInfo};
 use super::runner::{run_profiled, OpTiming, Runner, Sequential};
 use super::schedule::{InterOp, Parallelism};
-use super::plan::{Key, TensorInfo};
 use crate::runtime::device::StreamHandle;
-use crate::runtime::tensor::TensorRef;
 use crate::runtime::error::{Error, Result};
+use crate::runtime::tensor::TensorRef;
 use crate::runtime::threading::{shared_pool, PoolKey};
+use parking_lot::{Mutex, MutexGuard};
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
-use std::sync::{Mutex, MutexGuard, TryLockError};
 
 /// An executor shared between callers, used by one at a time, with the [`Runner`] that runs its
 /// ops: one after another, or on several lanes ([`InterOp`]). Besides the synchronous
@@ -112,15 +112,13 @@ impl ExecutorFront {
 
     /// The caller's turn: the phases lock, or the in-use error.
     pub(super) fn enter(&self) -> Result<MutexGuard<'_, Phases>> {
-        match self.phases.try_lock() {
-            Ok(g) => Ok(g),
-            // A panic inside a call is reported by that call; the bookkeeping is still whole.
-            Err(TryLockError::Poisoned(p)) => Ok(p.into_inner()),
-            Err(TryLockError::WouldBlock) => {
-                Err(Error::runtime("graph executor is in use by another thread (use one executor per thread)"))
-            }
-        }
+        self.phases.try_lock().ok_or_else(in_use)
     }
+}
+
+/// The error of a call while another thread uses the executor (a call never waits for one).
+pub(crate) fn in_use() -> Error {
+    Error::runtime("graph executor is in use by another thread (use one executor per thread)")
 }
 
 /// The asynchronous calls. Streams are of the executor's first device (NULL: its synchronous
@@ -162,7 +160,7 @@ impl ExecutorFront {
 
     /// Wait for every queued stage, even while another thread is inside a call (for freeing).
     pub fn wait_for_stages(&self) {
-        let _ = self.phases.lock().unwrap_or_else(|e| e.into_inner()).wait_all();
+        let _ = self.phases.lock().wait_all();
     }
 }
 

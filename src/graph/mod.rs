@@ -23,9 +23,9 @@ pub mod session;
 
 pub use executor::Executor;
 pub use front::{ExecutorFront, FrontGuard};
-pub use plan::{Key, TensorInfo};
 pub use json::Graph;
 pub use plan::Plan;
+pub use plan::{Key, TensorInfo};
 pub use session::{Engine, GraphSession, SessionGuard};
 
 /// Register the graph executor with the runtime: the blob loader for the factory modules

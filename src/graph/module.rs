@@ -5,9 +5,9 @@
 
 use super::executor::Executor;
 use super::front::ExecutorFront;
-use super::plan::{Key, TensorInfo};
 use super::json::Graph;
 use super::plan::Plan;
+use super::plan::{Key, TensorInfo};
 use super::profile::{chrome_trace, profile_table, report_json, run_individual};
 use crate::abi::{type_code as tc, DLDevice};
 use crate::runtime::container::{map_object, shape_object, string_object, ArrayObj};
@@ -17,8 +17,9 @@ use crate::runtime::ndarray::{copy_from_to, NDArray};
 use crate::runtime::object::ObjPtr;
 use crate::runtime::packed::{Args, PackedFunc, Value};
 use crate::runtime::time_evaluator::{measure, TimingPlan};
+use parking_lot::Mutex;
 use std::any::Any;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Module node owning one executor.
 pub struct GraphExecutorModule {
@@ -239,7 +240,7 @@ fn run_individual_node(m: &Module, args: Args<'_>) -> Result<Value> {
 fn execute_node(m: &Module, args: Args<'_>) -> Result<Value> {
     let e = front_of(m).lock()?;
     let nid = resolve(&e, &args, 0, Executor::node)?;
-    let mut last = module_of(m).last_executed.lock().unwrap_or_else(|p| p.into_inner());
+    let mut last = module_of(m).last_executed.lock();
     let first = match *last {
         Some(l) if l == nid => return Ok(Value::Null),
         Some(l) if l < nid => l + 1,
@@ -256,7 +257,7 @@ fn execute_node(m: &Module, args: Args<'_>) -> Result<Value> {
 fn get_node_output(m: &Module, args: Args<'_>) -> Result<Value> {
     let e = front_of(m).lock()?;
     let nid = resolve(&e, &args, 0, Executor::node)?;
-    let last = *module_of(m).last_executed.lock().unwrap_or_else(|p| p.into_inner());
+    let last = *module_of(m).last_executed.lock();
     if last != Some(nid) {
         return Err(Error::value(format!(
             "get_node_output: node {nid} is not the last one execute_node ran ({})",

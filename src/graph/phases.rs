@@ -28,16 +28,17 @@
 
 use super::executor::Executor;
 use super::plan::index_in_range;
-use super::runner::Runner;
 use super::plan::Plan;
+use super::runner::Runner;
 use crate::abi::{DLDevice, DLTensor};
 use crate::runtime::device::{device_api, DeviceApi, DeviceHandle, HostTask, StreamHandle};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::ndarray::copy_from_to_on;
 use crate::runtime::tensor::TensorRef;
+use parking_lot::{Mutex, MutexGuard};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 /// An event recorded on a stage's stream after the stage's work; freed with the last holder.
 struct Mark {
@@ -224,7 +225,7 @@ impl FrontCore {
     pub(super) fn exec(&self) -> MutexGuard<'_, Executor> {
         // A panic inside a call is reported by that call; the executor's state is still whole
         // (every write is a full tensor copy), so later calls may go on.
-        self.exec.lock().unwrap_or_else(|e| e.into_inner())
+        self.exec.lock()
     }
 
     /// Run the graph once with the front's runner.
@@ -243,7 +244,7 @@ impl FrontCore {
 
     /// Keep `e` unless an earlier failure is still unreported.
     pub(super) fn keep_failure(&self, e: Error) {
-        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        let mut failure = self.failure.lock();
         failure.get_or_insert(e);
         self.failed.store(true, Ordering::Release);
     }
@@ -254,7 +255,7 @@ impl FrontCore {
         if !self.failed.load(Ordering::Acquire) {
             return None;
         }
-        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        let mut failure = self.failure.lock();
         self.failed.store(false, Ordering::Release);
         failure.take()
     }
@@ -389,7 +390,7 @@ impl Phases {
         // the kernels from here, queued on the stream like the copies.
         let (reads, writes) = (&self.layout.run_reads, &self.layout.run_writes);
         self.tracker.enqueue(stream, reads, writes, |api, dev| api.launch_host_task(dev, stream, task))?;
-        match now.and_then(|slot| slot.lock().unwrap_or_else(|e| e.into_inner()).take()) {
+        match now.and_then(|slot| slot.lock().take()) {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -404,7 +405,7 @@ fn run_task(core: Arc<FrontCore>, now: FailureSlot) -> HostTask {
             .unwrap_or_else(|_| Err(Error::internal("panic during a run queued on a stream")));
         let Err(e) = result else { return };
         match now {
-            Some(slot) => *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(e),
+            Some(slot) => *slot.lock() = Some(e),
             None => core.keep_failure(e.context("run_async")),
         }
     })

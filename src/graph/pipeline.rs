@@ -24,9 +24,10 @@ use crate::runtime::device::{device_api, poll_until, DeviceApi, DeviceHandle, Ho
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::TensorRef;
 use crate::runtime::threading::{shared_pool, PoolKey, ThreadPool};
+use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// What a request's submitter hears when it is done (instead of waiting for it).
@@ -138,10 +139,6 @@ pub struct Pipeline {
     inner: Arc<Inner>,
 }
 
-fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Pipeline {
     /// A pipeline over `plan` (the executors' device is the plan's first).
     pub fn new(plan: Arc<Plan>, options: &PipelineOptions) -> Result<Pipeline> {
@@ -193,7 +190,7 @@ impl Pipeline {
     ) -> Result<u64> {
         let inner = &self.inner;
         let (inputs, outputs) = inner.checked_tensors(inputs, outputs)?;
-        let mut st = lock(&inner.state);
+        let mut st = inner.state.lock();
         if st.closed {
             return Err(Error::value("the pipeline is shutting down"));
         }
@@ -210,7 +207,7 @@ impl Pipeline {
     pub fn wait(&self, id: u64) -> Result<()> {
         let inner = &self.inner;
         let done = {
-            let st = lock(&inner.state);
+            let st = inner.state.lock();
             match st.requests.get(&id) {
                 None => {
                     return Err(Error::value(format!(
@@ -226,12 +223,9 @@ impl Pipeline {
             }
         };
         poll_until(|| done.load(Ordering::Acquire));
-        let mut st = lock(&inner.state);
+        let mut st = inner.state.lock();
         st.sleepers += 1;
-        st = inner
-            .finished
-            .wait_while(st, |st| st.requests.get(&id).is_some_and(|r| r.result.is_none()))
-            .unwrap_or_else(|e| e.into_inner());
+        inner.finished.wait_while(&mut st, |st| st.requests.get(&id).is_some_and(|r| r.result.is_none()));
         st.sleepers -= 1;
         match st.requests.remove(&id) {
             Some(Request { result: Some(r), .. }) => r,
@@ -243,7 +237,7 @@ impl Pipeline {
     /// The stages traced so far (the pipeline was made with `trace=1`).
     pub fn spans(&self) -> Result<Vec<Span>> {
         match &self.inner.trace {
-            Some(t) => Ok(t.spans.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+            Some(t) => Ok(t.spans.lock().clone()),
             None => Err(Error::value("the pipeline does not trace: create it with the option trace=1")),
         }
     }
@@ -258,7 +252,7 @@ impl Pipeline {
     pub fn shut_down(&self) {
         let inner = &self.inner;
         let callbacks: Vec<(u64, Completion, Result<()>)> = {
-            let mut st = lock(&inner.state);
+            let mut st = inner.state.lock();
             if st.closed {
                 return;
             }
@@ -277,9 +271,9 @@ impl Pipeline {
             f(id, result);
         }
         inner.finished.notify_all();
-        let mut st = lock(&inner.state);
+        let mut st = inner.state.lock();
         st.sleepers += 1;
-        st = inner.finished.wait_while(st, |st| st.running > 0).unwrap_or_else(|e| e.into_inner());
+        inner.finished.wait_while(&mut st, |st| st.running > 0);
         st.sleepers -= 1;
         drop(st);
         // The last requests' callbacks run after they count as finished: wait for those too
@@ -387,7 +381,7 @@ impl Inner {
         let ctx = group.contexts[c].clone();
         let failure: Arc<Mutex<Option<Error>>> = Arc::default();
         let (api, dev) = (self.api, self.dev);
-        let enqueue_failed = |e: Error| *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+        let enqueue_failed = |e: Error| *failure.lock() = Some(e);
 
         // h2d
         self.trace_mark(id, g, 0, &group.h2d, true);
@@ -407,9 +401,9 @@ impl Inner {
         self.trace_mark(id, g, 1, &group.compute, true);
         let (run_ctx, run_failure, pool) = (ctx.clone(), failure.clone(), group.pool.clone());
         let run: HostTask = Box::new(move || {
-            let mut failure = run_failure.lock().unwrap_or_else(|p| p.into_inner());
+            let mut failure = run_failure.lock();
             if failure.is_none() {
-                let mut exec = run_ctx.exec.lock().unwrap_or_else(|p| p.into_inner());
+                let mut exec = run_ctx.exec.lock();
                 if let Err(e) = (Sequential { pool: Some(pool) }).run(&mut exec, None) {
                     *failure = Some(e);
                 }
@@ -432,7 +426,7 @@ impl Inner {
         let me = self.clone();
         let finish: HostTask = Box::new(move || {
             drop((inputs, outputs));
-            let result = failure.lock().unwrap_or_else(|p| p.into_inner()).take().map_or(Ok(()), Err);
+            let result = failure.lock().take().map_or(Ok(()), Err);
             me.finish(id, g, c, result);
         });
         // The d2h stream lives until every request is finished (`shut_down` waits for that), so
@@ -453,7 +447,7 @@ impl Inner {
     /// Request `id` is done: free its context, start the next request, report.
     fn finish(self: &Arc<Self>, id: u64, g: usize, c: usize, result: Result<()>) {
         let (callback, sleepers) = {
-            let mut st = lock(&self.state);
+            let mut st = self.state.lock();
             st.running -= 1;
             st.free.push((g, c));
             let cb = self.complete(&mut st, id, result);
@@ -492,7 +486,7 @@ impl Inner {
         let Some(tracer) = self.trace.clone() else { return };
         let mark: HostTask = Box::new(move || {
             let now = tracer.t0.elapsed().as_nanos() as u64;
-            let mut spans = tracer.spans.lock().unwrap_or_else(|e| e.into_inner());
+            let mut spans = tracer.spans.lock();
             if start {
                 spans.push(Span { request, group, stage, start_ns: now, duration_ns: 0 });
             } else if let Some(s) = spans.iter_mut().rev().find(|s| (s.request, s.stage) == (request, stage)) {

@@ -10,8 +10,8 @@ use super::byteio::{Input, Reader, Writer};
 use super::error::{Error, Result};
 use super::module::Module;
 use once_cell::sync::Lazy;
+use parking_lot::RwLock;
 use std::collections::HashMap;
-use std::sync::RwLock;
 
 /// Decodes one module's payload from the stream.
 pub type BinaryLoader = fn(&mut Reader<'_>) -> Result<Module>;
@@ -27,11 +27,11 @@ static LOADERS: Lazy<RwLock<HashMap<String, BinaryLoader>>> = Lazy::new(|| {
 
 /// Register a decoder for modules of `type_key` found in import blobs.
 pub fn register_binary_loader(type_key: &str, loader: BinaryLoader) {
-    LOADERS.write().unwrap_or_else(|e| e.into_inner()).insert(type_key.to_string(), loader);
+    LOADERS.write().insert(type_key.to_string(), loader);
 }
 
 fn binary_loader(type_key: &str) -> Result<BinaryLoader> {
-    let loaders = LOADERS.read().unwrap_or_else(|e| e.into_inner());
+    let loaders = LOADERS.read();
     loaders.get(type_key).copied().ok_or_else(|| {
         let mut known: Vec<&str> = loaders.keys().map(|s| s.as_str()).collect();
         known.sort();

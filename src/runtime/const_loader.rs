@@ -12,9 +12,9 @@ use super::ndarray::NDArray;
 use super::object::ObjPtr;
 use super::packed::{PackedFunc, Value};
 use super::params::{read_named_records, MIN_RECORD_BYTES};
+use parking_lot::Mutex;
 use std::any::Any;
 use std::collections::HashSet;
-use std::sync::Mutex;
 
 pub struct ConstLoaderModule {
     constants: Vec<(String, NDArray)>,
@@ -47,7 +47,7 @@ pub(crate) fn load_binary(r: &mut Reader<'_>) -> Result<Module> {
 
 impl ConstLoaderModule {
     fn init_symbol(&self, symbol: &str, vars: &[String], this: &Module) -> Result<()> {
-        let mut done = self.initialized.lock().unwrap_or_else(|e| e.into_inner());
+        let mut done = self.initialized.lock();
         if done.contains(symbol) {
             return Ok(());
         }

@@ -13,10 +13,11 @@ use super::module::Module;
 use super::object::{ObjPtr, ObjectHeader};
 use libloading::os::unix::{Library, RTLD_LAZY, RTLD_LOCAL};
 use once_cell::sync::Lazy;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// A dlopen'd library; closed when the last module or function using it is released.
 pub struct DsoLibrary {
@@ -78,7 +79,7 @@ fn is_own_function(handle: *mut c_void, addr: *mut c_void) -> bool {
 
 impl Drop for DsoLibrary {
     fn drop(&mut self) {
-        let mut live = LIVE_IMAGES.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = LIVE_IMAGES.lock();
         if live.get(&self.image).is_some_and(|e| e.source == self as *const DsoLibrary as usize) {
             live.remove(&self.image);
         }
@@ -185,7 +186,7 @@ pub fn load_so(path: &str) -> Result<Module> {
     })?;
     let (lib, image) = lib_handle(lib);
     let lib_module = {
-        let mut live = LIVE_IMAGES.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = LIVE_IMAGES.lock();
         match live.get(&image).and_then(|e| try_retain(e.module as *mut ObjectHeader)) {
             // Already loaded: `lib` (one more dlopen reference) is closed on drop here.
             Some(m) => m,

@@ -4,8 +4,9 @@
 //! returns its own reference, so an object freed by another thread during a call lives until
 //! that call is done.
 
+use parking_lot::RwLock;
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 pub struct HandleTable<T> {
     live: RwLock<Option<HashMap<usize, Arc<T>>>>,
@@ -19,20 +20,20 @@ impl<T> HandleTable<T> {
     /// Keep `item` alive; its handle is its address.
     pub fn insert(&self, item: Arc<T>) -> *mut T {
         let handle = Arc::as_ptr(&item) as *mut T;
-        let mut live = self.live.write().unwrap_or_else(|e| e.into_inner());
+        let mut live = self.live.write();
         live.get_or_insert_with(HashMap::new).insert(handle as usize, item);
         handle
     }
 
     /// The object behind `handle`, if it is live.
     pub fn get<P>(&self, handle: *const P) -> Option<Arc<T>> {
-        let live = self.live.read().unwrap_or_else(|e| e.into_inner());
+        let live = self.live.read();
         live.as_ref()?.get(&(handle as usize)).cloned()
     }
 
     /// Stop keeping the object behind `handle`; None if it was not live.
     pub fn remove<P>(&self, handle: *const P) -> Option<Arc<T>> {
-        let mut live = self.live.write().unwrap_or_else(|e| e.into_inner());
+        let mut live = self.live.write();
         live.as_mut()?.remove(&(handle as usize))
     }
 }

@@ -10,10 +10,11 @@ use super::module::{Module, ModuleNode};
 use super::packed::{PackedFunc, Value};
 use crate::abi::{type_code as tc, TVMBackendPackedCFunc, TVMValue};
 use once_cell::sync::{Lazy, OnceCell};
+use parking_lot::{Mutex, RwLock};
 use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
 /// Where a library module finds its symbols.
 pub trait SymbolSource: Send + Sync + 'static {
@@ -149,7 +150,7 @@ static SYSTEM_SYMBOLS: Lazy<RwLock<HashMap<String, usize>>> = Lazy::new(Default:
 
 /// `TVMBackendRegisterSystemLibSymbol`: re-registration overwrites.
 pub fn register_system_symbol(name: &str, ptr: *mut c_void) {
-    SYSTEM_SYMBOLS.write().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), ptr as usize);
+    SYSTEM_SYMBOLS.write().insert(name.to_string(), ptr as usize);
 }
 
 /// The system-library symbol table seen through a prefix: `prefix + name`, then `name`.
@@ -159,7 +160,7 @@ struct SystemLibSymbols {
 
 impl SymbolSource for SystemLibSymbols {
     fn symbol(&self, name: &str) -> Option<*mut c_void> {
-        let table = SYSTEM_SYMBOLS.read().unwrap_or_else(|e| e.into_inner());
+        let table = SYSTEM_SYMBOLS.read();
         table.get(&format!("{}{}", self.prefix, name)).or_else(|| table.get(name)).map(|&p| p as *mut c_void)
     }
 }
@@ -170,7 +171,7 @@ static SYSTEM_LIBS: Lazy<Mutex<HashMap<String, Module>>> = Lazy::new(Default::de
 /// the statically linked code registered a `<prefix>__tvm_dev_mblob`, the modules packed in it
 /// are restored and the root (e.g. a GraphExecutorFactory) is returned, as for a `.so`.
 pub fn system_lib(prefix: &str) -> Result<Module> {
-    let mut libs = SYSTEM_LIBS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut libs = SYSTEM_LIBS.lock();
     if let Some(m) = libs.get(prefix) {
         return Ok(m.clone());
     }

@@ -17,10 +17,10 @@
 //! a handle is checked.
 
 use super::error::{Error, Result};
+use parking_lot::Mutex;
 use std::alloc::Layout;
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Mutex;
 
 /// The environment variable that switches the checked mode on (`1`, `true`, `yes` or `on`).
 pub const ENV_VAR: &str = "TVM_RUNTIME_CHECK_HANDLES";
@@ -108,13 +108,13 @@ fn shard(addr: usize) -> &'static Mutex<Option<HashSet<usize, AddrHash>>> {
 
 /// Record a new object (checked mode only; the caller tests [`checking`]).
 pub(crate) fn register(addr: usize) {
-    let mut s = shard(addr).lock().unwrap_or_else(|e| e.into_inner());
+    let mut s = shard(addr).lock();
     s.get_or_insert_with(HashSet::default).insert(addr);
 }
 
 /// Forget an object whose count reached zero (checked mode only).
 pub(crate) fn unregister(addr: usize) {
-    let mut s = shard(addr).lock().unwrap_or_else(|e| e.into_inner());
+    let mut s = shard(addr).lock();
     if let Some(set) = s.as_mut() {
         set.remove(&addr);
     }
@@ -122,7 +122,7 @@ pub(crate) fn unregister(addr: usize) {
 
 /// Whether an object made by this runtime lives at `addr` (checked mode).
 pub fn is_live(addr: usize) -> bool {
-    let s = shard(addr).lock().unwrap_or_else(|e| e.into_inner());
+    let s = shard(addr).lock();
     s.as_ref().is_some_and(|set| set.contains(&addr))
 }
 
@@ -157,7 +157,7 @@ static HELD: Mutex<VecDeque<Held>> = Mutex::new(VecDeque::new());
 /// needs dropping, and not be used by anyone afterwards (it is freed here, later).
 pub(crate) unsafe fn quarantine(p: *mut u8, layout: Layout) {
     let oldest = {
-        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = HELD.lock();
         held.push_back(Held { addr: p as usize, layout });
         if held.len() > QUARANTINE {
             held.pop_front()

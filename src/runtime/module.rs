@@ -8,9 +8,9 @@ use super::object::{type_index, ObjPtr, ObjectHeader, ObjectType};
 use super::packed::{PackedFunc, Value};
 use super::registry;
 use crate::abi::TVMBackendPackedCFunc;
+use parking_lot::{Mutex, RwLock};
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::{Mutex, RwLock};
 
 /// What a kind of module provides.
 pub trait ModuleNode: Send + Sync + 'static {
@@ -54,7 +54,7 @@ impl ModuleObj {
     }
     /// A snapshot of the import list.
     pub fn imports(&self) -> Vec<Module> {
-        self.imports.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.imports.read().clone()
     }
 }
 
@@ -84,7 +84,7 @@ impl Module {
 
     /// Append `dep` to this module's imports; an import that would close a cycle is an error.
     pub fn import(&self, dep: &Module) -> Result<()> {
-        let _guard = IMPORT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = IMPORT_LOCK.lock();
         if dep.reaches(self) {
             return Err(Error::value(format!(
                 "cannot import module `{}` into `{}`: the import would create a cycle",
@@ -92,7 +92,7 @@ impl Module {
                 self.type_key()
             )));
         }
-        self.imports.write().unwrap_or_else(|e| e.into_inner()).push(dep.clone());
+        self.imports.write().push(dep.clone());
         Ok(())
     }
 
@@ -122,7 +122,7 @@ impl Module {
     /// `TVMBackendGetFuncFromEnv`: the imports (recursively), then the global registry.
     /// The returned handle is borrowed: it stays valid while this module lives.
     pub fn get_func_from_env(&self, name: &str) -> Result<*mut ObjectHeader> {
-        if let Some(f) = self.env_cache.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
+        if let Some(f) = self.env_cache.lock().get(name) {
             return Ok(f.as_header());
         }
         let mut found = None;
@@ -140,7 +140,7 @@ impl Module {
                 )))
             }
         };
-        let mut cache = self.env_cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.env_cache.lock();
         let kept = cache.entry(name.to_string()).or_insert(f);
         Ok(kept.as_header())
     }

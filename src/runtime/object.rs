@@ -8,11 +8,11 @@
 use super::error::{Error, Result};
 use super::live;
 use once_cell::sync::Lazy;
+use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::RwLock;
 
 /// Static type indices (TVM's `TypeIndex`).
 pub mod type_index {
@@ -327,13 +327,13 @@ static TYPES: Lazy<RwLock<TypeTable>> = Lazy::new(|| {
 
 /// Index of a registered type key.
 pub fn type_key_to_index(key: &str) -> Result<u32> {
-    let t = TYPES.read().unwrap_or_else(|e| e.into_inner());
+    let t = TYPES.read();
     t.by_key.get(key).copied().ok_or_else(|| Error::value(format!("Cannot find type `{key}`")))
 }
 
 /// Key of a registered type index.
 pub fn type_index_to_key(index: u32) -> Result<String> {
-    let t = TYPES.read().unwrap_or_else(|e| e.into_inner());
+    let t = TYPES.read();
     t.keys.get(index as usize).cloned().ok_or_else(|| Error::index(format!("type index {index} is not registered")))
 }
 
@@ -343,7 +343,7 @@ fn type_key_of(index: u32) -> String {
 
 /// Register a dynamic type deriving from `parent`; returns its index (existing key: same index).
 pub fn register_type(key: &str, parent: u32) -> Result<u32> {
-    let mut t = TYPES.write().unwrap_or_else(|e| e.into_inner());
+    let mut t = TYPES.write();
     if let Some(&i) = t.by_key.get(key) {
         return Ok(i);
     }
@@ -359,7 +359,7 @@ pub fn register_type(key: &str, parent: u32) -> Result<u32> {
 
 /// Whether `child` is `parent` or derives from it.
 pub fn derived_from(child: u32, parent: u32) -> Result<bool> {
-    let t = TYPES.read().unwrap_or_else(|e| e.into_inner());
+    let t = TYPES.read();
     let n = t.keys.len() as u32;
     if child >= n {
         return Err(Error::index(format!("type index {child} is not registered")));

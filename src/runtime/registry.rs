@@ -7,8 +7,8 @@
 use super::error::{Error, Result};
 use super::packed::PackedFunc;
 use once_cell::sync::Lazy;
+use parking_lot::RwLock;
 use std::collections::HashMap;
-use std::sync::RwLock;
 
 static REGISTRY: Lazy<RwLock<HashMap<String, PackedFunc>>> = Lazy::new(|| {
     let mut map = HashMap::new();
@@ -20,7 +20,7 @@ static REGISTRY: Lazy<RwLock<HashMap<String, PackedFunc>>> = Lazy::new(|| {
 
 /// Register `f` under `name`; an existing name is an error unless `allow_override`.
 pub fn register(name: &str, f: PackedFunc, allow_override: bool) -> Result<()> {
-    let mut map = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    let mut map = REGISTRY.write();
     if !allow_override && map.contains_key(name) {
         return Err(Error::value(format!("Global PackedFunc `{name}` is already registered")));
     }
@@ -33,7 +33,7 @@ pub fn register(name: &str, f: PackedFunc, allow_override: bool) -> Result<()> {
 
 /// The function registered under `name`, if any.
 pub fn get(name: &str) -> Option<PackedFunc> {
-    REGISTRY.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+    REGISTRY.read().get(name).cloned()
 }
 
 /// The function registered under `name`, or an error naming it.
@@ -43,13 +43,13 @@ pub fn require(name: &str) -> Result<PackedFunc> {
 
 /// Remove `name`; returns whether it existed.
 pub fn remove(name: &str) -> bool {
-    let old = REGISTRY.write().unwrap_or_else(|e| e.into_inner()).remove(name);
+    let old = REGISTRY.write().remove(name);
     old.is_some()
 }
 
 /// All registered names, sorted.
 pub fn list_names() -> Vec<String> {
-    let mut names: Vec<String> = REGISTRY.read().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
+    let mut names: Vec<String> = REGISTRY.read().keys().cloned().collect();
     names.sort();
     names
 }

@@ -8,15 +8,16 @@ use super::pad::{is_leading_block, RegionCopy};
 use super::{alloc_bytes, BucketSet};
 use crate::abi::{device_type, DLDataType};
 use crate::graph::executor::Executor;
-use crate::graph::front::ExecutorFront;
+use crate::graph::front::{in_use, ExecutorFront};
 use crate::graph::plan::{Key, TensorInfo};
 use crate::graph::runner::OpTiming;
 use crate::runtime::dtype::data_size;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::tensor::TensorRef;
+use parking_lot::{Mutex, MutexGuard};
 use std::ops::{Deref, DerefMut};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::Arc;
 
 /// An execution context: use one per thread (several over one `Arc<BucketSet>` share the
 /// weights and plans; each has its own arena).
@@ -398,13 +399,6 @@ impl BucketedFront {
     }
 
     pub fn lock(&self) -> Result<BucketGuard<'_>> {
-        match self.ctx.try_lock() {
-            Ok(g) => Ok(BucketGuard(g)),
-            // A panic inside a call is reported by that call; the context is still whole.
-            Err(TryLockError::Poisoned(p)) => Ok(BucketGuard(p.into_inner())),
-            Err(TryLockError::WouldBlock) => {
-                Err(Error::runtime("graph executor is in use by another thread (use one executor per thread)"))
-            }
-        }
+        self.ctx.try_lock().map(BucketGuard).ok_or_else(in_use)
     }
 }

@@ -21,10 +21,11 @@
 
 use crate::runtime::workers;
 use once_cell::sync::Lazy;
+use parking_lot::{Condvar, Mutex};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Work a stream runs when it reaches it.
@@ -53,10 +54,6 @@ const WATCH_PERIOD: Duration = Duration::from_millis(5);
 /// added only when ready streams wait a whole watch period with every worker busy (their tasks
 /// block), so busy workers do not multiply past the cores while blocking ones never starve.
 static EAGER_WORKERS: Lazy<usize> = Lazy::new(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Poll `ready` for up to [`POLL_BEFORE_SLEEP`], yielding the core; true once it holds.
 pub fn poll_until(ready: impl Fn() -> bool) -> bool {
@@ -148,7 +145,7 @@ static SCHEDULER: Lazy<Scheduler> = Lazy::new(|| Scheduler {
 /// Make every stream worker return once no stream has work (at process exit or unload).
 fn stop_workers() {
     SCHEDULER.stopping.store(true, Ordering::Release);
-    let _q = lock(&SCHEDULER.ready);
+    let _q = SCHEDULER.ready.lock();
     SCHEDULER.work.notify_all();
 }
 
@@ -161,7 +158,7 @@ thread_local! {
 impl Scheduler {
     /// Queue a strand that just became ready; add a worker if none is looking for work.
     fn schedule(&'static self, strand: Arc<Strand>) {
-        let mut q = lock(&self.ready);
+        let mut q = self.ready.lock();
         q.strands.push_back(strand);
         self.ready_len.fetch_add(1, Ordering::AcqRel);
         if q.sleeping > 0 {
@@ -218,7 +215,7 @@ impl Scheduler {
     }
 
     fn take_ready(&self) -> Option<Arc<Strand>> {
-        let s = lock(&self.ready).strands.pop_front();
+        let s = self.ready.lock().strands.pop_front();
         if s.is_some() {
             self.ready_len.fetch_sub(1, Ordering::AcqRel);
             self.taken.fetch_add(1, Ordering::AcqRel);
@@ -232,15 +229,13 @@ impl Scheduler {
         self.idle.fetch_add(1, Ordering::AcqRel);
         let strand = loop {
             poll_until(|| self.ready_len.load(Ordering::Acquire) > 0);
-            let mut q = lock(&self.ready);
+            let mut q = self.ready.lock();
             let mut idle_too_long = false;
             if q.strands.is_empty() {
                 q.sleeping += 1;
                 let wait = |q: &mut ReadyQueue| q.strands.is_empty() && !self.stopping.load(Ordering::Acquire);
-                let (g, timeout) = self.work.wait_timeout_while(q, IDLE_EXIT, wait).unwrap_or_else(|e| e.into_inner());
-                q = g;
+                idle_too_long = self.work.wait_while_for(&mut q, wait, IDLE_EXIT).timed_out();
                 q.sleeping -= 1;
-                idle_too_long = timeout.timed_out();
             }
             if let Some(s) = q.strands.pop_front() {
                 self.ready_len.fetch_sub(1, Ordering::AcqRel);
@@ -284,7 +279,7 @@ impl Strand {
     /// Run up to [`TASKS_PER_TURN`] tasks; the strand itself if it still has work to do then.
     fn run_turn(self: Arc<Self>) -> Option<Arc<Strand>> {
         for _ in 0..TASKS_PER_TURN {
-            let mut st = lock(&self.state);
+            let mut st = self.state.lock();
             let Some(task) = st.tasks.pop_front() else {
                 st.status = Status::Idle;
                 return None;
@@ -314,14 +309,14 @@ impl Strand {
 
     fn task_finished(&self) {
         self.finished.fetch_add(1, Ordering::AcqRel);
-        if lock(&self.state).sleeping_syncs > 0 {
+        if self.state.lock().sleeping_syncs > 0 {
             self.done.notify_all();
         }
     }
 
     /// The event this strand was parked on is reached: make it ready again.
     fn resume(self: Arc<Self>) {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         if st.status == Status::Parked {
             st.status = Status::Scheduled;
             drop(st);
@@ -354,7 +349,7 @@ impl CpuStream {
 
     fn enqueue(&self, task: Task) {
         let s = &self.strand;
-        let mut st = lock(&s.state);
+        let mut st = s.state.lock();
         if st.closed {
             // Queued while the stream is being freed (a race the caller lost): it runs here,
             // after what was queued before, rather than never.
@@ -397,9 +392,9 @@ impl CpuStream {
         if poll_until(reached) {
             return;
         }
-        let mut st = lock(&s.state);
+        let mut st = s.state.lock();
         st.sleeping_syncs += 1;
-        st = s.done.wait_while(st, |_| !reached()).unwrap_or_else(|e| e.into_inner());
+        s.done.wait_while(&mut st, |_| !reached());
         st.sleeping_syncs -= 1;
     }
 
@@ -407,7 +402,7 @@ impl CpuStream {
     /// one of the stream's own tasks it does not wait for the rest of the queue.
     pub fn shut_down(&self) {
         self.synchronize();
-        lock(&self.strand.state).closed = true;
+        self.strand.state.lock().closed = true;
     }
 }
 
@@ -440,7 +435,7 @@ impl CpuEvent {
     /// reached now).
     pub fn record(self: &Arc<Self>, stream: Option<&CpuStream>) {
         let target = {
-            let mut st = lock(&self.state);
+            let mut st = self.state.lock();
             st.recorded += 1;
             st.recorded
         };
@@ -454,7 +449,7 @@ impl CpuEvent {
     }
 
     fn mark_reached(&self, target: u64) {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         st.reached = st.reached.max(target);
         let reached = st.reached;
         let (wake, keep): (Vec<_>, Vec<_>) =
@@ -473,7 +468,7 @@ impl CpuEvent {
     /// True if recording `target` is reached; else parks `strand` on it (the caller holds the
     /// strand's lock and marks it parked, so the wake-up cannot come before).
     fn park_unless_reached(&self, strand: &Arc<Strand>, target: u64) -> bool {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         if st.reached >= target {
             return true;
         }
@@ -483,18 +478,18 @@ impl CpuEvent {
 
     /// The recording a wait made now refers to, or None if it is reached already.
     fn pending_target(&self) -> Option<u64> {
-        let st = lock(&self.state);
+        let st = self.state.lock();
         (st.reached < st.recorded).then_some(st.recorded)
     }
 
     fn wait_for(&self, target: u64) {
-        let reached = || lock(&self.state).reached >= target;
+        let reached = || self.state.lock().reached >= target;
         if poll_until(reached) {
             return;
         }
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         st.sleepers += 1;
-        st = self.reached.wait_while(st, |st| st.reached < target).unwrap_or_else(|e| e.into_inner());
+        self.reached.wait_while(&mut st, |st| st.reached < target);
         st.sleepers -= 1;
     }
 
@@ -540,12 +535,12 @@ mod tests {
             let log = log.clone();
             s.push(Box::new(move || {
                 assert_ne!(std::thread::current().id(), host);
-                log.lock().unwrap().push(i);
+                log.lock().push(i);
             }));
         }
         s.synchronize();
         assert!(s.is_idle());
-        assert_eq!(*log.lock().unwrap(), (0..100).collect::<Vec<_>>());
+        assert_eq!(*log.lock(), (0..100).collect::<Vec<_>>());
     }
 
     #[test]
@@ -555,9 +550,9 @@ mod tests {
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let g = gate.clone();
         a.push(Box::new(move || {
-            let mut open = g.0.lock().unwrap();
+            let mut open = g.0.lock();
             while !*open {
-                open = g.1.wait(open).unwrap();
+                g.1.wait(&mut open);
             }
         }));
         ev.record(Some(&a));
@@ -571,7 +566,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(after.load(Ordering::SeqCst), 0);
         assert!(!ev.is_reached() && !b.is_idle());
-        *gate.0.lock().unwrap() = true;
+        *gate.0.lock() = true;
         gate.1.notify_all();
         b.synchronize();
         assert_eq!(after.load(Ordering::SeqCst), 1);
@@ -636,12 +631,12 @@ mod tests {
                     events[k - 1].wait_on(Some(s));
                 }
                 let v = value.clone();
-                s.push(Box::new(move || v.lock().unwrap().push(round * 4 + k as u64)));
+                s.push(Box::new(move || v.lock().push(round * 4 + k as u64)));
                 events[k].record(Some(s));
             }
         }
         events[3].synchronize();
-        let got = value.lock().unwrap().clone();
+        let got = value.lock().clone();
         // Per round the stages are ordered; rounds of one stream are ordered.
         for round in 0..500u64 {
             let pos: Vec<usize> = (0..4).map(|k| got.iter().position(|&x| x == round * 4 + k).unwrap()).collect();
