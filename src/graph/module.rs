@@ -10,11 +10,10 @@ use super::plan::Plan;
 use super::plan::{Key, TensorInfo};
 use super::profile::{chrome_trace, profile_table, report_json, run_individual};
 use crate::abi::{type_code as tc, DLDevice};
-use crate::runtime::container::{map_object, shape_object, string_object, ArrayObj};
+use crate::runtime::container::{array_object, map_object, shape_object, string_object};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::module::{Module, ModuleNode};
 use crate::runtime::ndarray::{copy_from_to, NDArray};
-use crate::runtime::object::ObjPtr;
 use crate::runtime::packed::{Args, PackedFunc, Value};
 use crate::runtime::time_evaluator::{measure, TimingPlan};
 use parking_lot::Mutex;
@@ -165,7 +164,7 @@ fn run_from_inputs(m: &Module, args: Args<'_>) -> Result<Value> {
     let outs = (0..e.plan().num_outputs())
         .map(|i| Ok(copy_to_new(&e.get_output(i)?, dev)?.to_object_ref()))
         .collect::<Result<Vec<_>>>()?;
-    Ok(Value::Object(ObjPtr::new(ArrayObj(outs)).to_object_ref()))
+    Ok(Value::Object(array_object(outs)))
 }
 
 fn share_params(m: &Module, args: Args<'_>) -> Result<Value> {

@@ -86,7 +86,7 @@ fn array_globals() -> Vec<(&'static str, PackedFunc)> {
                         return Err(Error::unsupported(format!("memory scope `{scope}` is not supported")));
                     }
                 }
-                Ok(Value::NDArray(super::ndarray::NDArray::empty(&shape.0, dtype, dev)?))
+                Ok(Value::NDArray(super::ndarray::NDArray::empty(shape.dims()?, dtype, dev)?))
             }),
         ),
         (

@@ -5,11 +5,10 @@
 //! the function from the first import that has it.
 
 use super::byteio::{Input, Reader};
-use super::container::{map_object, ArrayObj};
+use super::container::{array_object, map_object};
 use super::error::{Error, Result};
 use super::module::{Module, ModuleNode};
 use super::ndarray::NDArray;
-use super::object::ObjPtr;
 use super::packed::{PackedFunc, Value};
 use super::params::{read_named_records, MIN_RECORD_BYTES};
 use parking_lot::Mutex;
@@ -63,7 +62,7 @@ impl ConstLoaderModule {
                 a.to_object_ref()
             })
             .collect();
-        let arr = ObjPtr::new(ArrayObj(arrays)).to_object_ref();
+        let arr = array_object(arrays);
         let rc = init.call(&[Value::Object(arr)])?.as_int()?;
         if rc != 0 {
             return Err(Error::runtime(format!("`{init_name}` returned {rc}")));

@@ -2,14 +2,109 @@
 //! keys; string keys), with TVM's global accessors (`runtime.ArraySize`, `runtime.MapGetItem`, ...).
 
 use super::error::{Error, Result};
-use super::object::{type_index, ObjPtr, ObjectRef, ObjectType};
-use super::packed::{Args, PackedFunc, StringObj, Value};
+use super::object::{type_index, InplaceObject, ObjPtr, ObjectRef, ObjectType};
+use super::packed::{Args, PackedFunc, Value};
+use std::ffi::c_char;
 
-/// Payload of an `Array` (made by the global `runtime.Array`).
-pub struct ArrayObj(pub Vec<ObjectRef>);
+/// TVM's `{const T* data; uint64_t size}` payload (of `StringObj` and `ShapeTupleObj`), which code
+/// compiled against TVM's headers reads directly. Ours own `size + 1` elements, the last a zero (a
+/// string's NUL terminator; a valid address even when empty); objects of the same type made by
+/// foreign code are read through the same two fields and freed by their own deleter.
+#[repr(C)]
+pub struct SliceObj<T: Copy + Default> {
+    data: *const T,
+    size: u64,
+}
+
+// SAFETY: the elements are never written after construction, and those of an object made here
+// are owned by it (freed once, in `drop`).
+unsafe impl<T: Copy + Default + Send> Send for SliceObj<T> {}
+// SAFETY: as above (shared access is read-only).
+unsafe impl<T: Copy + Default + Sync> Sync for SliceObj<T> {}
+
+impl<T: Copy + Default> SliceObj<T> {
+    fn new(items: &[T]) -> Self {
+        let owned: Box<[T]> = items.iter().copied().chain([T::default()]).collect();
+        SliceObj { size: items.len() as u64, data: Box::into_raw(owned) as *const T }
+    }
+
+    /// The elements; `what` names the object type in the error for a foreign object whose data
+    /// pointer is NULL while its size is not zero.
+    fn items(&self, what: &str) -> Result<&[T]> {
+        let len = usize::try_from(self.size).ok().filter(|&n| n <= isize::MAX as usize / size_of::<T>().max(1));
+        match (self.data.is_null(), len) {
+            (true, Some(0)) => Ok(&[]),
+            (false, Some(n)) => {
+                // SAFETY: `data`/`size` are the object's own box (made in `new`) or, for an object
+                // of this type made by foreign code, describe its elements as TVM's layout
+                // requires; the object (and so the elements) outlives the borrow of `self`.
+                Ok(unsafe { std::slice::from_raw_parts(self.data, n) })
+            }
+            _ => Err(Error::value(format!("{what} object has data {:p} and size {}", self.data, self.size))),
+        }
+    }
+}
+
+impl<T: Copy + Default> Drop for SliceObj<T> {
+    fn drop(&mut self) {
+        let len = self.size as usize + 1;
+        // SAFETY: a `SliceObj` value only comes from `new` (fields are private; foreign objects
+        // are only borrowed, and released through their own deleter), so `data` is its boxed
+        // slice of `size + 1` elements, freed only here.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.data as *mut T, len)) });
+    }
+}
+
+/// Payload of a `runtime.String`: TVM's `StringObj` (`data` NUL-terminated in ours).
+#[repr(transparent)]
+pub struct StringObj(SliceObj<c_char>);
+
+impl ObjectType for StringObj {
+    const TYPE_INDEX: u32 = type_index::STRING;
+}
+
+impl StringObj {
+    pub fn new(s: &str) -> Self {
+        // SAFETY: `c_char` and `u8` have the same size and alignment; this only reinterprets.
+        let bytes = unsafe { std::slice::from_raw_parts(s.as_ptr() as *const c_char, s.len()) };
+        StringObj(SliceObj::new(bytes))
+    }
+
+    pub fn as_bytes(&self) -> Result<&[u8]> {
+        let chars = self.0.items("runtime.String")?;
+        // SAFETY: as in `new`, the reverse reinterpretation.
+        Ok(unsafe { std::slice::from_raw_parts(chars.as_ptr() as *const u8, chars.len()) })
+    }
+
+    pub fn to_string(&self) -> Result<String> {
+        String::from_utf8(self.as_bytes()?.to_vec())
+            .map_err(|_| Error::value("runtime.String object is not valid UTF-8"))
+    }
+}
+
+/// Payload of an `Array`: TVM's `ArrayNode`, `{int64_t size_; int64_t capacity_;}` followed in
+/// the same block by the items (`ObjectRef`s, one nullable `Object*` each).
+#[repr(C)]
+pub struct ArrayObj {
+    size: i64,
+    capacity: i64,
+}
 
 impl ObjectType for ArrayObj {
     const TYPE_INDEX: u32 = type_index::ARRAY;
+}
+
+impl InplaceObject for ArrayObj {
+    type Elem = Option<ObjectRef>;
+    fn tail_len(&self) -> usize {
+        usize::try_from(self.size).unwrap_or(0)
+    }
+}
+
+/// An array object of `items`.
+pub fn array_object(items: Vec<ObjectRef>) -> ObjectRef {
+    let n = items.len() as i64;
+    ObjPtr::new_inplace(ArrayObj { size: n, capacity: n }, items.into_iter().map(Some).collect()).to_object_ref()
 }
 
 /// Payload of a `Map` with string keys, in insertion order (made by the global `runtime.Map`).
@@ -27,7 +122,7 @@ impl MapObj {
 
 /// A string object.
 pub fn string_object(s: &str) -> ObjectRef {
-    ObjPtr::new(StringObj(s.to_string())).to_object_ref()
+    ObjPtr::new(StringObj::new(s)).to_object_ref()
 }
 
 /// A map object from string keys and objects.
@@ -71,20 +166,20 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
                 let items = (0..args.len())
                     .map(|i| value_to_object(args.to_value(i)?, "runtime.Array"))
                     .collect::<Result<Vec<_>>>()?;
-                Ok(Value::Object(ObjPtr::new(ArrayObj(items)).to_object_ref()))
+                Ok(Value::Object(array_object(items)))
             }),
         ),
-        ("runtime.ArraySize", PackedFunc::from_typed(|args| Ok(Value::Int(array_arg(&args, 0)?.0.len() as i64)))),
+        ("runtime.ArraySize", PackedFunc::from_typed(|args| Ok(Value::Int(array_arg(&args, 0)?.tail().len() as i64)))),
         (
             "runtime.ArrayGetItem",
             PackedFunc::from_typed(|args| {
                 let a = array_arg(&args, 0)?;
                 let i = args.int(1)?;
-                let n = a.0.len();
+                let n = a.tail().len();
                 usize::try_from(i)
                     .ok()
-                    .and_then(|i| a.0.get(i))
-                    .map(object_to_value)
+                    .and_then(|i| a.tail().get(i))
+                    .map(|item| item.as_ref().map_or(Value::Null, object_to_value))
                     .ok_or_else(|| Error::index(format!("array index {i} out of range (size {n})")))
             }),
         ),
@@ -131,15 +226,27 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
                     items.push(string_object(k));
                     items.push(v.clone());
                 }
-                Ok(Value::Object(ObjPtr::new(ArrayObj(items)).to_object_ref()))
+                Ok(Value::Object(array_object(items)))
             }),
         ),
+        ("runtime.String", PackedFunc::from_typed(|args| Ok(Value::Object(string_object(&args.string(0)?))))),
         ("runtime.GetFFIString", PackedFunc::from_typed(|args| Ok(Value::Str(args.string(0)?)))),
     ]
 }
 
-/// Payload of a `runtime.ShapeTuple`.
-pub struct ShapeTupleObj(pub Vec<i64>);
+/// Payload of a `runtime.ShapeTuple`: TVM's `ShapeTupleObj`.
+#[repr(transparent)]
+pub struct ShapeTupleObj(SliceObj<i64>);
+
+impl ShapeTupleObj {
+    pub fn new(dims: &[i64]) -> Self {
+        ShapeTupleObj(SliceObj::new(dims))
+    }
+
+    pub fn dims(&self) -> Result<&[i64]> {
+        self.0.items("runtime.ShapeTuple")
+    }
+}
 
 impl ObjectType for ShapeTupleObj {
     const TYPE_INDEX: u32 = type_index::SHAPE_TUPLE;
@@ -147,7 +254,7 @@ impl ObjectType for ShapeTupleObj {
 
 /// A shape tuple object.
 pub fn shape_object(shape: &[i64]) -> ObjectRef {
-    ObjPtr::new(ShapeTupleObj(shape.to_vec())).to_object_ref()
+    ObjPtr::new(ShapeTupleObj::new(shape)).to_object_ref()
 }
 
 fn shape_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<ShapeTupleObj>> {
@@ -168,19 +275,115 @@ pub(crate) fn shape_globals() -> Vec<(&'static str, PackedFunc)> {
         ),
         (
             "runtime.GetShapeTupleSize",
-            PackedFunc::from_typed(|args| Ok(Value::Int(shape_arg(&args, 0)?.0.len() as i64))),
+            PackedFunc::from_typed(|args| Ok(Value::Int(shape_arg(&args, 0)?.dims()?.len() as i64))),
         ),
         (
             "runtime.GetShapeTupleElem",
             PackedFunc::from_typed(|args| {
                 let s = shape_arg(&args, 0)?;
+                let dims = s.dims()?;
                 let i = args.int(1)?;
                 usize::try_from(i)
                     .ok()
-                    .and_then(|i| s.0.get(i))
+                    .and_then(|i| dims.get(i))
                     .map(|&d| Value::Int(d))
-                    .ok_or_else(|| Error::index(format!("shape index {i} out of range (size {})", s.0.len())))
+                    .ok_or_else(|| Error::index(format!("shape index {i} out of range (size {})", dims.len())))
             }),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::object::{Obj, ObjectHeader};
+    use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+
+    /// Offset of a field from the start of its object (the handle C sees).
+    fn offset<T>(header: *mut ObjectHeader, field: *const T) -> usize {
+        field as usize - header as usize
+    }
+
+    #[test]
+    fn strings_and_shape_tuples_have_tvm_layout() {
+        assert_eq!(size_of::<Obj<StringObj>>(), 32);
+        assert_eq!(size_of::<Obj<ShapeTupleObj>>(), 32);
+        for text in ["héllo", ""] {
+            let s = ObjPtr::new(StringObj::new(text));
+            assert_eq!(offset(s.as_header(), &s.0.data), 16);
+            assert_eq!(offset(s.as_header(), &s.0.size), 24);
+            assert_eq!(s.0.size, text.len() as u64);
+            // SAFETY: our strings are NUL-terminated (what this checks) and live while `s` is.
+            let c = unsafe { std::ffi::CStr::from_ptr(s.0.data) };
+            assert_eq!(c.to_bytes(), text.as_bytes());
+        }
+        for dims in [&[2, -3, 1 << 40][..], &[]] {
+            let t = ObjPtr::new(ShapeTupleObj::new(dims));
+            assert_eq!(offset(t.as_header(), &t.0.data), 16);
+            assert_eq!(offset(t.as_header(), &t.0.size), 24);
+            assert!(!t.0.data.is_null());
+            assert_eq!(t.dims().unwrap(), dims);
+            assert_eq!(t.dims().unwrap().as_ptr(), t.0.data);
+        }
+    }
+
+    #[test]
+    fn array_items_follow_the_node_inline() {
+        assert_eq!(size_of::<Obj<ArrayObj>>(), 32);
+        assert_eq!(size_of::<Option<ObjectRef>>(), size_of::<*mut ObjectHeader>());
+        let items = vec![string_object("a"), shape_object(&[1]), string_object("c")];
+        let arr = array_object(items.clone()).downcast::<ArrayObj>().unwrap();
+        let h = arr.as_header();
+        assert_eq!((offset(h, &arr.size), offset(h, &arr.capacity)), (16, 24));
+        assert_eq!((arr.size, arr.capacity), (3, 3));
+        assert_eq!(offset(h, arr.tail().as_ptr()), 32);
+        for (slot, item) in arr.tail().iter().zip(&items) {
+            assert_eq!(slot.as_ref().unwrap().as_header(), item.as_header());
+        }
+        assert_eq!(items[0].downcast::<StringObj>().unwrap().ref_count(), 3); // items, array, this
+        drop(arr);
+        assert_eq!(items[0].downcast::<StringObj>().unwrap().ref_count(), 2);
+        let empty = array_object(Vec::new()).downcast::<ArrayObj>().unwrap();
+        assert!(empty.tail().is_empty());
+    }
+
+    /// A `runtime.String` as TVM's Rust bindings make one: their own allocation and deleter, and
+    /// `size` bytes of data with no NUL after them.
+    #[repr(C)]
+    struct ForeignString {
+        header: ObjectHeader,
+        data: *const u8,
+        size: u64,
+    }
+
+    static FOREIGN_FREED: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn free_foreign(h: *mut ObjectHeader) {
+        // SAFETY: installed only on boxes of `ForeignString` made by `foreign_string`.
+        drop(unsafe { Box::from_raw(h as *mut ForeignString) });
+        FOREIGN_FREED.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn foreign_string(data: *const u8, size: u64) -> ObjectRef {
+        let header =
+            ObjectHeader { type_index: type_index::STRING, ref_count: AtomicI32::new(1), deleter: Some(free_foreign) };
+        let raw = Box::into_raw(Box::new(ForeignString { header, data, size }));
+        // SAFETY: a live object with the object header, whose one reference passes over.
+        unsafe { ObjectRef::from_raw(raw as *mut ObjectHeader) }
+    }
+
+    #[test]
+    fn foreign_strings_are_read_through_tvm_fields() {
+        let before = FOREIGN_FREED.load(Ordering::SeqCst);
+        let s = foreign_string(b"keyXYZ".as_ptr(), 3);
+        assert_eq!(Value::Object(s.clone()).into_string().unwrap(), "key");
+        let map = map_object(vec![("k".into(), s.clone())]);
+        drop(s);
+        assert_eq!(FOREIGN_FREED.load(Ordering::SeqCst), before);
+        drop(map);
+        assert_eq!(FOREIGN_FREED.load(Ordering::SeqCst), before + 1);
+        let bad = foreign_string(std::ptr::null(), 4);
+        let err = Value::Object(bad).into_string().unwrap_err();
+        assert!(err.message().contains("runtime.String") && err.message().contains("size 4"), "{}", err.message());
+    }
 }

@@ -2,6 +2,7 @@
 //!
 //! `TVMArrayHandle` is the address of that `DLTensor`; the object header is 16 bytes before it.
 
+use super::container::ShapeTupleObj;
 use super::cptr;
 use super::device::device_api;
 use super::dtype::data_size;
@@ -37,10 +38,11 @@ pub struct NDArrayData {
     pub dl_tensor: DLTensor,
     /// Offset 64: the memory owner (parent container, DLPack tensor, or NULL).
     manager_ctx: *mut c_void,
-    /// Offset 72: TVM keeps a ShapeTuple object here; unused. The shape and strides arrays
-    /// are owned through `dl_tensor.shape` / `dl_tensor.strides` (boxed slices of `ndim`
-    /// values, turned into raw pointers so they stay valid wherever the struct moves).
-    shape_object: *mut c_void,
+    /// Offset 72: TVM's `shape_`, the ShapeTuple object that owns the array `dl_tensor.shape`
+    /// points to (C++ code compiled against TVM's headers reads it in `NDArray::Shape()`). The
+    /// strides are owned through `dl_tensor.strides` (a boxed slice of `ndim` values, turned into
+    /// a raw pointer so it stays valid wherever the struct moves).
+    shape_tuple: ObjPtr<ShapeTupleObj>,
     owner: DataOwner,
 }
 
@@ -78,15 +80,10 @@ fn into_dims(dims: Box<[i64]>) -> *mut i64 {
 impl Drop for NDArrayData {
     fn drop(&mut self) {
         let n = self.dl_tensor.ndim as usize;
-        // SAFETY: `build` made both arrays with `ndim` elements (`into_dims`); they are freed
-        // once, here. With no dims they are the shared address of `cptr`, never freed.
-        unsafe {
-            if n > 0 {
-                free_dims(self.dl_tensor.shape, n);
-                if !self.dl_tensor.strides.is_null() {
-                    free_dims(self.dl_tensor.strides, n);
-                }
-            }
+        if n > 0 && !self.dl_tensor.strides.is_null() {
+            // SAFETY: `build` made the strides with `ndim` elements (`into_dims`); they are
+            // freed once, here. With no dims they are the shared address of `cptr`, never freed.
+            unsafe { free_dims(self.dl_tensor.strides, n) };
         }
         match self.owner {
             DataOwner::Device(dev) => {
@@ -114,7 +111,8 @@ pub type NDArray = ObjPtr<NDArrayData>;
 
 impl NDArrayData {
     pub fn shape(&self) -> &[i64] {
-        // SAFETY: `build` made `shape` an array of `ndim` values owned by this struct.
+        // SAFETY: `build` pointed `shape` at the `ndim` values of `shape_tuple`, which this
+        // struct owns.
         unsafe { std::slice::from_raw_parts(self.dl_tensor.shape, self.dl_tensor.ndim as usize) }
     }
     pub fn dtype(&self) -> DLDataType {
@@ -158,7 +156,7 @@ impl NDArray {
 #[allow(clippy::too_many_arguments)]
 fn build(
     data: *mut c_void,
-    shape: Box<[i64]>,
+    shape: &[i64],
     strides: Option<Box<[i64]>>,
     dtype: DLDataType,
     device: DLDevice,
@@ -170,16 +168,17 @@ fn build(
     if strides.as_ref().is_some_and(|s| s.len() != shape.len()) {
         return Err(Error::value("strides and shape differ in length"));
     }
+    let shape_tuple = ObjPtr::new(ShapeTupleObj::new(shape));
     let dl_tensor = DLTensor {
         data,
         device,
         ndim,
         dtype,
-        shape: into_dims(shape),
+        shape: shape_tuple.dims()?.as_ptr() as *mut i64,
         strides: strides.map_or(std::ptr::null_mut(), into_dims),
         byte_offset,
     };
-    Ok(NDArray::new(NDArrayData { dl_tensor, manager_ctx, shape_object: std::ptr::null_mut(), owner }))
+    Ok(NDArray::new(NDArrayData { dl_tensor, manager_ctx, shape_tuple, owner }))
 }
 
 impl NDArray {
@@ -190,12 +189,10 @@ impl NDArray {
         let api = device_api(device.device_type)?;
         let align = ALLOC_ALIGNMENT.max(dtype.element_bytes());
         let data = api.alloc_data_space(device, nbytes, align, dtype)?;
-        build(data, shape.into(), None, dtype, device, 0, std::ptr::null_mut(), DataOwner::Device(device)).inspect_err(
-            |_| {
-                // SAFETY: allocated just above and not handed out.
-                let _ = unsafe { api.free_data_space(device, data) };
-            },
-        )
+        build(data, shape, None, dtype, device, 0, std::ptr::null_mut(), DataOwner::Device(device)).inspect_err(|_| {
+            // SAFETY: allocated just above and not handed out.
+            let _ = unsafe { api.free_data_space(device, data) };
+        })
     }
 
     /// A CPU array holding a copy of `bytes` (length must match).
@@ -223,7 +220,7 @@ impl NDArray {
         build(
             // SAFETY: `offset + need <= have`, so the address stays inside this array's memory.
             unsafe { (self.dl_tensor.data as *mut u8).add(offset) } as *mut c_void,
-            shape.into(),
+            shape,
             None,
             dtype,
             self.dl_tensor.device,
@@ -241,7 +238,7 @@ impl NDArray {
     /// returned array or any view or handle derived from it is alive. Nothing frees it.
     pub unsafe fn borrowed(data: *mut c_void, shape: &[i64], dtype: DLDataType, device: DLDevice) -> Result<NDArray> {
         data_size(shape, dtype)?;
-        build(data, shape.into(), None, dtype, device, 0, std::ptr::null_mut(), DataOwner::External)
+        build(data, shape, None, dtype, device, 0, std::ptr::null_mut(), DataOwner::External)
     }
 
     /// Adopt a DLPack tensor (compact, 64-byte aligned); its deleter runs when the array dies.
@@ -262,8 +259,8 @@ impl NDArray {
                 "DLPack tensor data is not {ALLOC_ALIGNMENT}-byte aligned (address {addr:#x})"
             )));
         }
-        let shape: Box<[i64]> = t.shape()?.into();
-        data_size(&shape, t.dtype())?;
+        let shape = t.shape()?;
+        data_size(shape, t.dtype())?;
         let raw = t.raw();
         build(raw.data, shape, None, raw.dtype, raw.device, raw.byte_offset, m as *mut c_void, DataOwner::DLPack(m))
     }
@@ -400,12 +397,19 @@ mod tests {
         use super::super::object::Obj;
         assert_eq!(offset_of!(NDArrayData, dl_tensor), 0);
         assert_eq!(offset_of!(NDArrayData, manager_ctx), 48);
-        assert_eq!(offset_of!(NDArrayData, shape_object), 56);
+        assert_eq!(offset_of!(NDArrayData, shape_tuple), 56);
         let a = NDArray::empty(&[2, 3], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
         let handle = a.as_dltensor_ptr() as usize;
         assert_eq!(handle - a.as_header() as usize, DLTENSOR_OFFSET);
         assert_eq!(std::mem::size_of::<Obj<()>>(), 16);
         assert_eq!(a.data_ptr() as usize % 64, 0);
+        // TVM's `shape_`: the ShapeTuple object that `dl_tensor.shape` points into.
+        assert_eq!(a.shape_tuple.to_object_ref().type_index(), type_index::SHAPE_TUPLE);
+        assert_eq!(a.shape_tuple.dims().unwrap(), &[2, 3]);
+        assert_eq!(a.shape_tuple.dims().unwrap().as_ptr(), a.dl_tensor.shape as *const i64);
+        let scalar = NDArray::empty(&[], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
+        assert_eq!(scalar.shape_tuple.dims().unwrap().as_ptr(), scalar.dl_tensor.shape as *const i64);
+        assert!(!scalar.dl_tensor.shape.is_null());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use super::error::{Error, Result};
 use super::live;
 use once_cell::sync::Lazy;
 use parking_lot::RwLock;
+use std::alloc::Layout;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -54,27 +55,70 @@ pub struct Obj<T> {
 /// The type index a dead object's header shows while its memory is held back (checked mode).
 pub const DEAD_TYPE_INDEX: u32 = u32::MAX;
 
-unsafe extern "C" fn delete_obj<T>(header: *mut ObjectHeader) {
-    let obj = header as *mut Obj<T>;
-    if live::checking() {
-        // Checked handles: the payload goes now, the memory later, so the next object does not
-        // get this address while a stale handle to it may still be around.
-        // SAFETY: installed only by `ObjPtr::<T>::new` (a `Box<Obj<T>>`, so of `Obj<T>`'s
-        // layout from the global allocator); the count reached zero, so nobody else holds it;
-        // the payload is dropped once, and the block is not touched again here.
-        unsafe {
-            std::ptr::drop_in_place(std::ptr::addr_of_mut!((*obj).data));
-            (*header).type_index = DEAD_TYPE_INDEX;
-            live::quarantine(obj as *mut u8, std::alloc::Layout::new::<Obj<T>>());
-        }
-        return;
-    }
-    // SAFETY: this deleter is only installed by `ObjPtr::<T>::new`, which allocated the object
-    // as `Box<Obj<T>>`; the refcount reached zero so nobody else holds it.
-    drop(unsafe { Box::from_raw(obj) });
+/// Objects whose payload `T` is followed in the same block by `tail_len()` elements of `Elem`
+/// (TVM's `InplaceArrayBase`, e.g. an `ArrayNode`'s items), made by [`ObjPtr::new_inplace`].
+pub trait InplaceObject: ObjectType {
+    type Elem;
+    /// The number of elements after the payload (objects made here have exactly that many slots).
+    fn tail_len(&self) -> usize;
 }
 
-/// An owning, typed reference to an object (like `Arc<T>`, with the C header).
+/// The block of an `Obj<T>` followed by `n` elements, and the offset of the first element.
+fn inplace_layout<T: InplaceObject>(n: usize) -> (Layout, usize) {
+    let (layout, offset) = Layout::new::<Obj<T>>()
+        .extend(Layout::array::<T::Elem>(n).expect("element count of an existing Vec"))
+        .expect("element count of an existing Vec");
+    (layout.pad_to_align(), offset)
+}
+
+/// Return a dead object's block (its payload already dropped) to the allocator, or with checked
+/// handles hold it back, so the next object does not get this address while a stale handle to it
+/// may still be around.
+///
+/// # Safety
+/// `header` must start a block of `layout` from the global allocator whose count reached zero;
+/// it is not used again by the caller.
+unsafe fn free_block(header: *mut ObjectHeader, layout: Layout) {
+    if live::checking() {
+        // SAFETY: the block is still allocated (contract above) and is handed over once.
+        unsafe {
+            (*header).type_index = DEAD_TYPE_INDEX;
+            live::quarantine(header as *mut u8, layout);
+        }
+    } else {
+        // SAFETY: allocated with `layout` by the global allocator, freed once (contract above).
+        unsafe { std::alloc::dealloc(header as *mut u8, layout) };
+    }
+}
+
+unsafe extern "C" fn delete_obj<T>(header: *mut ObjectHeader) {
+    let obj = header as *mut Obj<T>;
+    // SAFETY: installed only by `ObjPtr::<T>::new` (a `Box<Obj<T>>`, so of `Obj<T>`'s layout
+    // from the global allocator); the count reached zero, so nobody else holds it; the payload
+    // is dropped once, and the block is freed once.
+    unsafe {
+        std::ptr::drop_in_place(std::ptr::addr_of_mut!((*obj).data));
+        free_block(header, Layout::new::<Obj<T>>());
+    }
+}
+
+unsafe extern "C" fn delete_inplace<T: InplaceObject>(header: *mut ObjectHeader) {
+    let obj = header as *mut Obj<T>;
+    // SAFETY: installed only by `ObjPtr::<T>::new_inplace`, which allocated `inplace_layout(n)`
+    // with `n == tail_len()` initialised elements at its offset; the count reached zero, so
+    // nobody else holds it; elements and payload are dropped once, then the block is freed.
+    unsafe {
+        let n = (*obj).data.tail_len();
+        let (layout, offset) = inplace_layout::<T>(n);
+        let first = (header as *mut u8).add(offset) as *mut T::Elem;
+        std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(first, n));
+        std::ptr::drop_in_place(std::ptr::addr_of_mut!((*obj).data));
+        free_block(header, layout);
+    }
+}
+
+/// An owning, typed reference to an object (like `Arc<T>`, with the C header): one pointer.
+#[repr(transparent)]
 pub struct ObjPtr<T: ObjectType> {
     ptr: NonNull<Obj<T>>,
     _marker: PhantomData<Obj<T>>,
@@ -85,17 +129,18 @@ unsafe impl<T: ObjectType> Send for ObjPtr<T> {}
 // SAFETY: as above.
 unsafe impl<T: ObjectType> Sync for ObjPtr<T> {}
 
+fn header_of<T: ObjectType>(deleter: unsafe extern "C" fn(*mut ObjectHeader)) -> ObjectHeader {
+    ObjectHeader { type_index: T::TYPE_INDEX, ref_count: AtomicI32::new(1), deleter: Some(deleter) }
+}
+
 impl<T: ObjectType> ObjPtr<T> {
     pub fn new(data: T) -> Self {
-        let boxed = Box::new(Obj {
-            header: ObjectHeader {
-                type_index: T::TYPE_INDEX,
-                ref_count: AtomicI32::new(1),
-                deleter: Some(delete_obj::<T>),
-            },
-            data,
-        });
-        let ptr = NonNull::from(Box::leak(boxed));
+        let boxed = Box::new(Obj { header: header_of::<T>(delete_obj::<T>), data });
+        Self::adopt(NonNull::from(Box::leak(boxed)))
+    }
+
+    /// Take the first reference to a new object.
+    fn adopt(ptr: NonNull<Obj<T>>) -> Self {
         if live::checking() {
             live::register(ptr.as_ptr() as usize);
         }
@@ -153,6 +198,40 @@ impl<T: ObjectType> ObjPtr<T> {
     pub fn to_object_ref(&self) -> ObjectRef {
         // SAFETY: the object is live (we hold a reference).
         unsafe { ObjectRef::from_borrowed(self.as_header()) }
+    }
+}
+
+impl<T: InplaceObject> ObjPtr<T> {
+    /// A new object whose payload `data` is followed by `elems` in the same block; `data` must
+    /// report `elems.len()` as its `tail_len`.
+    pub fn new_inplace(data: T, elems: Vec<T::Elem>) -> Self {
+        assert_eq!(data.tail_len(), elems.len(), "an inline object's payload counts its elements");
+        let (layout, offset) = inplace_layout::<T>(elems.len());
+        // SAFETY: `layout` has a non-zero size (it holds the header).
+        let block = unsafe { std::alloc::alloc(layout) };
+        let Some(ptr) = NonNull::new(block as *mut Obj<T>) else { std::alloc::handle_alloc_error(layout) };
+        // SAFETY: the fresh block has room for `Obj<T>` at its start and `elems` at `offset`
+        // (`inplace_layout`), both suitably aligned; each slot is written once.
+        unsafe {
+            ptr.as_ptr().write(Obj { header: header_of::<T>(delete_inplace::<T>), data });
+            let first = block.add(offset) as *mut T::Elem;
+            for (i, e) in elems.into_iter().enumerate() {
+                first.add(i).write(e);
+            }
+        }
+        Self::adopt(ptr)
+    }
+
+    /// The elements after the payload.
+    pub fn tail(&self) -> &[T::Elem] {
+        let (_, offset) = inplace_layout::<T>(0);
+        // SAFETY: an object of an inline type holds `tail_len()` initialised elements at this
+        // offset (made by `new_inplace`, or by foreign code with the same C layout); they live
+        // as long as the reference we hold.
+        unsafe {
+            let first = (self.as_header() as *const u8).add(offset) as *const T::Elem;
+            std::slice::from_raw_parts(first, self.tail_len())
+        }
     }
 }
 
@@ -219,7 +298,9 @@ pub unsafe fn release(header: *mut ObjectHeader) {
     }
 }
 
-/// An owning, untyped reference to any object.
+/// An owning, untyped reference to any object: one pointer, as TVM's `ObjectRef` (so an
+/// `Option<ObjectRef>` is a nullable `Object*` in C).
+#[repr(transparent)]
 pub struct ObjectRef {
     ptr: NonNull<ObjectHeader>,
 }
@@ -268,7 +349,8 @@ impl ObjectRef {
     pub fn downcast<T: ObjectType>(&self) -> Option<ObjPtr<T>> {
         if self.type_index() == T::TYPE_INDEX {
             // SAFETY: the type index identifies the payload type; objects with a given static
-            // index are only created by `ObjPtr::<T>::new` of the matching `T`.
+            // index are created by `ObjPtr::<T>` of the matching `T`, or by foreign code with
+            // the same C layout (TVM's, which the payloads of `container` keep).
             Some(unsafe { ObjPtr::from_borrowed(self.as_header()) })
         } else {
             None

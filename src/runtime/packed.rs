@@ -3,6 +3,7 @@
 //! Arguments stay in the C representation ([`Args`] borrows the caller's arrays, so calls from C
 //! pass through without conversion); results are owned [`Value`]s.
 
+use super::container::StringObj;
 use super::cptr::{array_ptr_or_null, bytes_ptr};
 use super::error::{Error, Result};
 use super::live;
@@ -157,7 +158,7 @@ impl<'a> Args<'a> {
             tc::OBJECT_HANDLE => {
                 let obj = self.object(i)?;
                 match obj.downcast::<StringObj>() {
-                    Some(s) => Ok(s.0.clone()),
+                    Some(s) => s.to_string().map_err(|e| Error::value(format!("argument {i}: {}", e.message()))),
                     None => Err(Self::mismatch(i, "str", c)),
                 }
             }
@@ -403,7 +404,7 @@ impl Value {
             Value::Str(s) => Ok(s),
             Value::RawStr(c) => Ok(c.to_string_lossy().into_owned()),
             Value::Object(o) if o.downcast::<StringObj>().is_some() => {
-                Ok(o.downcast::<StringObj>().expect("checked").0.clone())
+                o.downcast::<StringObj>().expect("checked").to_string()
             }
             v => Err(Error::type_error(format!("expected str, got {}", v.type_name()))),
         }
@@ -600,13 +601,6 @@ impl PackedFunc {
         let buf = ArgBuffer::from_values(vals)?;
         self.call_args(buf.args())
     }
-}
-
-/// Payload of a `runtime.String` object.
-pub struct StringObj(pub String);
-
-impl ObjectType for StringObj {
-    const TYPE_INDEX: u32 = type_index::STRING;
 }
 
 #[cfg(test)]
