@@ -5,7 +5,7 @@
 //! Builds the benchmark CNN (`Spec::large()` in examples/demo/model.rs), submits 12 requests to a pipeline of two
 //! core groups with `trace=1`, and writes `pipeline_trace.json` (Chrome trace: open it in
 //! chrome://tracing or ui.perfetto.dev) and `pipeline_trace.svg` (the same lanes drawn as a
-//! picture, used in the README) to OUT_DIR (default: `target/pipeline_trace`).
+//! picture, used in docs/pipeline.md) to OUT_DIR (default: `target/pipeline_trace`).
 
 #[path = "demo/capi.rs"]
 mod capi;
