@@ -5,7 +5,8 @@ Seeds: the real files TVM 0.18 wrote (tests/data/tvm-0.18: graph.json, params.bi
 large graphs re-serialised without whitespace to keep executions fast), plus small hand-made
 inputs that reach features the real files do not (__nop / __copy / flatten_data nodes, several
 outputs, device_index and storage_scope, unusual dtypes, zero-size and 0-d tensors, const_loader
-and metadata_module blob entries, legacy blobs without an import tree).
+and metadata_module blob entries, legacy blobs without an import tree). For the ELF check: hand-made
+minimal library images and a tiny library built by the C compiler.
 """
 import json
 import os
@@ -138,8 +139,45 @@ def write(target, name, data):
         f.write(data if isinstance(data, bytes) else data.encode())
 
 
+def elf_image(big_endian=False, extended_count=False):
+    """A minimal ELF64 x86-64 shared library image as the runtime's check reads it: header, a load
+    segment over the whole file, a dynamic segment inside it, one section header at the end
+    (with extended_count: e_shnum 0 and the count in that entry's sh_size)."""
+    e = ">" if big_endian else "<"
+    size = 64 + 2 * 56 + 64 + 64
+    shoff = size - 64
+    header = b"\x7fELF" + bytes([2, 2 if big_endian else 1, 1]) + bytes(9)
+    header += struct.pack(e + "HHIQQQIHHHHHH", 3, 62, 1, 0, 64, shoff, 0, 64, 56, 2, 64,
+                          0 if extended_count else 1, 0)
+    load = struct.pack(e + "IIQQQQQQ", 1, 5, 0, 0, 0, size, size + 100, 0x1000)
+    dynamic = struct.pack(e + "IIQQQQQQ", 2, 6, 176, 176, 176, 64, 64, 8)
+    section = bytearray(64)
+    if extended_count:
+        section[32:40] = struct.pack(e + "Q", 1)
+    return header + load + dynamic + bytes(64) + bytes(section)
+
+
+def compiled_library():
+    """A tiny shared library built by the C compiler (None when there is none)."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        src, out = os.path.join(d, "tiny.c"), os.path.join(d, "tiny.so")
+        with open(src, "w") as f:
+            f.write("int tiny(int x) { return x + 1; }\n")
+        flags = ["-shared", "-fPIC", "-O2", "-nostdlib", "-s", "-Wl,--build-id=none",
+                 "-Wl,-z,max-page-size=4096", "-Wl,-z,noseparate-code"]
+        try:
+            subprocess.run([os.environ.get("CC", "cc"), *flags, src, "-o", out], check=True)
+        except (OSError, subprocess.CalledProcessError) as e:
+            print("no compiled ELF seed:", e)
+            return None
+        with open(out, "rb") as f:
+            return f.read()
+
+
 def main():
-    for t in ("graph_json", "params", "blob"):
+    for t in ("graph_json", "params", "blob", "elf"):
         shutil.rmtree(os.path.join(CORPUS, t), ignore_errors=True)
     # Real files from TVM 0.18.
     for model in ("mlp", "seed000", "seed004"):
@@ -182,6 +220,14 @@ def main():
           blob([("_lib", None), ("const_loader", const_loader), ("metadata_module", b"")],
                ([0, 1, 2, 2], [1, 2])))
     write("blob", "hand_legacy_no_tree.bin", blob([("GraphRuntimeFactory", factory), ("metadata", const_loader)]))
+
+    # ELF libraries (the check before dlopen).
+    write("elf", "hand_minimal.so", elf_image())
+    write("elf", "hand_big_endian.so", elf_image(big_endian=True))
+    write("elf", "hand_extended_section_count.so", elf_image(extended_count=True))
+    tiny = compiled_library()
+    if tiny is not None:
+        write("elf", "cc_tiny.so", tiny)
 
 
 if __name__ == "__main__":

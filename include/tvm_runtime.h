@@ -944,9 +944,16 @@ int TVMGraphExecutorSynchronize(TVMGraphExecutor *g);
 
 /*
  Load a module from a file through `runtime.module.loadfile_<format>`; `format` NULL or ""
- means the file's extension. `*out` is an owned handle. A shared library is opened with
- `dlopen`, which searches the library path for a name without '/': write `./model.so` for a
- file in the current directory (the error says so when a bare name is not found).
+ means the file's extension. `*out` is an owned handle.
+
+ A shared library is opened with `dlopen`, as TVM does, so a name without '/' is searched for
+ in the library search path (LD_LIBRARY_PATH, run paths, the loader cache, the system
+ directories), not in the current directory: write `./model.so` for a file there (the error
+ says so when a bare name is not found). Before `dlopen`, the file it will open (the path
+ itself, or for a bare name the first match in LD_LIBRARY_PATH) is checked: a directory, a
+ file that is not a shared library ELF file of this machine, or a truncated one (its program
+ headers, segments or section headers reaching past the end of the file) is refused with an
+ error naming the file and what is wrong, instead of faulting inside the loader.
 
  # Safety
  `file_name` must be NULL (an error) or a NUL-terminated string, `format` NULL or one; `out` must

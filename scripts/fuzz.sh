@@ -8,6 +8,7 @@
 #   params      load_params, and save_params/load_params round trip of what loads
 #   blob        load_import_tree (the __tvm_dev_mblob) with a library of no-op kernels; factories
 #               found in it are instantiated (plan + params) and run
+#   elf         the ELF check of a shared library before dlopen (runtime::elf::check)
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz`) and nightly compiler features. A nightly
 # toolchain is not required: the default toolchain is used with RUSTC_BOOTSTRAP=1 (set
@@ -29,7 +30,7 @@ FUZZ="$REPO/fuzz"
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(graph_json params blob)
+[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(graph_json params blob elf)
 
 skip() {
   echo "fuzz: skipped: $*"

@@ -35,7 +35,12 @@ impl Output {
 }
 
 fn tvm_rt(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_tvm-rt")).args(args).output().expect("running tvm-rt");
+    tvm_rt_in(&std::env::current_dir().unwrap(), args)
+}
+
+/// `tvm-rt args` run in the directory `cwd`.
+fn tvm_rt_in(cwd: &Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_tvm-rt")).current_dir(cwd).args(args).output().expect("running tvm-rt");
     Output {
         code: out.status.code().expect("an exit code, not a signal"),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -469,6 +474,91 @@ fn input_errors_name_the_file_and_exit_2() {
     fails(&args, 2, "--inter-op-threads and --intra-op-threads are not pipeline options");
     fails(&["bench", so, "--core-groups", "2", "--in-flight", "1"], 2, "option `in_flight`");
     fails(&["params", "pack", "--out", path_str(&d.join("x.params")), &format!("a={garbage}")], 2, garbage);
+}
+
+/// A model typed as a bare file name is the file in the current directory (dlopen alone would
+/// search the library path for it), for a library, a manifest and its entries alike; a bad file
+/// so named gets its own error, not "No such file".
+#[test]
+fn a_model_named_without_a_directory_is_the_file_here() {
+    let here = dir().join("bare_names");
+    let _ = std::fs::remove_dir_all(&here);
+    std::fs::create_dir_all(here.join("models.so")).unwrap();
+    std::fs::copy(demo(), here.join("demo_model.so")).unwrap();
+    std::fs::write(here.join("demo.buckets"), "demo_model.so\n").unwrap();
+    std::fs::write(here.join("empty.so"), b"").unwrap();
+    std::fs::write(
+        here.join("noise.so"),
+        (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    std::fs::write(here.join("package.json"), br#"{"name": "not a graph", "version": "1.0"}"#).unwrap();
+    std::fs::copy(repo().join("tests/data/tvm-0.18/mlp/graph.json"), here.join("graph.json")).unwrap();
+    let out = tvm_rt_in(&here, &["inspect", "demo_model.so"]).expect(0).stdout;
+    assert!(out.contains("model: demo_model.so"), "{out}");
+    let out = tvm_rt_in(&here, &["inspect", "demo.buckets"]).expect(0).stdout;
+    assert!(out.contains("buckets: 1 versions"), "{out}");
+    tvm_rt_in(&here, &["run", "demo_model.so", "--fill", "zeros"]).expect(0);
+    let fails_here = |args: &[&str], message: &str| {
+        let e = tvm_rt_in(&here, args).expect(2).stderr;
+        assert!(e.contains(message), "{args:?}: `{message}` not in:\n{e}");
+        e
+    };
+    fails_here(&["inspect", "empty.so"], "empty.so`: the file is 0 bytes, too short for an ELF header");
+    fails_here(&["inspect", "noise.so"], "noise.so`: invalid ELF header: not an ELF file");
+    fails_here(&["inspect", "models.so"], "models.so: is a directory");
+    fails_here(&["run", "models.so"], "models.so: is a directory");
+    std::fs::copy(kernels_so(), here.join("kernels.so")).unwrap();
+    std::fs::copy(repo().join("tests/data/tvm-0.18/mlp/params.bin"), here.join("params.bin")).unwrap();
+    let trio = ["inspect", "--graph", "graph.json", "--lib", "kernels.so", "--params", "params.bin"];
+    tvm_rt_in(&here, &trio).expect(0);
+    fails_here(&["inspect", "--graph", "graph.json", "--lib", "models.so"], "models.so: is a directory");
+    fails_here(&["inspect", "--graph", "graph.json", "--lib", "empty.so"], "too short for an ELF header");
+    fails_here(&["inspect", "--graph", "graph.json", "--lib", "kernels.so", "--params", "models.so"], "is a directory");
+    let e = fails_here(&["inspect", "package.json"], "package.json: is a JSON file, but not a TVM graph");
+    assert!(!e.contains("graph JSON"), "{e}");
+    fails_here(&["inspect", "graph.json"], "graph.json: is graph JSON: give --graph");
+}
+
+/// More core groups than the process has CPUs: a warning on stderr, and the benchmark runs.
+#[test]
+fn more_core_groups_than_cpus_warns_and_runs() {
+    let cpus = tvm_runtime::runtime::threading::allowed_cpus().len();
+    let groups = (cpus + 1).to_string();
+    let out = tvm_rt(&["bench", demo(), "--runs", "6", "--core-groups", &groups, "--json"]).expect(0);
+    let warning = format!("warning: --core-groups {groups} is more than the {cpus} CPU(s) this process may use");
+    assert!(out.stderr.contains(&warning), "{}", out.stderr);
+    assert_eq!(out.json()["runs"], 6);
+    let out = tvm_rt(&["bench", demo(), "--runs", "2", "--core-groups", "1"]).expect(0);
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+}
+
+/// Every cut of a library (the demo model, the fixture kernels) is refused with exit code 2
+/// and a message naming the file, as a model and as --lib; never a signal (`expect` checks).
+#[test]
+fn truncated_libraries_exit_2_naming_the_file() {
+    let cut_dir = dir().join("cuts");
+    std::fs::create_dir_all(&cut_dir).unwrap();
+    let graph = repo().join("tests/data/tvm-0.18/mlp/graph.json");
+    for (name, lib) in [("demo", demo()), ("kernels", kernels_so())] {
+        let bytes = std::fs::read(lib).unwrap();
+        let cuts: Vec<usize> = (0..24).map(|k| k * bytes.len() / 24).chain([63, 64, bytes.len() - 1]).collect();
+        for cut in cuts {
+            // A new file per cut: rewriting a mapped library in place would fault this process.
+            let file = cut_dir.join(format!("{name}_{cut}.so"));
+            std::fs::write(&file, &bytes[..cut]).unwrap();
+            let f = path_str(&file);
+            let args = if name == "demo" {
+                vec!["inspect", f]
+            } else {
+                vec!["inspect", "--graph", path_str(&graph), "--lib", f]
+            };
+            let e = tvm_rt(&args).expect(2).stderr;
+            let said = e.contains("the file is truncated") || e.contains("too short for an ELF header");
+            assert!(said && e.contains(&format!("cannot load library `{f}`")), "{name} cut at {cut}: {e}");
+            std::fs::remove_file(&file).unwrap();
+        }
+    }
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The malformed-input corpus (`tests/corpus/`, described in its README.md) run through the C API.
 //!
-//! Every row of `tests/corpus/cases.tsv` is one case (two rows expand into one case per field
-//! boundary of a real TVM artifact). A case must fail with -1 and a `Kind: message` error that
+//! Every row of `tests/corpus/cases.tsv` is one case (the `truncate-*` rows expand into one case
+//! per cut of a real TVM artifact or of a built library). A case must fail with -1 and a `Kind: message` error that
 //! contains the expected substring (or succeed, for the documented `ok` cases), and after it a
 //! valid mlp run in the same process must still give TVM's numbers.
 //!
@@ -9,6 +9,8 @@
 //! case that crashes the runtime is reported by name and the remaining cases still run.
 
 mod common;
+#[path = "../examples/demo/model.rs"]
+mod model;
 use common::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -42,6 +44,8 @@ enum Input {
     File(PathBuf),
     /// Bytes generated from a recipe (truncations).
     Bytes(Vec<u8>),
+    /// The first `.1` bytes of a file (truncations of a library).
+    Prefix(PathBuf, usize),
     /// A function of this file (`api_case`).
     Recipe(String),
 }
@@ -59,6 +63,11 @@ impl Case {
         match &self.input {
             Input::File(p) => std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
             Input::Bytes(b) => b.clone(),
+            Input::Prefix(p, n) => {
+                let mut b = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                b.truncate(*n);
+                b
+            }
             Input::Recipe(_) => panic!("{}: a recipe has no bytes", self.id),
         }
     }
@@ -85,7 +94,7 @@ fn cases() -> Vec<Case> {
         }
         let (id, kind, source, expected) = (cols[0], cols[1], cols[2], cols[3]);
         assert!(
-            matches!(kind, "graph" | "params" | "params_bind" | "mblob" | "api"),
+            matches!(kind, "graph" | "params" | "params_bind" | "mblob" | "library" | "api"),
             "cases.tsv line {}: unknown kind `{kind}`",
             n + 1
         );
@@ -120,6 +129,19 @@ fn cases() -> Vec<Case> {
                     }
                 }
                 _ => panic!("{id}: truncate-fields is for params and mblob rows"),
+            }
+        } else if let Some(name) = source.strip_prefix("truncate-elf:") {
+            assert_eq!((kind, expected), ("library", "@elf-model"), "{id}");
+            let path = elf_library(name);
+            let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{id}: {}: {e}", path.display()));
+            let fields = elf_fields(&data);
+            for cut in elf_cuts(&fields, data.len()) {
+                out.push(Case {
+                    id: format!("{id}@{cut}"),
+                    kind: kind.into(),
+                    input: Input::Prefix(path.clone(), cut),
+                    expected: elf_expected_at(&fields, cut),
+                });
             }
         } else if let Some(recipe) = source.strip_prefix("recipe:") {
             out.push(Case {
@@ -284,6 +306,49 @@ fn expected_at(fields: &[Field], cut: usize) -> String {
     unreachable!("a cut before the end leaves some field incomplete")
 }
 
+// ---- layout model for truncated libraries ----
+
+/// The parts of an ELF64 little-endian library the runtime checks before dlopen, in the order
+/// it checks them: the header, the program header table, each segment with file bytes (in
+/// table order), the section header table.
+fn elf_fields(d: &[u8]) -> Vec<Field> {
+    let u16_at = |at: usize| u16::from_le_bytes(d[at..at + 2].try_into().unwrap()) as usize;
+    let u64_at = |at: usize| u64::from_le_bytes(d[at..at + 8].try_into().unwrap()) as usize;
+    assert!(d.starts_with(b"\x7fELF\x02\x01"), "the sweep's libraries are ELF64 little-endian");
+    let field = |off, len, name: &str| Field { off, len, name: name.into(), count: None };
+    let (phoff, phnum, shoff, shnum) = (u64_at(32), u16_at(56), u64_at(40), u16_at(60));
+    let mut fields = vec![field(0, 64, "ELF header"), field(phoff, phnum * 56, "program header table")];
+    for i in 0..phnum {
+        let p = phoff + i * 56;
+        let (off, size) = (u64_at(p + 8), u64_at(p + 32));
+        if size > 0 {
+            fields.push(field(off, size, &format!("program header {i}")));
+        }
+    }
+    fields.push(field(shoff, shnum * 64, "section header table"));
+    assert_eq!(shoff + shnum * 64, d.len(), "the section headers end the file");
+    fields
+}
+
+/// Cut points: the start, middle and last byte of every part, and every 1/32 of the file.
+fn elf_cuts(fields: &[Field], total: usize) -> Vec<usize> {
+    let mut s: BTreeSet<usize> = (0..32).map(|k| k * total / 32).collect();
+    for f in fields {
+        s.extend([f.off, f.off + 1, f.off + f.len / 2, (f.off + f.len).saturating_sub(1)]);
+    }
+    s.into_iter().filter(|&c| c < total).collect()
+}
+
+/// What the check must report when the library ends at `cut`: a header too short, else the
+/// first part (in checking order) that reaches past the end, with its byte range.
+fn elf_expected_at(fields: &[Field], cut: usize) -> String {
+    if cut < 64 {
+        return format!("the file is {cut} bytes, too short for an ELF header");
+    }
+    let f = fields.iter().find(|f| f.off + f.len > cut).expect("a cut before the end leaves some part incomplete");
+    format!("(file bytes {}..{}) extends past the end of the file ({cut} bytes)", f.off, f.off + f.len)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Build artifacts (parent) and where they live (both)
 // ---------------------------------------------------------------------------------------------
@@ -300,9 +365,16 @@ fn kernels_so() -> PathBuf {
 fn mlp_so() -> PathBuf {
     work_dir().join("mlp.so")
 }
+/// `id` as a file name.
+fn file_name(id: &str) -> String {
+    id.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}
 fn blob_so(id: &str) -> PathBuf {
-    let name: String = id.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    work_dir().join("mblob").join(format!("{name}.so"))
+    work_dir().join("mblob").join(format!("{}.so", file_name(id)))
+}
+/// A whole library the `truncate-elf:<name>` rows cut (built by [`build_libraries`]).
+fn elf_library(name: &str) -> PathBuf {
+    work_dir().join(format!("{name}.so"))
 }
 
 /// `build_so(out, [kernels.o], blob)`, skipped when `out` was built from the same kernel object
@@ -323,7 +395,8 @@ fn cached_build(out: &std::path::Path, kernels_object: &[u8], blob: Option<&[u8]
 }
 
 /// kernels.c is compiled once to an object; every library links that object with its blob.
-fn build_all(cases: &[Case]) {
+/// These libraries come first: the truncation rows are expanded from them.
+fn build_libraries() {
     std::fs::create_dir_all(work_dir().join("mblob")).unwrap();
     let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
         .args(["-c", "-fPIC", "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden", "-I"])
@@ -337,6 +410,14 @@ fn build_all(cases: &[Case]) {
     let kernels = std::fs::read(kernels_o()).unwrap();
     cached_build(&kernels_so(), &kernels, None);
     cached_build(&mlp_so(), &kernels, Some(&tvm_data("mlp", "mblob.bin")));
+    cached_build(&elf_library("chain500"), &kernels, Some(&tvm_data("chain500", "mblob.bin")));
+    let demo = model::build().unwrap_or_else(|e| panic!("building the demo model: {e}"));
+    std::fs::copy(demo, elf_library("demo")).unwrap();
+}
+
+/// One library per mblob case: its blob linked with the kernel object.
+fn build_blob_libraries(cases: &[Case]) {
+    let kernels = std::fs::read(kernels_o()).unwrap();
     let jobs: Vec<&Case> = cases.iter().filter(|c| c.kind == "mblob").collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     // Compiler runs are mostly process start-up and I/O: more jobs than cores still help.
@@ -363,8 +444,9 @@ fn corpus() {
         return;
     }
     let t0 = std::time::Instant::now();
+    build_libraries();
     let cases = cases();
-    build_all(&cases);
+    build_blob_libraries(&cases);
     let built = t0.elapsed();
     let mut results: Vec<Option<Result<(), String>>> = vec![None; cases.len()];
     let mut start = 0;
@@ -891,6 +973,15 @@ fn run_case(ctx: &mut Ctx, case: &Case) -> Result<(), String> {
             let fresh = ctx.factory_exec().and_then(|g| ctx.run_c(g.0));
             errs.extend(ctx.still_tvm("a fresh executor of the good mlp.so", fresh).err());
         }
+        "library" => {
+            let (file, r) = library_load(case);
+            errs.extend(judge("TVMModLoadFromFile", &case.expected, &r, &ctx.want).err());
+            if r.as_ref().is_err_and(|(_, m)| !m.contains(&file)) {
+                errs.push(format!("the error does not name the file `{file}`"));
+            }
+            let fresh = ctx.factory_exec().and_then(|g| ctx.run_c(g.0));
+            errs.extend(ctx.still_tvm("a fresh executor of the good mlp.so", fresh).err());
+        }
         "api" => {
             let Input::Recipe(recipe) = &case.input else { unreachable!() };
             let got = api_case(ctx, recipe).ok_or_else(|| format!("unknown recipe `{recipe}`"))?;
@@ -945,6 +1036,24 @@ fn blob_run(ctx: &Ctx, case: &Case) -> R<Vec<f32>> {
     }
     let exec = Mod(unsafe { v.v_handle });
     ctx.run_m(exec.0)
+}
+
+/// Write the case's bytes to a new file (a library still mapped must never be rewritten in
+/// place) and load it with TVMModLoadFromFile; the file is removed afterwards.
+fn library_load(case: &Case) -> (String, R<Vec<f32>>) {
+    let dir = work_dir().join("library");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{}.so", file_name(&case.id)));
+    std::fs::write(&file, case.bytes()).unwrap();
+    let name = file.to_str().unwrap().to_string();
+    let path = CString::new(name.clone()).unwrap();
+    let mut m = null_mut();
+    let r = st(unsafe { TVMModLoadFromFile(path.as_ptr(), c"".as_ptr(), &mut m) }).map(|_| {
+        drop(Mod(m));
+        vec![]
+    });
+    let _ = std::fs::remove_file(&file);
+    (name, r)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1500,6 +1609,21 @@ fn api_case(ctx: &Ctx, recipe: &str) -> Option<R> {
                 std::fs::write(&p, b"this is not an ELF file\n".repeat(16)).unwrap();
                 let p = CString::new(p.to_str().unwrap()).unwrap();
                 st(TVMModLoadFromFile(p.as_ptr(), c"".as_ptr(), &mut h))
+            }
+            "modload.bare_name_truncated_in_ld_library_path" => {
+                // A name without '/' is checked where dlopen finds it first: LD_LIBRARY_PATH.
+                let dir = work_dir().join("ld_library_path");
+                std::fs::create_dir_all(&dir).unwrap();
+                let whole = std::fs::read(kernels_so()).unwrap();
+                std::fs::write(dir.join("corpus_truncated.so"), &whole[..whole.len() / 2]).unwrap();
+                let saved = std::env::var_os("LD_LIBRARY_PATH");
+                std::env::set_var("LD_LIBRARY_PATH", &dir);
+                let r = st(TVMModLoadFromFile(c"corpus_truncated.so".as_ptr(), c"".as_ptr(), &mut h));
+                match saved {
+                    Some(v) => std::env::set_var("LD_LIBRARY_PATH", v),
+                    None => std::env::remove_var("LD_LIBRARY_PATH"),
+                }
+                r
             }
             "modload.format_not_utf8" => {
                 st(TVMModLoadFromFile(c"/nonexistent/corpus.so".as_ptr(), c"s\xffo".as_ptr(), &mut h))

@@ -67,3 +67,31 @@ fn graph_regressions_fail_cleanly() {
         assert!(r.is_ok(), "{name}: the graph parser panicked");
     }
 }
+
+#[test]
+fn elf_regressions_are_refused() {
+    use tvm_runtime::runtime::elf::{check, Expected};
+    let any_machine = Expected { machine: None, ..Expected::host() };
+    for (name, data) in inputs("elf") {
+        match std::panic::catch_unwind(|| check(&data[..], any_machine).map_err(|e| e.to_string())) {
+            Err(_) => panic!("{name}: the ELF check panicked"),
+            Ok(Ok(())) => panic!("{name}: a malformed library was accepted"),
+            Ok(Err(_)) => {}
+        }
+    }
+}
+
+/// The ELF target's seeds are libraries the check accepts (each for its byte order), so the
+/// fuzzer starts from inputs that pass and mutates them into ones that must not.
+#[test]
+fn elf_seeds_are_accepted() {
+    use tvm_runtime::runtime::elf::{check, Expected};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/elf");
+    for name in ["hand_minimal.so", "hand_extended_section_count.so", "hand_big_endian.so", "cc_tiny.so"] {
+        let data = std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let expected = Expected { little_endian: !name.contains("big_endian"), machine: None };
+        if let Err(e) = check(&data[..], expected) {
+            panic!("{name}: {e}");
+        }
+    }
+}

@@ -7,6 +7,7 @@
 //! re-pointing the context at a module that may die first.
 
 use super::blob::load_import_tree;
+use super::elf;
 use super::error::{Error, Result};
 use super::library::{init_library_context, LibraryModule, SymbolSource};
 use super::module::Module;
@@ -16,6 +17,7 @@ use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -166,9 +168,48 @@ pub(crate) fn blob_bytes<'a>(addr: *mut c_void) -> Result<&'a [u8]> {
     Ok(unsafe { std::slice::from_raw_parts(addr as *const u8, total as usize) })
 }
 
+/// The file `dlopen(path)` opens and its metadata: `path` itself when it has a '/', else the
+/// first regular file of that name in a directory of `LD_LIBRARY_PATH` (an empty entry is the
+/// current directory, as for the loader). `None` when there is no such file: dlopen then
+/// reports a missing file itself, or finds the name where the loader looks next (the
+/// executable's and libraries' run paths, the loader cache, the system directories), which
+/// holds installed libraries and is not checked.
+fn file_dlopen_opens(path: &str) -> Option<(PathBuf, std::fs::Metadata)> {
+    if path.contains('/') {
+        return std::fs::metadata(path).ok().map(|m| (PathBuf::from(path), m));
+    }
+    let dirs = std::env::var_os("LD_LIBRARY_PATH")?;
+    std::env::split_paths(&dirs).find_map(|dir| {
+        let file = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir }.join(path);
+        std::fs::metadata(&file).ok().filter(|m| m.is_file()).map(|m| (file, m))
+    })
+}
+
+/// Refuse a library `dlopen` could not map safely: the loader trusts the file, and a truncated
+/// library faults inside it (SIGBUS) instead of failing. The ELF header and tables of the file
+/// dlopen will open are checked first ([`elf::check`]); a directory or a device is refused too.
+fn check_library_file(path: &str) -> Result<()> {
+    if !cfg!(all(target_os = "linux", target_pointer_width = "64")) {
+        return Ok(());
+    }
+    let Some((file, meta)) = file_dlopen_opens(path) else { return Ok(()) };
+    let found = if file.as_os_str() == path { String::new() } else { format!(" (found as {})", file.display()) };
+    let fail = |what: &dyn std::fmt::Display| Error::value(format!("cannot load library `{path}`{found}: {what}"));
+    if meta.is_dir() {
+        return Err(fail(&"is a directory, not a shared library"));
+    }
+    if !meta.is_file() {
+        return Err(fail(&"is not a regular file"));
+    }
+    let file =
+        std::fs::File::open(&file).map_err(|e| Error::io(format!("cannot load library `{path}`{found}: {e}")))?;
+    elf::check(&elf::FileBytes { file, len: meta.len() }, elf::Expected::host()).map_err(|e| fail(&e))
+}
+
 /// `runtime.module.loadfile_so`: load a compiled library and the modules packed in it.
 pub fn load_so(path: &str) -> Result<Module> {
     let functions = super::library::context_functions()?;
+    check_library_file(path)?;
     // SAFETY: loading a library runs its initializers; that is what the caller asked for.
     let lib = unsafe { Library::open(Some(path), RTLD_LAZY | RTLD_LOCAL) }.map_err(|e| {
         let reason = std::error::Error::source(&e).map(|s| format!(": {s}")).unwrap_or_default();

@@ -11,6 +11,7 @@ pub mod cptr;
 pub mod device;
 pub mod dso;
 pub mod dtype;
+pub mod elf;
 pub mod env_capi;
 pub mod error;
 pub mod handles;

@@ -67,7 +67,22 @@ impl PipelineArgs {
         if pairs.is_empty() {
             return Ok(None);
         }
+        self.warn_about_oversubscription();
         PipelineOptions::parse(Some(&pairs.join(","))).map(Some).map_err(Failure::usage)
+    }
+}
+
+impl PipelineArgs {
+    /// More core groups than CPUs runs, but the groups share cores (and are not pinned):
+    /// say so, since the numbers then measure time slicing more than the model.
+    fn warn_about_oversubscription(&self) {
+        let cpus = tvm_runtime::runtime::threading::allowed_cpus().len();
+        if let Some(groups) = self.core_groups.filter(|&g| g > cpus) {
+            eprintln!(
+                "tvm-rt: warning: --core-groups {groups} is more than the {cpus} CPU(s) this process may use: \
+                 the groups share cores and are not pinned"
+            );
+        }
     }
 }
 

@@ -63,14 +63,52 @@ impl ModelArgs {
 }
 
 fn existing_file(path: &Path) -> Result<&str, Failure> {
+    if path.is_dir() {
+        return Err(Failure::file(path, "is a directory, not a file"));
+    }
     if !path.is_file() {
         return Err(Failure::file(path, "no such file"));
     }
     path.to_str().ok_or_else(|| Failure::file(path, "the path is not valid UTF-8"))
 }
 
+/// A path typed on the command line, as the loader must see it: `model.so` becomes
+/// `./model.so`, since dlopen looks a name without '/' up in the library search path, not in
+/// the current directory (and a manifest's entries are relative to the manifest's folder).
+fn as_typed(path: &Path) -> PathBuf {
+    if path.is_relative() && path.components().count() == 1 {
+        Path::new(".").join(path)
+    } else {
+        path.to_path_buf()
+    }
+}
+
 fn load_module(path: &Path) -> Result<Module, Failure> {
-    Module::load_from_file(existing_file(path)?, "so").in_file(path)
+    existing_file(path)?;
+    // UTF-8: checked by existing_file.
+    Module::load_from_file(&as_typed(path).to_string_lossy(), "so").in_file(path)
+}
+
+/// A `.json` file given where a library goes: graph JSON gets the arguments that take it;
+/// other JSON is not called a graph.
+fn json_instead_of_library(path: &Path) -> Failure {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return Failure::file(path, e),
+    };
+    if let Err(e) = serde_json::from_str::<serde_json::Value>(&text) {
+        return Failure::file(path, format!("is not a shared library, and not valid JSON either ({e})"));
+    }
+    match Graph::parse(&text) {
+        Ok(_) => Failure::file(path, "is graph JSON: give --graph GRAPH.json --lib KERNELS.so [--params FILE]"),
+        Err(e) => {
+            let reason = e.detail().strip_prefix("graph JSON: ").unwrap_or(e.detail());
+            Failure::file(
+                path,
+                format!("is a JSON file, but not a TVM graph ({reason}); MODEL.so is an export_library .so"),
+            )
+        }
+    }
 }
 
 /// Whether `path` names a bucket manifest (the versions of one model compiled at several shapes).
@@ -82,7 +120,7 @@ pub fn is_manifest(path: &Path) -> bool {
 /// with `executor` options.
 pub fn load_buckets(manifest: &Path, executor: ExecutorOptions) -> Result<Arc<BucketSet>, Failure> {
     existing_file(manifest)?;
-    let versions = load_manifest(manifest).in_file(manifest)?;
+    let versions = load_manifest(&as_typed(manifest)).in_file(manifest)?;
     let mut options = BucketOptions::parse(None).map_err(Failure::usage)?;
     options.executor = executor;
     BucketSet::from_factories(&versions, &[device()], options).in_file(manifest)
@@ -91,7 +129,8 @@ pub fn load_buckets(manifest: &Path, executor: ExecutorOptions) -> Result<Arc<Bu
 /// The plan of an `export_library` .so: its factory module builds it.
 fn load_factory(so: &Path, memory: MemoryPlan) -> Result<Arc<Plan>, Failure> {
     if so.extension().is_some_and(|e| e == "json") {
-        return Err(Failure::file(so, "is graph JSON: give --graph GRAPH.json --lib KERNELS.so [--params FILE]"));
+        existing_file(so)?;
+        return Err(json_instead_of_library(so));
     }
     if is_manifest(so) {
         return Err(Failure::file(
