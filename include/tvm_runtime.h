@@ -627,7 +627,9 @@ int TVMByteArrayFree(TVMByteArray *arr);
 
 /*
  Create an executor from graph JSON and the module holding its kernels. Weights are loaded
- afterwards with `TVMGraphExecutorLoadParams`.
+ afterwards with `TVMGraphExecutorLoadParams`. Inputs start out zeroed (weights too, until
+ loaded), so a run before `TVMGraphExecutorSetInput` computes on zeros, the same in every
+ process (TVM leaves them uninitialised).
 
  # Safety
  `graph_json` must be NULL (an error) or a NUL-terminated string; `module` NULL (an error) or a
@@ -639,7 +641,9 @@ int TVMGraphExecutorCreate(const char *graph_json, void *module, const DLDevice 
 /*
  Create an executor from a `GraphExecutorFactory` module (what `TVMModLoadFromFile` returns
  for a library packed by `export_library`), with its weights. All executors created from one
- factory for the same devices share kernels and one copy of the weights.
+ factory for the same devices share kernels and one copy of the weights. Data inputs start
+ out zeroed, so a run before `TVMGraphExecutorSetInput` computes on zeros, the same in every
+ process (TVM leaves them uninitialised).
 
  # Safety
  `factory` must be NULL (an error) or a live object handle of this runtime (its type is checked);

@@ -18,6 +18,21 @@ use tvm_runtime::ffi::graph_executor::{
     TVMGraphExecutorRun, TVMGraphExecutorSetInput, TVMTensorInfo,
 };
 use tvm_runtime::ffi::module::{TVMModFree, TVMModLoadFromFile};
+use tvm_runtime::graph::runner::OpTiming;
+
+/// One op of a profile trace (a Chrome trace "X" event; times in microseconds).
+fn op_timing(e: &serde_json::Value) -> Result<OpTiming, String> {
+    let ns =
+        |key: &str| e[key].as_f64().map(|us| (us * 1000.0).round() as u64).ok_or(format!("profile trace: no {key}"));
+    Ok(OpTiming {
+        node_id: e["args"]["node_id"].as_u64().ok_or("profile trace: no node_id")? as u32,
+        name: e["name"].as_str().unwrap_or_default().to_string(),
+        func_name: e["args"]["func_name"].as_str().unwrap_or_default().to_string(),
+        start_ns: ns("ts")?,
+        duration_ns: ns("dur")?,
+        lane: e["tid"].as_u64().unwrap_or(1).saturating_sub(1) as u32,
+    })
+}
 
 /// The thread's last error message (`TVMGetLastError`).
 pub fn last_error() -> String {
@@ -211,12 +226,16 @@ impl Executor {
         check(unsafe { TVMGraphExecutorGetOutput(self.0, index, &mut t) }, "TVMGraphExecutorGetOutput")
     }
 
-    /// Run once timing every op; the runtime's per-op table.
-    pub fn profile_table(&mut self) -> Result<String, String> {
+    /// Run once timing every op: `TVMGraphExecutorProfile`'s Chrome trace, read back.
+    pub fn profile_run(&mut self) -> Result<Vec<OpTiming>, String> {
         let mut s: *const std::ffi::c_char = std::ptr::null();
         // SAFETY: live executor and out-pointer; the text lives until the next profile call.
-        check(unsafe { TVMGraphExecutorProfile(self.0, 0, &mut s) }, "TVMGraphExecutorProfile")?;
-        Ok(unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned())
+        check(unsafe { TVMGraphExecutorProfile(self.0, 1, &mut s) }, "TVMGraphExecutorProfile")?;
+        // SAFETY: on success `s` is the executor's NUL-terminated text, read before the next call.
+        let text = unsafe { CStr::from_ptr(s) }.to_string_lossy();
+        let trace: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("profile trace: {e}"))?;
+        let events = trace["traceEvents"].as_array().ok_or("profile trace: no traceEvents")?;
+        events.iter().filter(|e| e["ph"] == "X").map(op_timing).collect()
     }
 }
 

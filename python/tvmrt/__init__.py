@@ -11,11 +11,16 @@ with the API a TVM user knows::
     m.run()
     y = m.get_output(0).numpy()
 
-The library is found through ``TVM_RUNTIME_LIBRARY``, next to the package, or in
-``target/release/`` of the repository checkout.
+The library is found through ``TVM_RUNTIME_LIBRARY`` (a path to the file; a relative one is
+taken from the current directory), next to the package, or in ``target/release/`` of the
+repository checkout.
+
+Errors are :class:`TVMError`; as in TVM, an error the runtime reports as ``ValueError: ...``
+(``TypeError``, ``IndexError``, ``KeyError``, ``AttributeError``, ...) raises a class that is also
+that Python exception (see :mod:`tvmrt.error`), so ``except ValueError`` catches a wrong dtype.
 """
 
-from . import graph_executor, ndarray
+from . import error, graph_executor, ndarray
 from . import ndarray as nd
 from ._lib import TVMError, library_path
 from .graph_executor import (
@@ -64,6 +69,7 @@ __all__ = [
     "device",
     "empty",
     "empty_aligned",
+    "error",
     "from_dlpack",
     "graph_executor",
     "is_aligned",

@@ -29,22 +29,21 @@ from ctypes import (
 from pathlib import Path
 from typing import List, Optional
 
-__all__ = ["TVMError", "lib", "check", "library_path"]
+from .error import TVMError, from_message
+
+__all__ = ["TVMError", "lib", "check", "library_path", "last_ffi_error"]
 
 ENV_VAR = "TVM_RUNTIME_LIBRARY"
 _LIB_NAMES = ["libtvm_runtime.so", "libtvm_runtime.dylib"]
-
-
-class TVMError(RuntimeError):
-    """An error reported by the runtime (its message, as ``TVMGetLastError`` gives it), or a
-    misuse of this package detected before calling it."""
 
 
 def _candidates() -> List[Path]:
     out: List[Path] = []
     env = os.environ.get(ENV_VAR)
     if env:
-        out.append(Path(env))
+        # Absolute: given "./libtvm_runtime.so", ctypes would drop the "./" and let the loader
+        # search its path instead of the current directory.
+        out.append(Path(env).absolute())
         return out
     here = Path(__file__).resolve().parent
     out.extend(here / n for n in _LIB_NAMES)
@@ -61,8 +60,14 @@ def _find_library() -> Path:
     for c in cands:
         if c.is_file():
             return c
-    if os.environ.get(ENV_VAR):
-        raise TVMError(f"{ENV_VAR}={os.environ[ENV_VAR]}: no such file")
+    env = os.environ.get(ENV_VAR)
+    if env:
+        if cands[0].is_dir():
+            raise TVMError(
+                f"{ENV_VAR}={env}: {cands[0]} is a directory; give the library file itself, e.g. "
+                f"{cands[0] / _LIB_NAMES[0]}"
+            )
+        raise TVMError(f"{ENV_VAR}={env}: no such file: {cands[0]}")
     raise TVMError(
         "libtvm_runtime.so not found: build it with `cargo build --release` and set "
         f"{ENV_VAR} to its path (looked next to the package and in target/release/ of the "
@@ -201,10 +206,15 @@ def last_error() -> str:
     return msg.decode("utf-8", "replace") if msg else "unknown error"
 
 
+def last_ffi_error() -> BaseException:
+    """The runtime's last error as the exception its kind names (see :mod:`tvmrt.error`)."""
+    return from_message(last_error())
+
+
 def check(rc: int) -> None:
-    """Raise :class:`TVMError` with the runtime's last error when ``rc`` is not 0."""
+    """Raise the runtime's last error (a :class:`TVMError`) when ``rc`` is not 0."""
     if rc != 0:
-        raise TVMError(last_error())
+        raise last_ffi_error()
 
 
 def _capsule_api():

@@ -13,7 +13,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._lib import DLDevice, TVMError, TVMTensorInfo, check, last_error, lib
+from . import error
+from ._lib import DLDevice, TVMError, TVMTensorInfo, check, last_ffi_error, lib
 
 _run = lib.TVMGraphExecutorRun
 _set_input_by_index = lib.TVMGraphExecutorSetInputByIndex
@@ -53,7 +54,7 @@ def _options(options: Options) -> Optional[bytes]:
     else:
         s = ",".join(f"{k}={v}" for k, v in options.items())
     if "\0" in s:
-        raise TVMError("options must not contain NUL characters")
+        raise error.ValueError("options must not contain NUL characters")
     return s.encode() if s else None
 
 
@@ -63,14 +64,14 @@ def _devices(dev: Union[None, Device, Sequence[Device]]) -> Tuple[Any, int]:
     elif isinstance(dev, Device):
         devs = [dev]
     elif isinstance(dev, (str, bytes, Mapping)):
-        raise TVMError(f"expected a tvmrt.Device (e.g. tvmrt.cpu(0)), got {type(dev).__name__}")
+        raise error.TypeError(f"expected a tvmrt.Device (e.g. tvmrt.cpu(0)), got {type(dev).__name__}")
     else:
         devs = list(dev)
         if not devs:
-            raise TVMError("at least one device is needed")
+            raise error.ValueError("at least one device is needed")
     for d in devs:
         if not isinstance(d, Device):
-            raise TVMError(f"expected a tvmrt.Device (e.g. tvmrt.cpu(0)), got {type(d).__name__}")
+            raise error.TypeError(f"expected a tvmrt.Device (e.g. tvmrt.cpu(0)), got {type(d).__name__}")
     arr = (DLDevice * len(devs))(*[DLDevice(d.device_type, d.device_id) for d in devs])
     return arr, len(devs)
 
@@ -128,10 +129,10 @@ class Module:
 
     def __getitem__(self, name: str) -> Any:
         if not isinstance(name, str):
-            raise TVMError(f"function names are strings, got {type(name).__name__}")
+            raise error.TypeError(f"function names are strings, got {type(name).__name__}")
         if name == "default":
             return _FactoryFunction(self)
-        raise TVMError(
+        raise error.AttributeError(
             f"module function {name!r}: only the factory's 'default' function is available from Python "
             "(use module['default'](dev) for a graph executor)"
         )
@@ -275,7 +276,7 @@ class GraphModule:
         elif isinstance(module, _Executor):
             self._ex = module
         else:
-            raise TVMError(
+            raise error.TypeError(
                 f"GraphModule wants an executor (module['default'](dev)), got {type(module).__name__}"
             )
         self._in_slots: Dict[Any, _Slot] = {}
@@ -332,7 +333,7 @@ class GraphModule:
         i = self._input_index.get(name)
         if i is None:
             if not isinstance(name, str):
-                raise TVMError(f"input names are strings, got {type(name).__name__}")
+                raise error.TypeError(f"input names are strings, got {type(name).__name__}")
             out = c_int32()
             check(lib.TVMGraphExecutorGetInputIndex(self._h(), name.encode(), byref(out)))
             i = self._input_index[name] = out.value
@@ -379,16 +380,16 @@ class GraphModule:
 
     def _index(self, index: Any) -> int:
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
-            raise TVMError(f"index must be an integer, got {type(index).__name__}")
+            raise error.TypeError(f"index must be an integer, got {type(index).__name__}")
         i = int(index)
         if not -(2**31) <= i < 2**31:
-            raise TVMError(f"index {i} is out of range")
+            raise error.IndexError(f"index {i} is out of range")
         return i
 
     # -- inputs --
     def _key(self, key: Union[int, str]) -> int:
         if not isinstance(key, (str, int, np.integer)) or isinstance(key, bool):
-            raise TVMError(f"input keys are names (str) or indices (int), got {type(key).__name__}")
+            raise error.TypeError(f"input keys are names (str) or indices (int), got {type(key).__name__}")
         if isinstance(key, str):
             return self.get_input_index(key)
         return self._index(key)
@@ -407,16 +408,16 @@ class GraphModule:
                 slot.view.tensor.data = _data_ptr(value)
                 slot.array = value
             if _set_input_by_index(h, slot.index, slot.addr):
-                raise TVMError(last_error())
+                raise last_ffi_error()
             if params:
                 self.set_input(**params)
             return
         if key is not None:
             if value is None:
-                raise TVMError(f"set_input({key!r}): no value given")
+                raise error.TypeError(f"set_input({key!r}): no value given")
             self._set_one(key, value)
         elif value is not None:
-            raise TVMError("set_input: a value without a key (give the input's name or index)")
+            raise error.TypeError("set_input: a value without a key (give the input's name or index)")
         for k, v in params.items():
             self._set_one(k, v)
 
@@ -480,7 +481,7 @@ class GraphModule:
             if not isinstance(arr, np.ndarray) or not (
                 arr.flags.c_contiguous and arr.flags.writeable and is_aligned(arr)
             ):
-                raise TVMError(
+                raise error.ValueError(
                     f"set_output_zero_copy({index}): needs a writable, C-contiguous, 64-byte aligned numpy "
                     "array (tvmrt.empty_aligned) or an NDArray"
                 )
@@ -492,7 +493,7 @@ class GraphModule:
     def load_params(self, params_bytes: Union[bytes, bytearray, memoryview]) -> None:
         """Copy weights from a params blob (TVM's ``save_param_dict`` format)."""
         if not isinstance(params_bytes, (bytes, bytearray, memoryview)):
-            raise TVMError(f"load_params wants bytes, got {type(params_bytes).__name__}")
+            raise error.TypeError(f"load_params wants bytes, got {type(params_bytes).__name__}")
         buf = bytes(params_bytes)
         check(lib.TVMGraphExecutorLoadParams(self._h(), buf, len(buf)))
 
@@ -505,7 +506,7 @@ class GraphModule:
         if h is None:
             raise TVMError("GraphModule has been freed")
         if _run(h):
-            raise TVMError(last_error())
+            raise last_ffi_error()
 
     def _output_info_cached(self, i: int) -> TensorInfo:
         info = self._out_info.get(i)
@@ -524,11 +525,11 @@ class GraphModule:
                     raise TVMError("GraphModule has been freed")
                 if out is not slot.array:
                     if not out.flags.writeable:
-                        raise TVMError(f"get_output({index}): out must be a C-contiguous, writable numpy array")
+                        raise error.ValueError(f"get_output({index}): out must be a C-contiguous, writable numpy array")
                     slot.view.tensor.data = _data_ptr(out)
                     slot.array = out
                 if _get_output(h, slot.index, slot.addr):
-                    raise TVMError(last_error())
+                    raise last_ffi_error()
                 return out
         h = self._h()
         i = self._index(index)
@@ -542,13 +543,13 @@ class GraphModule:
             return out
         if isinstance(out, np.ndarray):
             if not out.flags.c_contiguous or not out.flags.writeable:
-                raise TVMError(f"get_output({index}): out must be a C-contiguous, writable numpy array")
+                raise error.ValueError(f"get_output({index}): out must be a C-contiguous, writable numpy array")
             slot = _Slot(i, out)
             check(lib.TVMGraphExecutorGetOutput(h, i, slot.addr))
             if isinstance(index, int) and not isinstance(index, bool) and len(self._out_slots) < 1024:
                 self._out_slots[index] = slot
             return out
-        raise TVMError(f"get_output({index}): out must be an NDArray or a numpy array, got {type(out).__name__}")
+        raise error.TypeError(f"get_output({index}): out must be an NDArray or a numpy array, got {type(out).__name__}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> List[np.ndarray]:
         """Set the data inputs (positional in index order, or by name), run, and return every
@@ -556,7 +557,7 @@ class GraphModule:
         if args:
             data = [t for t in self.data_inputs()]
             if len(args) > len(data):
-                raise TVMError(f"{len(args)} positional inputs given, the model has {len(data)} data inputs")
+                raise error.TypeError(f"{len(args)} positional inputs given, the model has {len(data)} data inputs")
             for t, a in zip(data, args):
                 self._set_one(t.index, a)
         self.run(**kwargs)
@@ -585,9 +586,9 @@ class GraphModule:
         mean of ``number`` runs (raised until a measurement takes ``min_repeat_ms``), after one
         warm-up run. ``end_to_end`` includes setting ``kwargs`` as inputs in each run."""
         if func_name != "run":
-            raise TVMError(f"benchmark: only func_name='run' is supported, got {func_name!r}")
+            raise error.ValueError(f"benchmark: only func_name='run' is supported, got {func_name!r}")
         if repeat < 1 or number < 1:
-            raise TVMError("benchmark: repeat and number must be at least 1")
+            raise error.ValueError("benchmark: repeat and number must be at least 1")
         if kwargs:
             self.set_input(**kwargs)
         h = self._h()
@@ -642,7 +643,7 @@ class BucketedGraphModule(GraphModule):
         ndim = c_int32()
         b = self._index(bucket)
         if b < 0:
-            raise TVMError(f"bucket {b} is out of range")
+            raise error.IndexError(f"bucket {b} is out of range")
         check(lib.TVMGraphExecutorGetBucketInputShape(self._h(), b, self._key(input_index), byref(shape), byref(ndim)))
         return tuple(shape[i] for i in range(ndim.value))
 
@@ -663,7 +664,7 @@ def create(
     ``options``: ``"key=value,..."`` or a dict: ``inter_op_threads``, ``intra_op_threads``,
     ``memory_plan`` (see ``TVMGraphExecutorCreateFromFactoryWithOptions``)."""
     if not isinstance(module, Module):
-        raise TVMError(f"create wants a tvmrt.Module (load_module(path)), got {type(module).__name__}")
+        raise error.TypeError(f"create wants a tvmrt.Module (load_module(path)), got {type(module).__name__}")
     devs, n = _devices(dev)
     g = c_void_p()
     opts = _options(options)
@@ -690,7 +691,7 @@ def create_bucketed(
         return BucketedGraphModule(_Executor(g))
     mods = [v if isinstance(v, Module) else load_module(v) for v in versions]
     if not mods:
-        raise TVMError("create_bucketed: no versions given")
+        raise error.ValueError("create_bucketed: no versions given")
     handles = (c_void_p * len(mods))(*[m._h().value for m in mods])
     check(lib.TVMGraphExecutorCreateBucketed(handles, len(mods), devs, n, opts, byref(g)))
     return BucketedGraphModule(_Executor(g))

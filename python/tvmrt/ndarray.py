@@ -9,7 +9,9 @@ from typing import Any, Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._lib import DLDataType, DLDevice, DLManagedTensor, DLTensor, DLTensorPtr, TVMError, capsule, check, last_error, lib
+from . import error
+from ._lib import DLDataType, DLDevice, DLManagedTensor, DLTensor, DLTensorPtr, TVMError, capsule, check, last_ffi_error, lib
+from .error import from_message
 
 __all__ = [
     "ALIGNMENT",
@@ -67,7 +69,7 @@ def device(dev_type: Union[str, int], dev_id: int = 0) -> Device:
     if isinstance(dev_type, str):
         code = _DEVICE_CODES.get(dev_type.split()[0].lower())
         if code is None:
-            raise TVMError(f"unknown device {dev_type!r}; known: {sorted(_DEVICE_CODES)}")
+            raise error.ValueError(f"unknown device {dev_type!r}; known: {sorted(_DEVICE_CODES)}")
         return Device(code, dev_id)
     return Device(int(dev_type), dev_id)
 
@@ -108,9 +110,9 @@ def _np_dtype(dtype: Any) -> np.dtype:
     try:
         dt = np.dtype(dtype)
     except TypeError as e:
-        raise TVMError(f"unknown dtype {dtype!r}") from e
+        raise error.ValueError(f"unknown dtype {dtype!r}") from e
     if dt not in _NP_TO_DL:
-        raise TVMError(f"dtype {dt} is not supported (supported: {sorted(str(d) for d in _NP_TO_DL)})")
+        raise error.ValueError(f"dtype {dt} is not supported (supported: {sorted(str(d) for d in _NP_TO_DL)})")
     return dt
 
 
@@ -122,7 +124,7 @@ def _dl_dtype(dt: np.dtype) -> DLDataType:
 def np_dtype_of(code: int, bits: int, lanes: int) -> np.dtype:
     dt = _DL_TO_NP.get((code, bits))
     if dt is None or lanes != 1:
-        raise TVMError(f"dtype {dtype_to_str(code, bits, lanes)} has no numpy equivalent")
+        raise error.ValueError(f"dtype {dtype_to_str(code, bits, lanes)} has no numpy equivalent")
     return dt
 
 
@@ -164,7 +166,7 @@ class _TensorView:
     def __init__(self, arr: np.ndarray, dev: Optional[DLDevice] = None) -> None:
         dt = arr.dtype
         if dt not in _NP_TO_DL:
-            raise TVMError(f"dtype {dt} is not supported (supported: {sorted(str(d) for d in _NP_TO_DL)})")
+            raise error.ValueError(f"dtype {dt} is not supported (supported: {sorted(str(d) for d in _NP_TO_DL)})")
         if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr)
         self.array = arr
@@ -300,7 +302,7 @@ class NDArray:
         out = np.empty(self.shape, dtype=self._np_dtype())
         if out.nbytes:
             if lib.TVMArrayCopyToBytes(self._handle, addressof(c_char.from_buffer(out)), out.nbytes):
-                raise TVMError(last_error())
+                raise last_ffi_error()
         return out
 
     asnumpy = numpy
@@ -314,9 +316,9 @@ class NDArray:
         arr = np.asarray(source)
         want_dt = self._np_dtype()
         if arr.dtype != want_dt:
-            raise TVMError(f"copyfrom: dtype {arr.dtype} does not match the array's {want_dt}")
+            raise error.ValueError(f"copyfrom: dtype {arr.dtype} does not match the array's {want_dt}")
         if tuple(arr.shape) != self.shape:
-            raise TVMError(f"copyfrom: shape {tuple(arr.shape)} does not match the array's {self.shape}")
+            raise error.ValueError(f"copyfrom: shape {tuple(arr.shape)} does not match the array's {self.shape}")
         arr = np.ascontiguousarray(arr)
         check(lib.TVMArrayCopyFromBytes(self._h(), arr.ctypes.data, arr.nbytes))
         return self
@@ -333,14 +335,14 @@ class NDArray:
             return target
         if isinstance(target, np.ndarray):
             if target.dtype != self._np_dtype() or tuple(target.shape) != self.shape:
-                raise TVMError(
+                raise error.ValueError(
                     f"copyto: target {target.shape} {target.dtype} does not match {self.shape} {self.dtype}"
                 )
             if not target.flags.c_contiguous or not target.flags.writeable:
-                raise TVMError("copyto: the target numpy array must be C-contiguous and writable")
+                raise error.ValueError("copyto: the target numpy array must be C-contiguous and writable")
             check(lib.TVMArrayCopyToBytes(self._h(), target.ctypes.data, target.nbytes))
             return target
-        raise TVMError(f"copyto: cannot copy into {type(target).__name__}")
+        raise error.TypeError(f"copyto: cannot copy into {type(target).__name__}")
 
     # -- DLPack --
     def __dlpack__(self, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None) -> Any:
@@ -375,13 +377,13 @@ def empty(shape: Union[int, Sequence[int]], dtype: Any = "float32", dev: Optiona
             _DTYPE_CACHE[dtype] = dt
     shape_t = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if any(s < 0 for s in shape_t):
-        raise TVMError(f"empty: negative extent in shape {shape_t}")
+        raise error.ValueError(f"empty: negative extent in shape {shape_t}")
     dtype_code, bits = _NP_TO_DL[dt]
     c_shape = (c_int64 * max(len(shape_t), 1))(*shape_t)
     h = DLTensorPtr()
     dev_type, dev_id = (1, 0) if dev is None else (dev.device_type, dev.device_id)
     if lib.TVMArrayAlloc(c_shape, len(shape_t), dtype_code, bits, 1, dev_type, dev_id, byref(h)):
-        raise TVMError(last_error())
+        raise last_ffi_error()
     return NDArray(h, shape_t, dt)
 
 
@@ -406,7 +408,7 @@ def from_dlpack(obj: Any, copy_if_misaligned: bool = True) -> NDArray:
     try:
         ptr = capsule["PyCapsule_GetPointer"](cap, _DLTENSOR)
     except Exception as e:
-        raise TVMError(f"from_dlpack: {type(obj).__name__} is not a DLPack producer or an unused 'dltensor' capsule") from e
+        raise error.TypeError(f"from_dlpack: {type(obj).__name__} is not a DLPack producer or an unused 'dltensor' capsule") from e
     h = DLTensorPtr()
     if lib.TVMArrayFromDLPack(ptr, byref(h)) == 0:
         capsule["PyCapsule_SetName"](cap, _USED_DLTENSOR)
@@ -424,4 +426,4 @@ def from_dlpack(obj: Any, copy_if_misaligned: bool = True) -> NDArray:
         except Exception:
             src = np.asarray(obj)
         return array(src)
-    raise TVMError(msg)
+    raise from_message(msg)

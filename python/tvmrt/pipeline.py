@@ -13,7 +13,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from . import error
 from ._lib import DLTensor, PipelineCallback, TVMError, check, lib
+from .error import from_message
 from .graph_executor import Module, Options, TensorInfo, _devices, _options, create
 from .ndarray import Device, NDArray, _TensorView, empty_aligned
 
@@ -53,7 +55,7 @@ def _make_on_done(lock: threading.Lock, pending: Dict[int, _Request]) -> Any:
             req.future.set_result(req.outputs)
         else:
             msg = error.decode("utf-8", "replace") if error else "request failed"
-            req.future.set_exception(TVMError(msg))
+            req.future.set_exception(from_message(msg))
 
     return on_done
 
@@ -78,7 +80,7 @@ class Pipeline:
         **kwargs: Any,
     ) -> None:
         if not isinstance(module, Module):
-            raise TVMError(f"Pipeline wants a tvmrt.Module (load_module(path)), got {type(module).__name__}")
+            raise error.TypeError(f"Pipeline wants a tvmrt.Module (load_module(path)), got {type(module).__name__}")
         opts: Dict[str, Any] = {}
         if isinstance(options, str):
             for kv in filter(None, options.split(",")):
@@ -124,15 +126,15 @@ class Pipeline:
             by_name = {t.name: t for t in self.data_inputs}
             unknown = [k for k in named if k not in by_name]
             if unknown:
-                raise TVMError(f"unknown data input(s) {unknown}; the model's are {list(by_name)}")
+                raise error.ValueError(f"unknown data input(s) {unknown}; the model's are {list(by_name)}")
             if inputs:
-                raise TVMError("give the inputs positionally or by name, not both")
+                raise error.TypeError("give the inputs positionally or by name, not both")
             missing = [t.name for t in self.data_inputs if t.name not in named]
             if missing:
-                raise TVMError(f"missing data input(s) {missing}")
+                raise error.ValueError(f"missing data input(s) {missing}")
             inputs = tuple(named[t.name] for t in self.data_inputs)
         if len(inputs) != len(self.data_inputs):
-            raise TVMError(
+            raise error.TypeError(
                 f"{len(inputs)} inputs given, the model has {len(self.data_inputs)} data inputs "
                 f"({[t.name for t in self.data_inputs]})"
             )
@@ -153,7 +155,7 @@ class Pipeline:
         else:
             outs = list(outputs)
             if len(outs) != len(self.outputs):
-                raise TVMError(f"{len(outs)} outputs given, the model has {len(self.outputs)}")
+                raise error.TypeError(f"{len(outs)} outputs given, the model has {len(self.outputs)}")
         out_arr = (DLTensor * max(len(outs), 1))()
         for k, o in enumerate(outs):
             if isinstance(o, NDArray):
@@ -163,7 +165,7 @@ class Pipeline:
                 out_arr[k] = v.tensor
                 keep.append(v)
             else:
-                raise TVMError(f"output {k}: needs an NDArray or a writable, C-contiguous numpy array")
+                raise error.ValueError(f"output {k}: needs an NDArray or a writable, C-contiguous numpy array")
         keep.append((in_arr, out_arr))
         fut: Future = Future()
         fut.set_running_or_notify_cancel()

@@ -71,6 +71,18 @@ fn alloc_slot(bytes: usize, device: DLDevice) -> Result<NDArray> {
     NDArray::empty(&[bytes.div_ceil(4).max(1) as i64], DLDataType::FLOAT32, device)
 }
 
+/// Zero the storage of the inputs this executor owns (the data inputs; weights in the plan are
+/// shared and left alone), so a run before any `set_input` computes on zeros, the same in every
+/// process, instead of on whatever the allocator returned.
+fn zero_data_inputs(plan: &Plan, backing: &[Backing]) -> Result<()> {
+    for i in 0..plan.num_inputs() {
+        if let Backing::Own(a) = &backing[plan.graph.attrs.storage_id[plan.input_entry(i)] as usize] {
+            a.copy_from_bytes(&vec![0; a.nbytes()])?;
+        }
+    }
+    Ok(())
+}
+
 impl Executor {
     pub fn new(plan: Arc<Plan>) -> Result<Executor> {
         Self::with_slots(plan, &mut |_, spec| alloc_slot(spec.bytes, spec.device))
@@ -93,6 +105,7 @@ impl Executor {
                 None => slot(sid, spec).map(Backing::Own),
             })
             .collect::<Result<Vec<_>>>()?;
+        zero_data_inputs(&plan, &backing)?;
         let attrs = &plan.graph.attrs;
         let n_entries = plan.graph.num_entries();
         let mut tensors: Vec<DLTensor> = Vec::with_capacity(n_entries);

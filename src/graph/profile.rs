@@ -4,7 +4,27 @@
 use super::executor::Executor;
 use super::runner::{run_profiled, OpTiming, Sequential};
 use crate::runtime::error::Result;
+use std::collections::HashMap;
 use std::time::Instant;
+
+/// Each op's median time over several profiled runs (one run the machine preempted or a cache
+/// went cold in moves a mean, or a single run's table, but not a median), in the first run's op
+/// order, with the first run's start times and lanes. Empty for no runs.
+pub fn median_timings(runs: &[Vec<OpTiming>]) -> Vec<OpTiming> {
+    let Some(first) = runs.first() else { return Vec::new() };
+    let mut times: HashMap<u32, Vec<u64>> = HashMap::new();
+    for t in runs.iter().flatten() {
+        times.entry(t.node_id).or_default().push(t.duration_ns);
+    }
+    first
+        .iter()
+        .map(|t| {
+            let ns = times.get_mut(&t.node_id).expect("every op of the first run was counted");
+            ns.sort_unstable();
+            OpTiming { duration_ns: ns[ns.len() / 2], ..t.clone() }
+        })
+        .collect()
+}
 
 /// Per-op timings as a Chrome trace (`chrome://tracing` / Perfetto JSON), one lane (thread row)
 /// per worker.
@@ -107,4 +127,37 @@ pub fn report_json(timings: &[OpTiming]) -> String {
         "configuration": {"Executor": {"string": "Graph"}},
     })
     .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(node_id: u32, duration_ns: u64, start_ns: u64) -> OpTiming {
+        OpTiming {
+            node_id,
+            name: format!("op{node_id}"),
+            func_name: format!("k{node_id}"),
+            start_ns,
+            duration_ns,
+            lane: 0,
+        }
+    }
+
+    #[test]
+    fn median_of_each_op_over_runs() {
+        // Node 3 ran first in the first run; one run of node 1 was preempted (5 ms).
+        let runs = vec![
+            vec![op(3, 40, 0), op(1, 10, 40)],
+            vec![op(1, 5_000_000, 0), op(3, 20, 5_000_000)],
+            vec![op(3, 30, 0), op(1, 12, 30)],
+        ];
+        let m = median_timings(&runs);
+        let got: Vec<(u32, u64, u64)> = m.iter().map(|t| (t.node_id, t.duration_ns, t.start_ns)).collect();
+        assert_eq!(got, vec![(3, 30, 0), (1, 12, 40)]);
+        assert_eq!(m[1].name, "op1");
+        assert!(median_timings(&[]).is_empty());
+        let one = median_timings(&runs[..1]);
+        assert_eq!(one.iter().map(|t| t.duration_ns).collect::<Vec<_>>(), vec![40, 10]);
+    }
 }

@@ -8,7 +8,7 @@ use crate::table::render;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use tvm_runtime::graph::profile::chrome_trace;
+use tvm_runtime::graph::profile::{chrome_trace, median_timings};
 use tvm_runtime::graph::runner::OpTiming;
 
 /// Time every op: per-op and per-kernel tables sorted by time, and a Chrome trace
@@ -103,20 +103,13 @@ pub fn main(args: Args) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Each op's median time over the runs (a run the machine preempted moves a mean, not a
-/// median), slowest first.
+/// Each op's median time over the runs, slowest first.
 fn op_rows(runs: &[Vec<OpTiming>]) -> Vec<Row> {
-    let mut times: HashMap<u32, (Row, Vec<u64>)> = HashMap::new();
-    for t in runs.iter().flatten() {
-        let entry = times.entry(t.node_id).or_insert_with(|| (row(&t.name, Some(t), None), Vec::new()));
-        entry.1.push(t.duration_ns);
-    }
-    let rows = times.into_values().map(|(mut r, mut ns)| {
-        ns.sort_unstable();
-        r.time_us = ns[ns.len() / 2] as f64 / 1000.0;
-        r
-    });
-    ranked(rows.collect())
+    let rows = median_timings(runs)
+        .iter()
+        .map(|t| Row { time_us: t.duration_ns as f64 / 1000.0, ..row(&t.name, Some(t), None) })
+        .collect();
+    ranked(rows)
 }
 
 /// The ops' times summed per kernel, slowest first.
