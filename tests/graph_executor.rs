@@ -359,6 +359,48 @@ fn profile_as_table_and_chrome_trace() {
     assert_eq!(events.len(), 2);
     assert_eq!(events[0]["ph"], "X");
     assert!(events[1]["ts"].as_f64().unwrap() >= events[0]["ts"].as_f64().unwrap());
+    assert_eq!(trace["displayTimeUnit"], "ms");
+}
+
+#[test]
+fn the_profiler_and_the_pipeline_write_one_trace_format() {
+    use tvm_runtime::graph::{pipeline, profile};
+    let op = |lane, start_ns| profile::OpTiming {
+        node_id: 3,
+        name: "fused \"add\"".into(),
+        func_name: "add".into(),
+        start_ns,
+        duration_ns: 1500,
+        lane,
+    };
+    let ops = profile::chrome_trace(&[op(0, 0), op(1, 2000)]);
+    let span = pipeline::Span { request: 7, group: 1, stage: 2, start_ns: 2500, duration_ns: 1000 };
+    let stages = pipeline::chrome_trace(&[span], 2);
+    let (ops, stages): (serde_json::Value, serde_json::Value) =
+        (serde_json::from_str(&ops).unwrap(), serde_json::from_str(&stages).unwrap());
+    for trace in [&ops, &stages] {
+        assert_eq!(trace["displayTimeUnit"], "ms", "{trace}");
+        let lanes = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "M");
+        assert!(lanes.into_iter().all(|e| e["name"] == "thread_name" && e["args"]["name"].is_string()), "{trace}");
+    }
+    let op_events = ops["traceEvents"].as_array().unwrap();
+    assert_eq!((op_events.len(), &op_events[1]["args"]["name"]), (4, &serde_json::json!("inter-op worker 1")));
+    assert_eq!(op_events[3]["name"], "fused \"add\"");
+    assert_eq!(
+        (op_events[3]["tid"].as_u64(), op_events[3]["ts"].as_f64(), op_events[3]["dur"].as_f64()),
+        (Some(2), Some(2.0), Some(1.5))
+    );
+    let stage_events = stages["traceEvents"].as_array().unwrap();
+    assert_eq!(stage_events.len(), 6 + 1);
+    let d2h = &stage_events[6];
+    assert_eq!(
+        (d2h["name"].as_str(), d2h["cat"].as_str(), d2h["tid"].as_u64()),
+        (Some("request 7 d2h"), Some("d2h"), Some(5))
+    );
+    assert_eq!(
+        (d2h["ts"].as_f64(), d2h["args"]["request"].as_u64(), d2h["args"]["group"].as_u64()),
+        (Some(2.5), Some(7), Some(1))
+    );
 }
 
 #[test]

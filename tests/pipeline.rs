@@ -311,6 +311,7 @@ fn the_trace_has_a_lane_per_stream_and_ordered_stages() {
     let text = unsafe { CStr::from_ptr(json) }.to_str().unwrap().to_string();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let events = v["traceEvents"].as_array().unwrap();
+    assert_eq!(v["displayTimeUnit"], "ms");
     let lanes: Vec<&str> =
         events.iter().filter(|e| e["ph"] == "M").map(|e| e["args"]["name"].as_str().unwrap()).collect();
     for g in 0..2 {
