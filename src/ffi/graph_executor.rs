@@ -173,15 +173,8 @@ unsafe fn create_from_factory(
     let m: Module = unsafe { super::module::module_arg(factory, "factory")? };
     let devices = unsafe { device_list(devices, num_devices)? };
     let options = unsafe { executor_options(options)? };
-    let plan = factory_of(&m)?.plan_with(&m, devices, options.memory_plan)?;
+    let plan = GraphExecutorFactory::of(&m)?.plan_with(&m, devices, options.memory_plan)?;
     publish(Engine::Plain(ExecutorFront::create(plan, &options)?))
-}
-
-pub(super) fn factory_of(m: &Module) -> Result<&GraphExecutorFactory> {
-    m.node()
-        .as_any()
-        .downcast_ref::<GraphExecutorFactory>()
-        .ok_or_else(|| Error::type_error(format!("module of type `{}` is not a GraphExecutorFactory", m.type_key())))
 }
 
 /// Executor options from a C string (NULL: the defaults).

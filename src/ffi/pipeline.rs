@@ -6,9 +6,10 @@
 //! input and output tensors' data until it is done (waited for, or its callback called); the
 //! `DLTensor` structs themselves are copied at submit.
 
-use super::graph_executor::{device_list, factory_of};
+use super::graph_executor::device_list;
 use super::ptr::{out_param, slice, slice_mut};
 use crate::abi::{DLDevice, DLTensor};
+use crate::graph::factory::GraphExecutorFactory;
 use crate::graph::options::{MemoryPlan, PipelineOptions};
 use crate::graph::pipeline::{Completion, Pipeline};
 use crate::runtime::error::{Error, Result};
@@ -78,7 +79,7 @@ pub unsafe extern "C" fn TVMPipelineCreate(
         let devices = unsafe { device_list(devices, num_devices)? };
         let text = unsafe { super::options_arg(options)? };
         let options = PipelineOptions::parse(text).map_err(|e| e.context("pipeline options"))?;
-        let plan = factory_of(&m)?.plan_with(&m, devices, MemoryPlan::Tvm)?;
+        let plan = GraphExecutorFactory::of(&m)?.plan_with(&m, devices, MemoryPlan::Tvm)?;
         let p = Arc::new(TVMPipeline { pipeline: Pipeline::new(plan, &options)? });
         *out = LIVE.insert(p);
         Ok(0)

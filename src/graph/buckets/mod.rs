@@ -157,9 +157,7 @@ fn host_devices(devices: &[DLDevice]) -> Result<&[DLDevice]> {
 }
 
 fn factory_of<'a>(m: &'a Module, label: &str) -> Result<&'a GraphExecutorFactory> {
-    m.node().as_any().downcast_ref::<GraphExecutorFactory>().ok_or_else(|| {
-        Error::type_error(format!("{label}: module of type `{}` is not a GraphExecutorFactory", m.type_key()))
-    })
+    GraphExecutorFactory::of(m).map_err(|e| e.context(label))
 }
 
 /// Each version's params, where every array with the name and bytes of the first version's is
