@@ -6,7 +6,7 @@ use super::front::Key;
 use super::plan::{OpKind, Plan, StorageSpec};
 use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc, TVMValue};
 use crate::runtime::cptr::dims_ptr;
-use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
+use crate::runtime::error::{error_from_callee, last_error_generation, panic_message, Error, Result};
 use crate::runtime::ndarray::{copy_from_to, NDArray, ALLOC_ALIGNMENT};
 use crate::runtime::packed::{Args, PackedFunc, Value};
 use crate::runtime::tensor::TensorRef;
@@ -237,11 +237,7 @@ impl Executor {
                         r.map_err(|e| self.op_error(op.node_id, e))?;
                     }
                     Err(payload) => {
-                        let msg = payload
-                            .downcast_ref::<&str>()
-                            .map(|s| s.to_string())
-                            .or_else(|| payload.downcast_ref::<String>().cloned())
-                            .unwrap_or_else(|| "unknown panic payload".into());
+                        let msg = panic_message(&*payload);
                         return Err(self.op_error(op.node_id, Error::internal(format!("panic: {msg}"))));
                     }
                 }
