@@ -403,16 +403,21 @@ fn the_profiler_and_the_pipeline_write_one_trace_format() {
     );
 }
 
-#[test]
-fn run_allocates_nothing() {
-    use tvm_runtime::graph::{Executor, Graph, Plan};
+/// The plan of TVM's `model` over the test kernels on the CPU.
+fn kernels_plan(model: &str) -> tvm_runtime::graph::Plan {
+    use tvm_runtime::graph::{Graph, Plan};
     let lib = load_module(&kernels_so()).unwrap();
     let module = unsafe {
         tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::module::ModuleObj>::from_borrowed(lib.0 as *mut _)
     };
-    let graph = Graph::parse(std::str::from_utf8(&tvm_data("chain500", "graph.json")).unwrap()).unwrap();
-    let plan = Plan::new(graph, module, &[DLDevice::cpu(0)]).unwrap();
-    let mut e = Executor::new(std::sync::Arc::new(plan)).unwrap();
+    let graph = Graph::parse(std::str::from_utf8(&tvm_data(model, "graph.json")).unwrap()).unwrap();
+    Plan::new(graph, module, &[DLDevice::cpu(0)]).unwrap()
+}
+
+#[test]
+fn run_allocates_nothing() {
+    let plan = kernels_plan("chain500");
+    let mut e = tvm_runtime::graph::Executor::new(std::sync::Arc::new(plan)).unwrap();
     e.load_params(&tvm_data("chain500", "params.bin")).unwrap();
     e.run().unwrap(); // warm up (thread pool, workspaces)
     let before = ALLOCS.with(|c| c.get());
@@ -421,6 +426,18 @@ fn run_allocates_nothing() {
     }
     let after = ALLOCS.with(|c| c.get());
     assert_eq!(after - before, 0, "run() allocated {} times", after - before);
+}
+
+#[test]
+fn a_plan_entrys_tensor_has_its_shape_dtype_and_device() {
+    let plan = kernels_plan("mlp");
+    let mut data = [0u8; 8];
+    for eid in 0..plan.graph.num_entries() {
+        let t = plan.entry_tensor(eid, data.as_mut_ptr().cast());
+        let shape = unsafe { std::slice::from_raw_parts(t.shape, t.ndim as usize) };
+        assert_eq!((shape, t.dtype, t.device), (plan.entry_shape(eid), plan.entry_dtype(eid), DLDevice::cpu(0)));
+        assert_eq!((t.data, t.strides, t.byte_offset), (data.as_mut_ptr().cast(), std::ptr::null_mut(), 0));
+    }
 }
 
 /// A library's packed blob is released from memory after its modules are built (its pages

@@ -5,7 +5,6 @@
 use super::front::Key;
 use super::plan::{OpKind, Plan, StorageSpec};
 use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc, TVMValue};
-use crate::runtime::cptr::dims_ptr;
 use crate::runtime::error::{error_from_callee, last_error_generation, panic_message, Error, Result};
 use crate::runtime::ndarray::{copy_from_to, NDArray, ALLOC_ALIGNMENT};
 use crate::runtime::packed::{Args, PackedFunc, Value};
@@ -94,22 +93,12 @@ impl Executor {
                 None => slot(sid, spec).map(Backing::Own),
             })
             .collect::<Result<Vec<_>>>()?;
-        let attrs = &plan.graph.attrs;
         let n_entries = plan.graph.num_entries();
         let mut tensors: Vec<DLTensor> = Vec::with_capacity(n_entries);
         let mut tensor_sid: Vec<u32> = Vec::with_capacity(n_entries);
         for eid in 0..n_entries {
-            let sid = attrs.storage_id[eid];
-            let shape = &attrs.shape[eid];
-            tensors.push(DLTensor {
-                data: backing[sid as usize].data(),
-                device: plan.entry_device[eid],
-                ndim: shape.len() as i32,
-                dtype: attrs.dltype[eid],
-                shape: dims_ptr(shape),
-                strides: std::ptr::null_mut(),
-                byte_offset: 0,
-            });
+            let sid = plan.graph.attrs.storage_id[eid];
+            tensors.push(plan.entry_tensor(eid, backing[sid as usize].data()));
             tensor_sid.push(sid);
         }
         // Arguments refer to tensors by index until the tensor array stops growing.
