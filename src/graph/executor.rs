@@ -4,7 +4,7 @@
 
 use super::front::Key;
 use super::plan::{OpKind, Plan, StorageSpec};
-use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc, TVMValue};
+use crate::abi::{type_code as tc, DLDataType, DLTensor, TVMBackendPackedCFunc, TVMValue};
 use crate::runtime::error::{error_from_callee, last_error_generation, panic_message, Error, Result};
 use crate::runtime::ndarray::{copy_from_to, NDArray, ALLOC_ALIGNMENT};
 use crate::runtime::packed::{Args, PackedFunc, Value};
@@ -67,13 +67,9 @@ pub struct Executor {
 // whose owner guarantees it outlives its use, as in TVM.
 unsafe impl Send for Executor {}
 
-fn alloc_slot(bytes: usize, device: DLDevice) -> Result<NDArray> {
-    NDArray::empty(&[bytes.div_ceil(4).max(1) as i64], DLDataType::FLOAT32, device)
-}
-
 impl Executor {
     pub fn new(plan: Arc<Plan>) -> Result<Executor> {
-        Self::with_slots(plan, &mut |_, spec| alloc_slot(spec.bytes, spec.device))
+        Self::with_slots(plan, &mut |_, spec| NDArray::empty_bytes(spec.bytes, spec.device))
     }
 
     /// An executor whose storage slots (all but the plan's shared weights) come from `slot`,
@@ -301,7 +297,7 @@ impl Executor {
     pub(crate) fn make_private(&mut self, sid: usize) -> Result<()> {
         if let Backing::Shared(shared) = &self.backing[sid] {
             let spec = &self.plan.storage[sid];
-            let own = alloc_slot(spec.bytes, spec.device)?;
+            let own = NDArray::empty_bytes(spec.bytes, spec.device)?;
             let n = spec.bytes.min(shared.nbytes());
             let src = shared.create_view(&[n as i64], DLDataType::new(1, 8, 1))?;
             let dst = own.create_view(&[n as i64], DLDataType::new(1, 8, 1))?;

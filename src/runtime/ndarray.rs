@@ -198,6 +198,12 @@ impl NDArray {
         )
     }
 
+    /// A new, uninitialised float32 array of at least `bytes` bytes (whole 4-byte elements, at
+    /// least one): a graph storage slot, viewed as tensors of any dtype.
+    pub fn empty_bytes(bytes: usize, device: DLDevice) -> Result<NDArray> {
+        NDArray::empty(&[bytes.div_ceil(4).max(1) as i64], DLDataType::FLOAT32, device)
+    }
+
     /// A CPU array holding a copy of `bytes` (length must match).
     pub fn from_bytes(shape: &[i64], dtype: DLDataType, bytes: &[u8]) -> Result<NDArray> {
         let arr = NDArray::empty(shape, dtype, DLDevice::cpu(0))?;
@@ -406,6 +412,14 @@ mod tests {
         assert_eq!(handle - a.as_header() as usize, DLTENSOR_OFFSET);
         assert_eq!(std::mem::size_of::<Obj<()>>(), 16);
         assert_eq!(a.data_ptr() as usize % 64, 0);
+    }
+
+    #[test]
+    fn storage_slots_are_whole_float32_elements() {
+        for (bytes, elems) in [(0, 1), (1, 1), (4, 1), (5, 2), (1000, 250)] {
+            let a = NDArray::empty_bytes(bytes, DLDevice::cpu(0)).unwrap();
+            assert_eq!((a.shape(), a.dtype()), (&[elems][..], DLDataType::FLOAT32), "{bytes} bytes");
+        }
     }
 
     #[test]

@@ -278,8 +278,3 @@ fn arena_end(b: &Bucket) -> usize {
         .max()
         .unwrap_or(0)
 }
-
-/// A float32 array of at least `bytes` bytes (slots are whole numbers of 4 bytes).
-fn alloc_bytes(bytes: usize, device: DLDevice) -> Result<NDArray> {
-    NDArray::empty(&[bytes.div_ceil(4).max(1) as i64], DLDataType::FLOAT32, device)
-}
