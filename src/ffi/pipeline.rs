@@ -7,7 +7,7 @@
 //! `DLTensor` structs themselves are copied at submit.
 
 use super::graph_executor::device_list;
-use super::ptr::{out_param, slice, slice_mut};
+use super::ptr::{out_param, slice, slice_mut, NonNullFn};
 use crate::abi::{DLDevice, DLTensor};
 use crate::graph::factory::GraphExecutorFactory;
 use crate::graph::options::{MemoryPlan, PipelineOptions};
@@ -137,7 +137,7 @@ pub unsafe extern "C" fn TVMPipelineSubmit(
 
 /// A C callback and its user data, called once from a pipeline thread.
 struct CCallback {
-    f: unsafe extern "C" fn(u64, c_int, *const c_char, *mut c_void),
+    f: NonNullFn<TVMPipelineCallback>,
     user_data: *mut c_void,
 }
 
