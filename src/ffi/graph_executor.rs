@@ -588,8 +588,20 @@ pub unsafe extern "C" fn TVMGraphExecutorFree(g: *mut TVMGraphExecutor) -> c_int
 
 // ---- microTVM CRT names ----
 //
-// Each alias runs inside its own boundary too: the call it forwards to already stores its
-// errors, so an alias passes that call's status through (`Ok(-1)` keeps the stored message).
+// Each alias is one forwarding call inside its own boundary: the call it forwards to already
+// stores its errors, so an alias passes that call's status through (-1 keeps the stored
+// message), or returns the value the call wrote ([`value_or_minus_one`]).
+
+/// The value a call writes to its out-parameter, or -1 when the call fails (its error stored):
+/// the CRT names return counts and indices directly.
+fn value_or_minus_one(call: impl FnOnce(&mut c_int) -> c_int) -> c_int {
+    let mut value = -1;
+    if call(&mut value) == 0 {
+        value
+    } else {
+        -1
+    }
+}
 
 /// CRT name of `TVMGraphExecutorCreate` (uses `devices[0]`).
 ///
@@ -615,12 +627,8 @@ pub unsafe extern "C" fn TVMGraphExecutor_Create(
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_GetInputIndex(executor: *mut TVMGraphExecutor, name: *const c_char) -> c_int {
     ffi_boundary!("TVMGraphExecutor_GetInputIndex", {
-        let mut i = -1;
         // SAFETY: the caller's arguments, forwarded; `i` is a valid out-pointer.
-        if unsafe { TVMGraphExecutorGetInputIndex(executor, name, &mut i) } != 0 {
-            return Ok(-1);
-        }
-        Ok(i)
+        Ok(value_or_minus_one(|i| unsafe { TVMGraphExecutorGetInputIndex(executor, name, i) }))
     })
 }
 
@@ -631,12 +639,8 @@ pub unsafe extern "C" fn TVMGraphExecutor_GetInputIndex(executor: *mut TVMGraphE
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_GetNumInputs(executor: *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutor_GetNumInputs", {
-        let mut n = -1;
         // SAFETY: the caller's handle, forwarded; `n` is a valid out-pointer.
-        if unsafe { TVMGraphExecutorGetNumInputs(executor, &mut n) } != 0 {
-            return Ok(-1);
-        }
-        Ok(n)
+        Ok(value_or_minus_one(|n| unsafe { TVMGraphExecutorGetNumInputs(executor, n) }))
     })
 }
 
@@ -647,12 +651,8 @@ pub unsafe extern "C" fn TVMGraphExecutor_GetNumInputs(executor: *mut TVMGraphEx
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutor_GetNumOutputs(executor: *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutor_GetNumOutputs", {
-        let mut n = -1;
         // SAFETY: the caller's handle, forwarded; `n` is a valid out-pointer.
-        if unsafe { TVMGraphExecutorGetNumOutputs(executor, &mut n) } != 0 {
-            return Ok(-1);
-        }
-        Ok(n)
+        Ok(value_or_minus_one(|n| unsafe { TVMGraphExecutorGetNumOutputs(executor, n) }))
     })
 }
 
