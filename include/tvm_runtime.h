@@ -672,6 +672,15 @@ int TVMGraphExecutorCreateWithOptions(const char *graph_json, void *module, cons
 int TVMGraphExecutorCreateFromFactoryWithOptions(void *factory, const DLDevice *devices, uint32_t num_devices, const char *options, TVMGraphExecutor **out);
 
 /*
+ Destroy an executor (NULL is a no-op). A second free of the same handle is an error.
+ Stages queued by the asynchronous calls are waited for first (their errors are dropped).
+
+ # Safety
+ None: `g` is only looked up among live executors (a bad handle is an error).
+ */
+int TVMGraphExecutorFree(TVMGraphExecutor *g);
+
+/*
  Copy weights from a params blob (TVM's format) into the matching inputs.
 
  # Safety
@@ -809,15 +818,6 @@ int TVMGraphExecutorProfile(TVMGraphExecutor *g, int format, const char **out);
  live executors (a bad handle is an error).
  */
 int TVMGraphExecutorScheduleDot(TVMGraphExecutor *g, const char **out);
-
-/*
- Destroy an executor (NULL is a no-op). A second free of the same handle is an error.
- Stages queued by the asynchronous calls are waited for first (their errors are dropped).
-
- # Safety
- None: `g` is only looked up among live executors (a bad handle is an error).
- */
-int TVMGraphExecutorFree(TVMGraphExecutor *g);
 
 /*
  CRT name of `TVMGraphExecutorCreate` (uses `devices[0]`).
