@@ -625,6 +625,9 @@ static void test_bad_calls(void* factory) {
   const char* json = NULL;
   CHECK_FAIL(TVMPipelineGetTrace(p, &json), "trace=1");
   CHECK(json == NULL);
+  size_t size = 0;
+  CHECK_FAIL(TVMPipelineGetTraceInto(p, NULL, 0, &size), "trace=1");
+  CHECK_FAIL(TVMPipelineGetTraceInto(p, NULL, 0, NULL), "argument `out_size` is NULL");
 
   /* Use after free, double free. */
   CHECK_OK(TVMPipelineFree(p));
@@ -713,11 +716,24 @@ static void test_trace(void* factory) {
   CHECK(span_group(json, blocker->id, "compute") == 0);
   CHECK(span_group(json, id[0], "compute") == 0);
   CHECK(span_group(json, id[1], "compute") == 1);
-  /* The text stays valid until the next call, which sees the same requests. */
+  /* The text stays valid until this thread's next call, which sees the same requests. */
   size_t len = strlen(json);
+  /* The caller's own copy: a size query, a short buffer (its first bytes, no NUL), then all. */
+  size_t size = 0;
+  CHECK_OK(TVMPipelineGetTraceInto(p, NULL, 0, &size));
+  CHECK(size == len + 1);
+  char* copy = malloc(size);
+  REQUIRE(copy != NULL);
+  memset(copy, 'x', size);
+  CHECK_OK(TVMPipelineGetTraceInto(p, copy, 16, &size));
+  CHECK(size == len + 1 && memcmp(copy, json, 16) == 0 && copy[16] == 'x');
+  CHECK_OK(TVMPipelineGetTraceInto(p, copy, size, &size));
+  CHECK(size == len + 1 && strcmp(copy, json) == 0);
+  CHECK_FAIL(TVMPipelineGetTraceInto(p, NULL, 8, &size), "argument `buf` is NULL");
   const char* again = NULL;
   CHECK_OK(TVMPipelineGetTrace(p, &again));
-  CHECK(again != NULL && strlen(again) == len);
+  CHECK(again != NULL && strcmp(again, copy) == 0);
+  free(copy);
   CHECK_OK(TVMPipelineFree(p));
   for (int k = 0; k < N; ++k) req_free(&r[k]);
   slots_free(blocker, 1);

@@ -105,7 +105,7 @@ fn run() -> Result<PathBuf, String> {
     }
     let mut json: *const c_char = std::ptr::null();
     check(unsafe { TVMPipelineGetTrace(p, &mut json) }, "trace")?;
-    // SAFETY: the pipeline owns the string until the next call or the free.
+    // SAFETY: the runtime keeps the string until this thread's next `TVMPipelineGetTrace`.
     let json = unsafe { CStr::from_ptr(json) }.to_string_lossy().into_owned();
     check(unsafe { TVMPipelineFree(p) }, "free")?;
     std::fs::write(out_dir.join("pipeline_trace.json"), &json).map_err(|e| e.to_string())?;

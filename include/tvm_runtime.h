@@ -676,6 +676,15 @@ int TVMGraphExecutorCreateWithOptions(const char *graph_json, void *module, cons
 int TVMGraphExecutorCreateFromFactoryWithOptions(void *factory, const DLDevice *devices, uint32_t num_devices, const char *options, TVMGraphExecutor **out);
 
 /*
+ Destroy an executor (NULL is a no-op). A second free of the same handle is an error.
+ Stages queued by the asynchronous calls are waited for first (their errors are dropped).
+
+ # Safety
+ None: `g` is only looked up among live executors (a bad handle is an error).
+ */
+int TVMGraphExecutorFree(TVMGraphExecutor *g);
+
+/*
  Copy weights from a params blob (TVM's format) into the matching inputs.
 
  # Safety
@@ -813,15 +822,6 @@ int TVMGraphExecutorProfile(TVMGraphExecutor *g, int format, const char **out);
  live executors (a bad handle is an error).
  */
 int TVMGraphExecutorScheduleDot(TVMGraphExecutor *g, const char **out);
-
-/*
- Destroy an executor (NULL is a no-op). A second free of the same handle is an error.
- Stages queued by the asynchronous calls are waited for first (their errors are dropped).
-
- # Safety
- None: `g` is only looked up among live executors (a bad handle is an error).
- */
-int TVMGraphExecutorFree(TVMGraphExecutor *g);
 
 /*
  CRT name of `TVMGraphExecutorCreate` (uses `devices[0]`).
@@ -1107,13 +1107,29 @@ int TVMPipelineWait(TVMPipeline *p, uint64_t request);
 
 /*
  The Chrome trace (`chrome://tracing`, Perfetto) of the requests so far, one lane per stream
- of each core group, as JSON in `out_json` (owned by the pipeline, valid until the next call
- or the free). The pipeline must have been created with `trace=1`.
+ of each core group, as JSON in `out_json`. The pipeline must have been created with `trace=1`.
+ The text is owned by the runtime and kept per calling thread: it stays valid until this
+ thread's next `TVMPipelineGetTrace` (on any pipeline); other threads' calls and freeing the
+ pipeline leave it alone. `TVMPipelineGetTraceInto` copies it into the caller's buffer instead.
 
  # Safety
  `out_json` must be NULL (an error) or writable; `p` is looked up among live pipelines.
  */
 int TVMPipelineGetTrace(TVMPipeline *p, const char **out_json);
+
+/*
+ The Chrome trace of `TVMPipelineGetTrace`, copied into the caller's `buf` of `capacity`
+ bytes. `*out_size` is always set to the size the text needs, its terminating NUL included.
+ When `capacity >= *out_size` the whole text and its NUL are copied; otherwise only its first
+ `capacity` bytes are (no NUL: a cut trace is not JSON), and the caller calls again with a
+ buffer of `*out_size` bytes (or more: the trace grows as requests are done). `buf` may be
+ NULL when `capacity` is 0, to ask for the size alone.
+
+ # Safety
+ `buf` must be NULL with `capacity` 0, or valid for writing `capacity` bytes; `out_size` must
+ be NULL (an error) or writable; `p` is looked up among live pipelines.
+ */
+int TVMPipelineGetTraceInto(TVMPipeline *p, char *buf, size_t capacity, size_t *out_size);
 
 /*
  Finish the requests being processed, cancel the queued ones (their waits and callbacks

@@ -321,14 +321,30 @@ fn boundary_problem(name: &str, body: &str, fast_path: bool) -> Option<String> {
     None
 }
 
+/// The functions the checked-in header declares (one declaration a line, ending in `);`).
+fn header_functions() -> Vec<String> {
+    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/tvm_runtime.h")).unwrap();
+    let declarations = header.lines().filter(|l| l.ends_with(");") && !l.starts_with([' ', '*', '/', 't']));
+    let names = declarations.filter_map(|l| l.split('(').next()?.rsplit([' ', '*']).next().map(str::to_string));
+    names.collect()
+}
+
+/// The `.rs` files under `dir`, its subfolders included.
+fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for path in std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
 #[test]
 fn every_export_runs_inside_the_panic_boundary() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/ffi");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .collect();
+    let mut files = rust_files(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/ffi"));
     files.sort();
     let (mut seen, mut problems) = (Vec::new(), Vec::new());
     for path in &files {
@@ -346,6 +362,9 @@ fn every_export_runs_inside_the_panic_boundary() {
     let unseen: Vec<_> =
         TVM_EXPORTS.iter().chain(FAST_PATH_BEFORE_BOUNDARY).filter(|n| !seen.iter().any(|s| s == *n)).collect();
     assert!(unseen.is_empty(), "the scan of src/ffi/ did not find these exports: {unseen:?}");
+    let declared = header_functions();
+    let unscanned: Vec<_> = declared.iter().filter(|n| !seen.contains(n)).collect();
+    assert!(declared.len() > 100 && unscanned.is_empty(), "header functions the scan missed: {unscanned:?}");
     assert!(
         problems.is_empty(),
         "#[no_mangle] functions not wholly inside ffi_boundary!(\"<own name>\", ...) (a panic would abort the host):\n  {}",

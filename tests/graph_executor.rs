@@ -359,18 +359,65 @@ fn profile_as_table_and_chrome_trace() {
     assert_eq!(events.len(), 2);
     assert_eq!(events[0]["ph"], "X");
     assert!(events[1]["ts"].as_f64().unwrap() >= events[0]["ts"].as_f64().unwrap());
+    assert_eq!(trace["displayTimeUnit"], "ms");
 }
 
 #[test]
-fn run_allocates_nothing() {
-    use tvm_runtime::graph::{Executor, Graph, Plan};
+fn the_profiler_and_the_pipeline_write_one_trace_format() {
+    use tvm_runtime::graph::{pipeline, profile};
+    let op = |lane, start_ns| tvm_runtime::graph::runner::OpTiming {
+        node_id: 3,
+        name: "fused \"add\"".into(),
+        func_name: "add".into(),
+        start_ns,
+        duration_ns: 1500,
+        lane,
+    };
+    let ops = profile::chrome_trace(&[op(0, 0), op(1, 2000)]);
+    let span = pipeline::Span { request: 7, group: 1, stage: 2, start_ns: 2500, duration_ns: 1000 };
+    let stages = pipeline::chrome_trace(&[span], 2);
+    let (ops, stages): (serde_json::Value, serde_json::Value) =
+        (serde_json::from_str(&ops).unwrap(), serde_json::from_str(&stages).unwrap());
+    for trace in [&ops, &stages] {
+        assert_eq!(trace["displayTimeUnit"], "ms", "{trace}");
+        let lanes = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "M");
+        assert!(lanes.into_iter().all(|e| e["name"] == "thread_name" && e["args"]["name"].is_string()), "{trace}");
+    }
+    let op_events = ops["traceEvents"].as_array().unwrap();
+    assert_eq!((op_events.len(), &op_events[1]["args"]["name"]), (4, &serde_json::json!("inter-op worker 1")));
+    assert_eq!(op_events[3]["name"], "fused \"add\"");
+    assert_eq!(
+        (op_events[3]["tid"].as_u64(), op_events[3]["ts"].as_f64(), op_events[3]["dur"].as_f64()),
+        (Some(2), Some(2.0), Some(1.5))
+    );
+    let stage_events = stages["traceEvents"].as_array().unwrap();
+    assert_eq!(stage_events.len(), 6 + 1);
+    let d2h = &stage_events[6];
+    assert_eq!(
+        (d2h["name"].as_str(), d2h["cat"].as_str(), d2h["tid"].as_u64()),
+        (Some("request 7 d2h"), Some("d2h"), Some(5))
+    );
+    assert_eq!(
+        (d2h["ts"].as_f64(), d2h["args"]["request"].as_u64(), d2h["args"]["group"].as_u64()),
+        (Some(2.5), Some(7), Some(1))
+    );
+}
+
+/// The plan of TVM's `model` over the test kernels on the CPU.
+fn kernels_plan(model: &str) -> tvm_runtime::graph::Plan {
+    use tvm_runtime::graph::{Graph, Plan};
     let lib = load_module(&kernels_so()).unwrap();
     let module = unsafe {
         tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::module::ModuleObj>::from_borrowed(lib.0 as *mut _)
     };
-    let graph = Graph::parse(std::str::from_utf8(&tvm_data("chain500", "graph.json")).unwrap()).unwrap();
-    let plan = Plan::new(graph, module, &[DLDevice::cpu(0)]).unwrap();
-    let mut e = Executor::new(std::sync::Arc::new(plan)).unwrap();
+    let graph = Graph::parse(std::str::from_utf8(&tvm_data(model, "graph.json")).unwrap()).unwrap();
+    Plan::new(graph, module, &[DLDevice::cpu(0)]).unwrap()
+}
+
+#[test]
+fn run_allocates_nothing() {
+    let plan = kernels_plan("chain500");
+    let mut e = tvm_runtime::graph::Executor::new(std::sync::Arc::new(plan)).unwrap();
     e.load_params(&tvm_data("chain500", "params.bin")).unwrap();
     e.run().unwrap(); // warm up (thread pool, workspaces)
     let before = ALLOCS.with(|c| c.get());
@@ -379,6 +426,18 @@ fn run_allocates_nothing() {
     }
     let after = ALLOCS.with(|c| c.get());
     assert_eq!(after - before, 0, "run() allocated {} times", after - before);
+}
+
+#[test]
+fn a_plan_entrys_tensor_has_its_shape_dtype_and_device() {
+    let plan = kernels_plan("mlp");
+    let mut data = [0u8; 8];
+    for eid in 0..plan.graph.num_entries() {
+        let t = plan.entry_tensor(eid, data.as_mut_ptr().cast());
+        let shape = unsafe { std::slice::from_raw_parts(t.shape, t.ndim as usize) };
+        assert_eq!((shape, t.dtype, t.device), (plan.entry_shape(eid), plan.entry_dtype(eid), DLDevice::cpu(0)));
+        assert_eq!((t.data, t.strides, t.byte_offset), (data.as_mut_ptr().cast(), std::ptr::null_mut(), 0));
+    }
 }
 
 /// A library's packed blob is released from memory after its modules are built (its pages

@@ -311,6 +311,7 @@ fn the_trace_has_a_lane_per_stream_and_ordered_stages() {
     let text = unsafe { CStr::from_ptr(json) }.to_str().unwrap().to_string();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let events = v["traceEvents"].as_array().unwrap();
+    assert_eq!(v["displayTimeUnit"], "ms");
     let lanes: Vec<&str> =
         events.iter().filter(|e| e["ph"] == "M").map(|e| e["args"]["name"].as_str().unwrap()).collect();
     for g in 0..2 {
@@ -333,6 +334,124 @@ fn the_trace_has_a_lane_per_stream_and_ordered_stages() {
     // Both groups served requests.
     let groups: std::collections::HashSet<u64> = ids.iter().map(|&id| find(id, "compute").2 / 3).collect();
     assert_eq!(groups.len(), 2);
+}
+
+/// The trace through `TVMPipelineGetTrace`, copied out of the runtime's text.
+fn trace_by_pointer(p: &P) -> String {
+    let mut json: *const c_char = std::ptr::null();
+    ok(unsafe { TVMPipelineGetTrace(p.0, &mut json) });
+    unsafe { CStr::from_ptr(json) }.to_str().unwrap().to_string()
+}
+
+/// The trace through `TVMPipelineGetTraceInto`: a size query, then buffers of the reported size
+/// until one is large enough (the trace may grow in between).
+fn trace_into(p: &P) -> String {
+    let mut size = 0usize;
+    ok(unsafe { TVMPipelineGetTraceInto(p.0, std::ptr::null_mut(), 0, &mut size) });
+    loop {
+        let mut buf = vec![0xffu8; size];
+        ok(unsafe { TVMPipelineGetTraceInto(p.0, buf.as_mut_ptr().cast(), buf.len(), &mut size) });
+        if size <= buf.len() {
+            assert_eq!(buf[size - 1], 0, "the copied text ends with its NUL");
+            buf.truncate(size - 1);
+            return String::from_utf8(buf).unwrap();
+        }
+    }
+}
+
+/// The number of spans in a trace, which must be JSON.
+fn spans_in(text: &str) -> usize {
+    let v: serde_json::Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text:?}"));
+    v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count()
+}
+
+fn run_one(p: &P, seed: u64) {
+    let mut r = Request::new(seed);
+    let id = r.submit(p).unwrap();
+    wait(p, id).unwrap();
+}
+
+#[test]
+fn a_threads_trace_text_survives_other_threads_calls() {
+    let factory = load_module(&demo_so()).unwrap();
+    let p = pipeline(&factory, "core_groups=1,in_flight=2,trace=1").unwrap();
+    run_one(&p, 0);
+    let turn = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        // This thread holds its text while the other one calls (with one more request done).
+        s.spawn(|| {
+            let p = &p;
+            let mut json: *const c_char = std::ptr::null();
+            ok(unsafe { TVMPipelineGetTrace(p.0, &mut json) });
+            let before = unsafe { CStr::from_ptr(json) }.to_str().unwrap().to_string();
+            turn.wait();
+            turn.wait();
+            let after = unsafe { CStr::from_ptr(json) }.to_str().unwrap();
+            assert_eq!(after, before, "another thread's call changed this thread's text");
+            assert_eq!(spans_in(after), 3);
+        });
+        s.spawn(|| {
+            turn.wait();
+            run_one(&p, 1);
+            assert_eq!(spans_in(&trace_by_pointer(&p)), 6);
+            turn.wait();
+        });
+    });
+    // Two threads reading both ways while requests are done: every text is a whole trace, with
+    // no fewer spans than the one before.
+    std::thread::scope(|s| {
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut seen = 6;
+                    for _ in 0..200 {
+                        for n in [spans_in(&trace_by_pointer(&p)), spans_in(&trace_into(&p))] {
+                            assert!(n >= seen, "{n} spans after {seen}");
+                            seen = n;
+                        }
+                    }
+                })
+            })
+            .collect();
+        (2..22).for_each(|seed| run_one(&p, seed));
+        readers.into_iter().for_each(|r| r.join().unwrap());
+    });
+    assert_eq!(spans_in(&trace_into(&p)), 3 * 22);
+}
+
+#[test]
+fn trace_into_copies_the_whole_text_or_reports_the_size() {
+    let factory = load_module(&demo_so()).unwrap();
+    let p = pipeline(&factory, "core_groups=1,trace=1").unwrap();
+    run_one(&p, 0);
+    let text = trace_by_pointer(&p);
+    let need = text.len() + 1;
+    let mut size = 0usize;
+    ok(unsafe { TVMPipelineGetTraceInto(p.0, std::ptr::null_mut(), 0, &mut size) });
+    assert_eq!(size, need);
+    // Too small: the first `capacity` bytes, nothing past them, no NUL; the size is reported.
+    let mut buf = vec![0xffu8; need];
+    size = 0;
+    ok(unsafe { TVMPipelineGetTraceInto(p.0, buf.as_mut_ptr().cast(), 10, &mut size) });
+    assert_eq!((size, &buf[..10], buf[10]), (need, &text.as_bytes()[..10], 0xff));
+    // Exactly the size: the text and its NUL.
+    ok(unsafe { TVMPipelineGetTraceInto(p.0, buf.as_mut_ptr().cast(), need, &mut size) });
+    assert_eq!((size, CStr::from_bytes_with_nul(&buf).unwrap().to_str().unwrap()), (need, text.as_str()));
+    assert_eq!(trace_into(&p), text);
+
+    let fail = |p: *mut TVMPipeline, buf: *mut c_char, capacity: usize, out: *mut usize| {
+        assert_eq!(unsafe { TVMPipelineGetTraceInto(p, buf, capacity, out) }, -1);
+        last_error()
+    };
+    let e = fail(p.0, buf.as_mut_ptr().cast(), need, std::ptr::null_mut());
+    assert!(e.contains("argument `out_size` is NULL"), "{e}");
+    let e = fail(p.0, std::ptr::null_mut(), 8, &mut size);
+    assert!(e.contains("argument `buf` is NULL but its length is 8"), "{e}");
+    let e = fail(std::ptr::null_mut(), std::ptr::null_mut(), 0, &mut size);
+    assert!(e.contains("pipeline handle `p` is NULL"), "{e}");
+    let untraced = pipeline(&factory, "core_groups=1").unwrap();
+    let e = fail(untraced.0, std::ptr::null_mut(), 0, &mut size);
+    assert!(e.contains("trace=1"), "{e}");
 }
 
 /// A module whose one kernel, `rs_where`, writes [threads of the calling thread's pool, 1 if

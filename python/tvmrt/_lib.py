@@ -198,6 +198,7 @@ _decl(
 _decl("TVMPipelineSubmit", c_int, [_PL, DLTensorPtr, c_uint32, DLTensorPtr, c_uint32, POINTER(c_uint64)])
 _decl("TVMPipelineWait", c_int, [_PL, c_uint64])
 _decl("TVMPipelineGetTrace", c_int, [_PL, POINTER(c_char_p)])
+_decl("TVMPipelineGetTraceInto", c_int, [_PL, c_char_p, c_size_t, POINTER(c_size_t)])
 _decl("TVMPipelineFree", c_int, [_PL])
 
 

@@ -8,7 +8,7 @@ import atexit
 import threading
 import weakref
 from concurrent.futures import Future
-from ctypes import byref, c_char_p, c_uint64, c_void_p
+from ctypes import byref, c_size_t, c_uint64, c_void_p, create_string_buffer
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -189,9 +189,15 @@ class Pipeline:
 
     def trace(self) -> str:
         """The Chrome trace of the requests so far (the pipeline needs ``trace=1``)."""
-        s = c_char_p()
-        check(lib.TVMPipelineGetTrace(self._h(), byref(s)))
-        return (s.value or b"").decode("utf-8", "replace")
+        # The caller's own copy: ask for the size, then copy into a buffer of that size (again
+        # if requests done in between made the trace longer).
+        size = c_size_t(0)
+        check(lib.TVMPipelineGetTraceInto(self._h(), None, 0, byref(size)))
+        while True:
+            buf = create_string_buffer(size.value)
+            check(lib.TVMPipelineGetTraceInto(self._h(), buf, len(buf), byref(size)))
+            if size.value <= len(buf):
+                return buf.value.decode("utf-8", "replace")
 
     def close(self) -> None:
         """Finish the requests being processed, cancel the queued ones (their Futures raise

@@ -1,6 +1,6 @@
 //! Panic boundary and argument checks shared by every exported function.
 
-use crate::runtime::error::{set_last_error, Error, Result};
+use crate::runtime::error::{panic_message, set_last_error, Error, Result};
 use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -26,16 +26,6 @@ impl<T> ErrorValue for *const T {
 }
 impl ErrorValue for () {
     fn error_value() -> Self {}
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic payload".to_string()
-    }
 }
 
 /// Run `body`; on `Err` or panic store the message and return `R::error_value()`.

@@ -1,6 +1,6 @@
 //! Packed functions and the global registry.
 
-use super::ptr::{borrow_handle, check_type, out_param};
+use super::ptr::{borrow_handle, check_type, out_param, NonNullFn};
 use crate::abi::{type_code as tc, TVMByteArray, TVMPackedCFunc, TVMPackedCFuncFinalizer, TVMValue};
 use crate::runtime::cptr::{array_ptr_or_null, bytes_ptr};
 use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
@@ -117,7 +117,7 @@ pub unsafe extern "C" fn TVMFuncCall(
 
 /// A C callback with its resource handle; the finalizer runs when the function dies.
 struct CCallback {
-    func: unsafe extern "C" fn(*mut TVMValue, *mut c_int, c_int, *mut c_void, *mut c_void) -> c_int,
+    func: NonNullFn<TVMPackedCFunc>,
     resource: *mut c_void,
     fin: TVMPackedCFuncFinalizer,
 }

@@ -6,23 +6,29 @@
 //! input and output tensors' data until it is done (waited for, or its callback called); the
 //! `DLTensor` structs themselves are copied at submit.
 
-use super::graph_executor::{device_list, factory_of};
-use super::ptr::{out_param, slice};
+use super::graph_executor::device_list;
+use super::ptr::{out_param, slice, slice_mut, NonNullFn};
 use crate::abi::{DLDevice, DLTensor};
+use crate::graph::factory::GraphExecutorFactory;
 use crate::graph::options::{MemoryPlan, PipelineOptions};
 use crate::graph::pipeline::{Completion, Pipeline};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::handles::HandleTable;
 use crate::runtime::tensor::TensorRef;
-use parking_lot::Mutex;
+use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CString};
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 /// A pipeline handle (opaque to C).
 pub struct TVMPipeline {
     pipeline: Pipeline,
-    /// Owned text returned by `TVMPipelineGetTrace`.
-    text: Mutex<CString>,
+}
+
+thread_local! {
+    /// The text `TVMPipelineGetTrace` last returned on this thread: per thread, so that no other
+    /// thread's call can free it while its caller reads it.
+    static TRACE_TEXT: RefCell<CString> = RefCell::default();
 }
 
 /// Called once when a request submitted with `TVMPipelineSubmitWithCallback` is done:
@@ -73,8 +79,8 @@ pub unsafe extern "C" fn TVMPipelineCreate(
         let devices = unsafe { device_list(devices, num_devices)? };
         let text = unsafe { super::options_arg(options)? };
         let options = PipelineOptions::parse(text).map_err(|e| e.context("pipeline options"))?;
-        let plan = factory_of(&m)?.plan_with(&m, devices, MemoryPlan::Tvm)?;
-        let p = Arc::new(TVMPipeline { pipeline: Pipeline::new(plan, &options)?, text: Mutex::default() });
+        let plan = GraphExecutorFactory::of(&m)?.plan_with(&m, devices, MemoryPlan::Tvm)?;
+        let p = Arc::new(TVMPipeline { pipeline: Pipeline::new(plan, &options)? });
         *out = LIVE.insert(p);
         Ok(0)
     })
@@ -131,7 +137,7 @@ pub unsafe extern "C" fn TVMPipelineSubmit(
 
 /// A C callback and its user data, called once from a pipeline thread.
 struct CCallback {
-    f: unsafe extern "C" fn(u64, c_int, *const c_char, *mut c_void),
+    f: NonNullFn<TVMPipelineCallback>,
     user_data: *mut c_void,
 }
 
@@ -196,9 +202,16 @@ pub unsafe extern "C" fn TVMPipelineWait(p: *mut TVMPipeline, request: u64) -> c
     })
 }
 
+/// The pipeline's Chrome trace as C text (`p` looked up among live pipelines).
+fn trace_text(p: *mut TVMPipeline) -> Result<CString> {
+    CString::new(handle(p)?.pipeline.chrome_trace()?).map_err(|_| Error::internal("trace holds a NUL"))
+}
+
 /// The Chrome trace (`chrome://tracing`, Perfetto) of the requests so far, one lane per stream
-/// of each core group, as JSON in `out_json` (owned by the pipeline, valid until the next call
-/// or the free). The pipeline must have been created with `trace=1`.
+/// of each core group, as JSON in `out_json`. The pipeline must have been created with `trace=1`.
+/// The text is owned by the runtime and kept per calling thread: it stays valid until this
+/// thread's next `TVMPipelineGetTrace` (on any pipeline); other threads' calls and freeing the
+/// pipeline leave it alone. `TVMPipelineGetTraceInto` copies it into the caller's buffer instead.
 ///
 /// # Safety
 /// `out_json` must be NULL (an error) or writable; `p` is looked up among live pipelines.
@@ -207,11 +220,40 @@ pub unsafe extern "C" fn TVMPipelineGetTrace(p: *mut TVMPipeline, out_json: *mut
     ffi_boundary!("TVMPipelineGetTrace", {
         // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
         let out_json = unsafe { out_param(out_json, "out_json")? };
-        let p = handle(p)?;
-        let json = CString::new(p.pipeline.chrome_trace()?).map_err(|_| Error::internal("trace holds a NUL"))?;
-        let mut text = p.text.lock();
-        *text = json;
-        *out_json = text.as_ptr();
+        let json = trace_text(p)?;
+        *out_json = TRACE_TEXT.with(|text| {
+            *text.borrow_mut() = json;
+            text.borrow().as_ptr()
+        });
+        Ok(0)
+    })
+}
+
+/// The Chrome trace of `TVMPipelineGetTrace`, copied into the caller's `buf` of `capacity`
+/// bytes. `*out_size` is always set to the size the text needs, its terminating NUL included.
+/// When `capacity >= *out_size` the whole text and its NUL are copied; otherwise only its first
+/// `capacity` bytes are (no NUL: a cut trace is not JSON), and the caller calls again with a
+/// buffer of `*out_size` bytes (or more: the trace grows as requests are done). `buf` may be
+/// NULL when `capacity` is 0, to ask for the size alone.
+///
+/// # Safety
+/// `buf` must be NULL with `capacity` 0, or valid for writing `capacity` bytes; `out_size` must
+/// be NULL (an error) or writable; `p` is looked up among live pipelines.
+#[no_mangle]
+pub unsafe extern "C" fn TVMPipelineGetTraceInto(
+    p: *mut TVMPipeline,
+    buf: *mut c_char,
+    capacity: usize,
+    out_size: *mut usize,
+) -> c_int {
+    ffi_boundary!("TVMPipelineGetTraceInto", {
+        // SAFETY: C arguments per the contract above.
+        let out_size = unsafe { out_param(out_size, "out_size")? };
+        let buf = unsafe { slice_mut(buf.cast::<MaybeUninit<u8>>(), capacity, "buf")? };
+        let json = trace_text(p)?;
+        let bytes = json.as_bytes_with_nul();
+        buf.iter_mut().zip(bytes).for_each(|(b, &c)| _ = b.write(c));
+        *out_size = bytes.len();
         Ok(0)
     })
 }

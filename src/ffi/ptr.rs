@@ -16,6 +16,17 @@ pub(crate) unsafe fn out_param<'a, T>(p: *mut T, name: &str) -> Result<&'a mut T
     unsafe { p.as_mut() }.ok_or_else(|| Error::value(format!("argument `{name}` is NULL")))
 }
 
+/// The function type inside a nullable C function-pointer typedef (`Option<unsafe extern "C"
+/// fn(..)>`), so that a callback checked non-NULL is kept with its typedef's signature, not a
+/// copy of it.
+pub(crate) trait Nullable {
+    type Fn: Copy;
+}
+impl<F: Copy> Nullable for Option<F> {
+    type Fn = F;
+}
+pub(crate) type NonNullFn<T> = <T as Nullable>::Fn;
+
 /// `len` elements at `p`. NULL is allowed when `len` is 0 (C code passes it for empty arrays).
 ///
 /// # Safety

@@ -3,9 +3,8 @@
 //! calls that allocates nothing and looks nothing up.
 
 use super::plan::{Key, OpKind, Plan, StorageSpec};
-use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc, TVMValue};
-use crate::runtime::cptr::dims_ptr;
-use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
+use crate::abi::{type_code as tc, DLDataType, DLTensor, TVMBackendPackedCFunc, TVMValue};
+use crate::runtime::error::{error_from_callee, last_error_generation, panic_message, Error, Result};
 use crate::runtime::ndarray::{copy_from_to, NDArray, ALLOC_ALIGNMENT};
 use crate::runtime::packed::{Args, PackedFunc, Value};
 use crate::runtime::tensor::TensorRef;
@@ -67,10 +66,6 @@ pub struct Executor {
 // whose owner guarantees it outlives its use, as in TVM.
 unsafe impl Send for Executor {}
 
-fn alloc_slot(bytes: usize, device: DLDevice) -> Result<NDArray> {
-    NDArray::empty(&[bytes.div_ceil(4).max(1) as i64], DLDataType::FLOAT32, device)
-}
-
 /// Zero the storage of the inputs this executor owns (the data inputs; weights in the plan are
 /// shared and left alone), so a run before any `set_input` computes on zeros, the same in every
 /// process, instead of on whatever the allocator returned.
@@ -85,7 +80,7 @@ fn zero_data_inputs(plan: &Plan, backing: &[Backing]) -> Result<()> {
 
 impl Executor {
     pub fn new(plan: Arc<Plan>) -> Result<Executor> {
-        Self::with_slots(plan, &mut |_, spec| alloc_slot(spec.bytes, spec.device))
+        Self::with_slots(plan, &mut |_, spec| NDArray::empty_bytes(spec.bytes, spec.device))
     }
 
     /// An executor whose storage slots (all but the plan's shared weights) come from `slot`,
@@ -106,22 +101,12 @@ impl Executor {
             })
             .collect::<Result<Vec<_>>>()?;
         zero_data_inputs(&plan, &backing)?;
-        let attrs = &plan.graph.attrs;
         let n_entries = plan.graph.num_entries();
         let mut tensors: Vec<DLTensor> = Vec::with_capacity(n_entries);
         let mut tensor_sid: Vec<u32> = Vec::with_capacity(n_entries);
         for eid in 0..n_entries {
-            let sid = attrs.storage_id[eid];
-            let shape = &attrs.shape[eid];
-            tensors.push(DLTensor {
-                data: backing[sid as usize].data(),
-                device: plan.entry_device[eid],
-                ndim: shape.len() as i32,
-                dtype: attrs.dltype[eid],
-                shape: dims_ptr(shape),
-                strides: std::ptr::null_mut(),
-                byte_offset: 0,
-            });
+            let sid = plan.graph.attrs.storage_id[eid];
+            tensors.push(plan.entry_tensor(eid, backing[sid as usize].data()));
             tensor_sid.push(sid);
         }
         // Arguments refer to tensors by index until the tensor array stops growing.
@@ -249,11 +234,7 @@ impl Executor {
                         r.map_err(|e| self.op_error(op.node_id, e))?;
                     }
                     Err(payload) => {
-                        let msg = payload
-                            .downcast_ref::<&str>()
-                            .map(|s| s.to_string())
-                            .or_else(|| payload.downcast_ref::<String>().cloned())
-                            .unwrap_or_else(|| "unknown panic payload".into());
+                        let msg = panic_message(&*payload);
                         return Err(self.op_error(op.node_id, Error::internal(format!("panic: {msg}"))));
                     }
                 }
@@ -328,7 +309,7 @@ impl Executor {
     pub(crate) fn make_private(&mut self, sid: usize) -> Result<()> {
         if let Backing::Shared(shared) = &self.backing[sid] {
             let spec = &self.plan.storage[sid];
-            let own = alloc_slot(spec.bytes, spec.device)?;
+            let own = NDArray::empty_bytes(spec.bytes, spec.device)?;
             let n = spec.bytes.min(shared.nbytes());
             let src = shared.create_view(&[n as i64], DLDataType::new(1, 8, 1))?;
             let dst = own.create_view(&[n as i64], DLDataType::new(1, 8, 1))?;

@@ -36,6 +36,13 @@ impl GraphExecutorFactory {
         GraphExecutorFactory { graph_json, params, module_name, plans: Mutex::new(Vec::new()) }
     }
 
+    /// The factory that module `m` is; a type error naming `m`'s type for any other module.
+    pub fn of(m: &Module) -> Result<&GraphExecutorFactory> {
+        m.node().as_any().downcast_ref::<GraphExecutorFactory>().ok_or_else(|| {
+            Error::type_error(format!("module of type `{}` is not a GraphExecutorFactory", m.type_key()))
+        })
+    }
+
     /// The shared plan for `devices` (built on first use). `this` supplies the kernels: the
     /// factory's first import.
     pub fn plan(&self, this: &Module, devices: &[DLDevice]) -> Result<Arc<Plan>> {
@@ -100,7 +107,7 @@ impl ModuleNode for GraphExecutorFactory {
         Ok(Some(match name {
             n if n == self.module_name => PackedFunc::from_typed(move |args| {
                 let devices = devices_from_args(&args, 0)?;
-                let f = this2.node().as_any().downcast_ref::<GraphExecutorFactory>().expect("factory module");
+                let f = GraphExecutorFactory::of(&this2)?;
                 let plan = f.plan(&this2, &devices)?;
                 Ok(Value::Module(executor_module(plan)?))
             }),
@@ -113,7 +120,7 @@ impl ModuleNode for GraphExecutorFactory {
                 PackedFunc::from_typed(move |_| Ok(Value::Object(map_object(entries.clone()))))
             }
             "remove_params" => PackedFunc::from_typed(move |_| {
-                let f = this2.node().as_any().downcast_ref::<GraphExecutorFactory>().expect("factory module");
+                let f = GraphExecutorFactory::of(&this2)?;
                 let m = Module::from_node(GraphExecutorFactory::new(
                     f.graph_json.clone(),
                     Vec::new(),
@@ -125,7 +132,7 @@ impl ModuleNode for GraphExecutorFactory {
                 Ok(Value::Module(m))
             }),
             "debug_create" => PackedFunc::from_typed(move |args| {
-                let f = this2.node().as_any().downcast_ref::<GraphExecutorFactory>().expect("factory module");
+                let f = GraphExecutorFactory::of(&this2)?;
                 let name = args.string(0)?;
                 if name != f.module_name {
                     return Err(Error::value(format!(

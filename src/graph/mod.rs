@@ -1,10 +1,11 @@
 //! The graph executor: graph JSON model and validation ([`json`]), the shared immutable
 //! [`plan::Plan`], per-run [`executor::Executor`] contexts, the one front door callers share
-//! ([`front`]), its asynchronous stages on streams ([`phases`]), profiling ([`profile`]), the
+//! ([`front`]), its asynchronous stages on streams ([`phases`]), profiling ([`profile`], traces written by [`chrome_trace`]), the
 //! executor as a TVM module ([`module`]), and the `GraphExecutorFactory` packed by
 //! `export_library`.
 
 pub mod buckets;
+pub mod chrome_trace;
 pub mod deps;
 pub mod executor;
 pub mod factory;

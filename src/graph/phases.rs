@@ -314,17 +314,7 @@ impl Phases {
 
     /// Entry `eid`'s tensor over `data` (shape and dtype from the plan).
     fn entry_tensor(&self, eid: usize, data: usize) -> DLTensor {
-        let plan = &self.layout.plan;
-        let shape = plan.entry_shape(eid);
-        DLTensor {
-            data: data as *mut c_void,
-            device: plan.entry_device[eid],
-            ndim: shape.len() as i32,
-            dtype: plan.entry_dtype(eid),
-            shape: crate::runtime::cptr::dims_ptr(shape),
-            strides: std::ptr::null_mut(),
-            byte_offset: 0,
-        }
+        self.layout.plan.entry_tensor(eid, data as *mut c_void)
     }
 
     /// h2d: queue a copy of `src` into input `index` on `stream`.

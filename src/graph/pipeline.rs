@@ -15,6 +15,7 @@
 //! overlaps the same way; compute is a host task on the compute stream, which on a GPU backend
 //! becomes kernel launches on that stream. A failing stage fails its request only.
 
+use super::chrome_trace::{to_json, Complete};
 use super::executor::Executor;
 use super::options::PipelineOptions;
 use super::plan::Plan;
@@ -499,28 +500,20 @@ impl Inner {
 
 /// Spans as a Chrome trace (`chrome://tracing` / Perfetto): one lane per stream of each group.
 pub fn chrome_trace(spans: &[Span], groups: usize) -> String {
-    let lane = |g: usize, stage: usize| g * STAGES.len() + stage;
-    let mut events: Vec<String> = Vec::new();
-    for g in 0..groups {
-        for (k, name) in STAGES.iter().enumerate() {
-            events.push(format!(
-                r#"{{"name":"thread_name","ph":"M","pid":1,"tid":{},"args":{{"name":"group {g} {name}"}}}}"#,
-                lane(g, k)
-            ));
-        }
-    }
-    for s in spans {
-        events.push(format!(
-            r#"{{"name":"request {} {}","cat":"{}","ph":"X","pid":1,"tid":{},"ts":{:.3},"dur":{:.3},"args":{{"request":{},"group":{}}}}}"#,
-            s.request,
-            STAGES[s.stage],
-            STAGES[s.stage],
-            lane(s.group, s.stage),
-            s.start_ns as f64 / 1e3,
-            s.duration_ns as f64 / 1e3,
-            s.request,
-            s.group
-        ));
-    }
-    format!("{{\"traceEvents\":[\n{}\n],\"displayTimeUnit\":\"ms\"}}\n", events.join(",\n"))
+    let lane = |g: usize, stage: usize| (g * STAGES.len() + stage) as u64;
+    let lanes: Vec<(u64, String)> = (0..groups)
+        .flat_map(|g| STAGES.iter().enumerate().map(move |(k, name)| (lane(g, k), format!("group {g} {name}"))))
+        .collect();
+    let stages: Vec<Complete> = spans
+        .iter()
+        .map(|s| Complete {
+            name: format!("request {} {}", s.request, STAGES[s.stage]),
+            cat: STAGES[s.stage],
+            tid: lane(s.group, s.stage),
+            start_ns: s.start_ns,
+            duration_ns: s.duration_ns,
+            args: serde_json::json!({"request": s.request, "group": s.group}),
+        })
+        .collect();
+    to_json(&lanes, &stages)
 }

@@ -4,7 +4,8 @@
 
 use super::deps::{OpGraph, TaskGraph};
 use super::json::Graph;
-use crate::abi::{DLDataType, DLDevice, TVMBackendPackedCFunc};
+use crate::abi::{DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc};
+use crate::runtime::cptr::dims_ptr;
 use crate::runtime::dtype::data_size;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::module::Module;
@@ -13,6 +14,7 @@ use crate::runtime::packed::PackedFunc;
 use crate::runtime::tensor::TensorRef;
 use once_cell::sync::OnceCell;
 use std::collections::HashMap;
+use std::ffi::c_void;
 use std::sync::Arc;
 
 /// One storage slot: its size (TVM's rule: max entry bytes rounded up to 4) and device.
@@ -400,6 +402,20 @@ impl Plan {
     }
     pub fn entry_dtype(&self, eid: usize) -> DLDataType {
         self.graph.attrs.dltype[eid]
+    }
+    /// Entry `eid`'s tensor over `data`: its shape (pointing into the plan), dtype and device,
+    /// compact.
+    pub fn entry_tensor(&self, eid: usize, data: *mut c_void) -> DLTensor {
+        let shape = self.entry_shape(eid);
+        DLTensor {
+            data,
+            device: self.entry_device[eid],
+            ndim: shape.len() as i32,
+            dtype: self.entry_dtype(eid),
+            shape: dims_ptr(shape),
+            strides: std::ptr::null_mut(),
+            byte_offset: 0,
+        }
     }
     pub fn entry_bytes(&self, eid: usize) -> usize {
         data_size(self.entry_shape(eid), self.entry_dtype(eid)).expect("validated")

@@ -1,6 +1,7 @@
 //! Profiling an executor: per-op timings of a run, shown as a text table or a Chrome trace, and
 //! TVM's debug-executor `run_individual` encoding.
 
+use super::chrome_trace::{to_json, Complete};
 use super::executor::Executor;
 use super::runner::{run_profiled, OpTiming, Sequential};
 use crate::runtime::error::Result;
@@ -34,21 +35,22 @@ pub fn chrome_trace(timings: &[OpTiming]) -> String {
     lanes.dedup();
     // Lanes are named when there are several (a sequential trace is just its ops).
     let named = if lanes.len() > 1 { lanes.as_slice() } else { &[] };
-    let names = named.iter().map(|&l| {
-        let name = if l == 0 { "caller".to_string() } else { format!("inter-op worker {l}") };
-        serde_json::json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": l + 1, "args": {"name": name}})
-    });
-    let events: Vec<serde_json::Value> = names
-        .chain(timings.iter().map(|t| {
-            serde_json::json!({
-                "name": t.name, "cat": "op", "ph": "X", "pid": 1, "tid": t.lane + 1,
-                "ts": t.start_ns as f64 / 1000.0, "dur": t.duration_ns as f64 / 1000.0,
-                "args": {"func_name": t.func_name, "node_id": t.node_id},
-            })
-        }))
+    let names: Vec<(u64, String)> = named
+        .iter()
+        .map(|&l| (u64::from(l) + 1, if l == 0 { "caller".to_string() } else { format!("inter-op worker {l}") }))
         .collect();
-    // Written by hand so `traceEvents` comes first, as tools and users expect.
-    format!("{{\"traceEvents\":{},\"displayTimeUnit\":\"ns\"}}", serde_json::Value::Array(events))
+    let ops: Vec<Complete> = timings
+        .iter()
+        .map(|t| Complete {
+            name: t.name.clone(),
+            cat: "op",
+            tid: u64::from(t.lane) + 1,
+            start_ns: t.start_ns,
+            duration_ns: t.duration_ns,
+            args: serde_json::json!({"func_name": t.func_name, "node_id": t.node_id}),
+        })
+        .collect();
+    to_json(&names, &ops)
 }
 
 /// A per-op table: node, function, time, share of the total.

@@ -212,9 +212,25 @@ pub mod python {
     }
 }
 
+/// The text a panic carries (`panic!` with a literal or a formatted message); other payloads
+/// give "unknown panic payload".
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    match payload.downcast_ref::<&str>() {
+        Some(s) => s,
+        None => payload.downcast_ref::<String>().map_or("unknown panic payload", String::as_str),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn panic_messages_of_each_payload() {
+        let text = |f: fn()| panic_message(&*std::panic::catch_unwind(f).unwrap_err()).to_string();
+        let got = [text(|| panic!("literal")), text(|| panic!("formatted {}", 7)), text(|| std::panic::panic_any(7u8))];
+        assert_eq!(got, ["literal", "formatted 7", "unknown panic payload"]);
+    }
 
     #[test]
     fn kinds_and_context() {

@@ -195,6 +195,12 @@ impl NDArray {
         })
     }
 
+    /// A new, uninitialised float32 array of at least `bytes` bytes (whole 4-byte elements, at
+    /// least one): a graph storage slot, viewed as tensors of any dtype.
+    pub fn empty_bytes(bytes: usize, device: DLDevice) -> Result<NDArray> {
+        NDArray::empty(&[bytes.div_ceil(4).max(1) as i64], DLDataType::FLOAT32, device)
+    }
+
     /// A CPU array holding a copy of `bytes` (length must match).
     pub fn from_bytes(shape: &[i64], dtype: DLDataType, bytes: &[u8]) -> Result<NDArray> {
         let arr = NDArray::empty(shape, dtype, DLDevice::cpu(0))?;
@@ -410,6 +416,14 @@ mod tests {
         let scalar = NDArray::empty(&[], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
         assert_eq!(scalar.shape_tuple.dims().unwrap().as_ptr(), scalar.dl_tensor.shape as *const i64);
         assert!(!scalar.dl_tensor.shape.is_null());
+    }
+
+    #[test]
+    fn storage_slots_are_whole_float32_elements() {
+        for (bytes, elems) in [(0, 1), (1, 1), (4, 1), (5, 2), (1000, 250)] {
+            let a = NDArray::empty_bytes(bytes, DLDevice::cpu(0)).unwrap();
+            assert_eq!((a.shape(), a.dtype()), (&[elems][..], DLDataType::FLOAT32), "{bytes} bytes");
+        }
     }
 
     #[test]

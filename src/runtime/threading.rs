@@ -408,7 +408,10 @@ impl ThreadPool {
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
                 Ok(()) => 0,
                 Err(p) => {
-                    super::error::set_last_error_text(&format!("panic in lane {task}: {}", panic_text(&*p)));
+                    super::error::set_last_error_text(&format!(
+                        "panic in lane {task}: {}",
+                        super::error::panic_message(&*p)
+                    ));
                     -1
                 }
             }
@@ -416,10 +419,6 @@ impl ThreadPool {
         let n = i32::try_from(n.clamp(1, self.num_threads)).unwrap_or(1);
         self.launch(Some(trampoline::<F>), lane as *const F as *mut c_void, n)
     }
-}
-
-fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default()
 }
 
 /// Spin, then yield, until `done` holds (a launch's tasks take microseconds).

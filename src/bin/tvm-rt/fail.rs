@@ -3,7 +3,7 @@
 use std::fmt::Display;
 use std::path::Path;
 use std::process::ExitCode;
-use tvm_runtime::runtime::error::Error;
+use tvm_runtime::runtime::error::{panic_message, Error};
 
 /// A failed command: its message and exit code.
 #[derive(Debug)]
@@ -66,12 +66,7 @@ impl<T, E: Display> FileContext<T> for Result<T, E> {
 /// Panics print one line, no backtrace: the user sees a message, not the program's insides.
 pub fn quiet_panics() {
     std::panic::set_hook(Box::new(|info| {
-        let what = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".to_string());
+        let what = panic_message(info.payload());
         let place = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         eprintln!("tvm-rt: panic{place}: {what}");
     }));

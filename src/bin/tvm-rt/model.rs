@@ -139,7 +139,7 @@ fn load_factory(so: &Path, memory: MemoryPlan) -> Result<Arc<Plan>, Failure> {
         ));
     }
     let module = load_module(so)?;
-    let factory = module.node().as_any().downcast_ref::<GraphExecutorFactory>().ok_or_else(|| {
+    let factory = GraphExecutorFactory::of(&module).map_err(|_| {
         Failure::file(
             so,
             format!(

@@ -5,7 +5,7 @@
 
 use super::layout::OutputAxis;
 use super::pad::{is_leading_block, RegionCopy};
-use super::{alloc_bytes, BucketSet};
+use super::BucketSet;
 use crate::abi::{device_type, DLDataType};
 use crate::graph::executor::Executor;
 use crate::graph::front::{in_use, ExecutorFront};
@@ -44,11 +44,11 @@ fn entry_shape(set: &BucketSet, bucket: usize, eid: usize) -> &[i64] {
 
 impl BucketContext {
     pub fn new(set: Arc<BucketSet>) -> Result<BucketContext> {
-        let arena = alloc_bytes(set.arena_bytes, set.device)?;
+        let arena = NDArray::empty_bytes(set.arena_bytes, set.device)?;
         let fronts = set.buckets.iter().map(|b| {
             let exec = Executor::with_slots(b.plan.clone(), &mut |sid, spec| match b.arena_offsets[sid] {
                 Some(at) => arena.create_view_at(at, &[(spec.bytes / 4) as i64], DLDataType::FLOAT32),
-                None => alloc_bytes(spec.bytes, spec.device),
+                None => NDArray::empty_bytes(spec.bytes, spec.device),
             })?;
             ExecutorFront::create_over(exec, &set.options.executor)
         });

@@ -157,9 +157,7 @@ fn host_devices(devices: &[DLDevice]) -> Result<&[DLDevice]> {
 }
 
 fn factory_of<'a>(m: &'a Module, label: &str) -> Result<&'a GraphExecutorFactory> {
-    m.node().as_any().downcast_ref::<GraphExecutorFactory>().ok_or_else(|| {
-        Error::type_error(format!("{label}: module of type `{}` is not a GraphExecutorFactory", m.type_key()))
-    })
+    GraphExecutorFactory::of(m).map_err(|e| e.context(label))
 }
 
 /// Each version's params, where every array with the name and bytes of the first version's is
@@ -279,9 +277,4 @@ fn arena_end(b: &Bucket) -> usize {
         .filter_map(|(o, s)| o.map(|o| o + s.bytes.div_ceil(ALLOC_ALIGNMENT) * ALLOC_ALIGNMENT))
         .max()
         .unwrap_or(0)
-}
-
-/// A float32 array of at least `bytes` bytes (slots are whole numbers of 4 bytes).
-fn alloc_bytes(bytes: usize, device: DLDevice) -> Result<NDArray> {
-    NDArray::empty(&[bytes.div_ceil(4).max(1) as i64], DLDataType::FLOAT32, device)
 }
