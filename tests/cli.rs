@@ -654,3 +654,17 @@ fn inspect_shows_the_buckets_of_a_manifest() {
     let e = tvm_rt(&["inspect", path_str(&manifest)]).expect(2).stderr;
     assert!(e.contains("have the same input shapes"), "{e}");
 }
+
+#[test]
+fn a_worker_thread_the_os_refuses_is_an_error_not_a_panic() {
+    // std reads RUST_MIN_STACK for threads started without an explicit stack size: an absurd
+    // one makes every spawn fail, as an exhausted machine would.
+    let out = Command::new(env!("CARGO_BIN_EXE_tvm-rt"))
+        .env("RUST_MIN_STACK", "100000000000000")
+        .args(["bench", demo(), "--inter-op-threads", "2", "--intra-op-threads", "2"])
+        .output()
+        .expect("running tvm-rt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot start worker thread `tvm-worker-1`"), "{stderr}");
+}

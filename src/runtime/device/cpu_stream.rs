@@ -176,10 +176,11 @@ impl Scheduler {
         let n = self.workers.load(Ordering::Acquire);
         if n < *EAGER_WORKERS {
             self.spawn_worker();
-        } else if n < MAX_WORKERS && !self.watching.swap(true, Ordering::AcqRel) {
-            if workers::spawn("tvm-stream-watch".into(), move || self.watch()).is_err() {
-                self.watching.store(false, Ordering::Release);
-            }
+        } else if n < MAX_WORKERS
+            && !self.watching.swap(true, Ordering::AcqRel)
+            && workers::spawn("tvm-stream-watch".into(), move || self.watch()).is_err()
+        {
+            self.watching.store(false, Ordering::Release);
         }
     }
 
