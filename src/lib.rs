@@ -15,13 +15,14 @@ pub mod ffi;
 pub mod graph;
 pub mod runtime;
 
-/// Install the layers above the runtime into it: the graph executor's blob loaders and globals,
-/// and the C-API functions kernel libraries call back into. Idempotent and cheap after the first
-/// call. Every exported C function calls it; Rust programs using the crate directly call it once
-/// before loading modules.
+/// Install the runtime's built-in globals, then the layers above the runtime into it: the graph
+/// executor's blob loaders and globals, and the C-API functions kernel libraries call back into.
+/// Idempotent and cheap after the first call. Every exported C function calls it; Rust programs
+/// using the crate directly call it once before using the global registry or loading modules.
 pub fn init() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
+        runtime::builtins::install();
         runtime::library::install_context_functions(ffi::backend::context_functions());
         graph::install();
     });

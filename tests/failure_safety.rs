@@ -21,9 +21,8 @@ use tvm_runtime::ffi::graph_executor::*;
 use tvm_runtime::graph::factory::GraphExecutorFactory;
 use tvm_runtime::runtime::blob::{write_import_tree, BlobEntry};
 use tvm_runtime::runtime::error::{Error, Result as RtResult};
-use tvm_runtime::runtime::module::{Module, ModuleNode};
 use tvm_runtime::runtime::ndarray::NDArray;
-use tvm_runtime::runtime::packed::{PackedFunc, Value};
+use tvm_runtime::runtime::packed::{Module, ModuleNode, PackedFunc, Value};
 
 /// Elements of every tensor of the test graphs (shape [1, N]).
 const N: usize = 16;

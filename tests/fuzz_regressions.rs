@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use tvm_runtime::runtime::blob::load_import_tree;
 use tvm_runtime::runtime::library::{LibraryModule, SymbolSource};
-use tvm_runtime::runtime::module::Module;
+use tvm_runtime::runtime::packed::Module;
 
 /// A library with no symbols at all.
 struct NoSymbols;

@@ -408,7 +408,7 @@ fn kernels_plan(model: &str) -> tvm_runtime::graph::Plan {
     use tvm_runtime::graph::{Graph, Plan};
     let lib = load_module(&kernels_so()).unwrap();
     let module = unsafe {
-        tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::module::ModuleObj>::from_borrowed(lib.0 as *mut _)
+        tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::packed::ModuleObj>::from_borrowed(lib.0 as *mut _)
     };
     let graph = Graph::parse(std::str::from_utf8(&tvm_data(model, "graph.json")).unwrap()).unwrap();
     Plan::new(graph, module, &[DLDevice::cpu(0)]).unwrap()

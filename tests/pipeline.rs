@@ -16,8 +16,7 @@ use tvm_runtime::abi::{DLDevice, DLTensor};
 use tvm_runtime::ffi::graph_executor::*;
 use tvm_runtime::ffi::pipeline::*;
 use tvm_runtime::runtime::error::Result as RtResult;
-use tvm_runtime::runtime::module::{Module, ModuleNode};
-use tvm_runtime::runtime::packed::{PackedFunc, Value};
+use tvm_runtime::runtime::packed::{Module, ModuleNode, PackedFunc, Value};
 
 fn demo_so() -> PathBuf {
     static SO: OnceLock<PathBuf> = OnceLock::new();

@@ -101,7 +101,7 @@ fn factory_blob_round_trips_byte_for_byte() {
         assert_eq!(json.as_bytes(), &tvm_data(model, "graph.json")[..], "{model}");
         // Re-serializing the factory reproduces TVM's payload.
         let m = unsafe {
-            tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::module::ModuleObj>::from_borrowed(
+            tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::packed::ModuleObj>::from_borrowed(
                 lib.0 as *mut _,
             )
         };

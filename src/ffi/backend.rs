@@ -122,7 +122,9 @@ pub unsafe extern "C" fn TVMBackendRegisterEnvCAPI(name: *const c_char, ptr: *mu
         // SAFETY: C string argument.
         let name = unsafe { c_str!(name)? };
         // SAFETY: the frontend passes its own function of the named API (C contract).
-        unsafe { env_capi::register(name, ptr)? };
+        if !unsafe { env_capi::register(name, ptr) } {
+            return Err(Error::value(format!("TVMBackendRegisterEnvCAPI: unknown C API `{name}`")));
+        }
         Ok(0)
     })
 }

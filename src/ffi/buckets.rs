@@ -12,7 +12,7 @@ use crate::graph::buckets::{policy, BucketContext, BucketSet, BucketedFront};
 use crate::graph::options::BucketOptions;
 use crate::graph::Engine;
 use crate::runtime::error::{Error, Result};
-use crate::runtime::module::Module;
+use crate::runtime::packed::Module;
 use std::ffi::{c_char, c_int};
 use std::path::Path;
 use std::sync::Arc;

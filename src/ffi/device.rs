@@ -2,10 +2,9 @@
 
 use super::ptr::{out_param, slice};
 use crate::abi::{DLDataType, DLDevice, DLTensor};
-use crate::runtime::device::device_api;
+use crate::runtime::device::{device_api, ALLOC_ALIGNMENT};
 use crate::runtime::dtype::data_size;
 use crate::runtime::error::Error;
-use crate::runtime::ndarray::ALLOC_ALIGNMENT;
 use crate::runtime::tensor::TensorRef;
 use std::ffi::{c_char, c_int, c_void};
 

@@ -2,8 +2,8 @@
 
 use super::ptr::{borrow_handle, check_type, out_param};
 use crate::runtime::error::Result;
-use crate::runtime::module::{Module, ModuleObj};
 use crate::runtime::object::{release, ObjectHeader};
+use crate::runtime::packed::{Module, ModuleObj};
 use std::ffi::{c_char, c_int, c_void};
 
 /// A module from a C handle (new reference), checked to be a module.

@@ -4,7 +4,7 @@
 
 use crate::runtime::error::{Error, Result};
 use crate::runtime::live;
-use crate::runtime::object::{ObjPtr, ObjectHeader, ObjectType};
+use crate::runtime::object::{kind_name, ObjPtr, ObjectHeader, ObjectType};
 use std::ffi::c_void;
 
 /// The out-parameter `p` as a reference; NULL is an error naming `name`.
@@ -66,7 +66,7 @@ pub(crate) unsafe fn slice_mut<'a, T>(p: *mut T, len: usize, name: &str) -> Resu
 /// # Safety
 /// `handle` must point to a live object (in the checked mode: or to anything at all).
 pub(crate) unsafe fn check_type<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<()> {
-    live::check(handle, live::kind_name(T::TYPE_INDEX))?;
+    live::check(handle, kind_name(T::TYPE_INDEX))?;
     // SAFETY: a live object starts with its header (caller contract).
     let ti = unsafe { (*(handle as *mut ObjectHeader)).type_index };
     if ti != T::TYPE_INDEX {

@@ -4,8 +4,9 @@
 
 use super::plan::{Key, OpKind, Plan, StorageSpec};
 use crate::abi::{type_code as tc, DLDataType, DLTensor, TVMBackendPackedCFunc, TVMValue};
+use crate::runtime::device::ALLOC_ALIGNMENT;
 use crate::runtime::error::{error_from_callee, last_error_generation, panic_message, Error, Result};
-use crate::runtime::ndarray::{copy_from_to, NDArray, ALLOC_ALIGNMENT};
+use crate::runtime::ndarray::{copy_from_to, NDArray};
 use crate::runtime::packed::{Args, PackedFunc, Value};
 use crate::runtime::tensor::TensorRef;
 use std::ffi::{c_int, c_void};

@@ -8,7 +8,7 @@ use super::options::MemoryPlan;
 use super::plan::{OpKind, Plan};
 use crate::abi::DLDevice;
 use crate::runtime::error::Result;
-use crate::runtime::module::Module;
+use crate::runtime::packed::Module;
 use std::collections::HashMap;
 
 /// A set of op indices as a bitset.

@@ -1,16 +1,28 @@
-//! Global packed functions the runtime installs itself.
+//! Global packed functions the runtime installs itself, above everything they call: the
+//! registry below knows none of them; the crate's `init` installs them with [`install`].
 
 use super::container::{map_object, MapObj};
 use super::error::{Error, Result};
 use super::library::system_lib;
-use super::module::Module;
 use super::ndarray::NDArrayData;
-use super::packed::{Args, PackedFunc, Value};
+use super::packed::{Args, Module, PackedFunc, Value};
 use super::params::{load_params, save_params};
+use super::registry;
 
-pub(crate) fn all() -> Vec<(&'static str, PackedFunc)> {
-    let mut all = super::container::globals();
-    all.extend(super::container::shape_globals());
+/// Register the built-in globals (once; later calls do nothing). A name registered before the
+/// first call keeps its function.
+pub(crate) fn install() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for (name, f) in all() {
+            let _ = registry::register(name, f, false);
+        }
+    });
+}
+
+fn all() -> Vec<(&'static str, PackedFunc)> {
+    let mut all = super::container_globals::globals();
+    all.extend(super::container_globals::shape_globals());
     all.extend(params_globals());
     all.extend(array_globals());
     all.extend(module_globals());
@@ -192,6 +204,7 @@ mod tests {
 
     #[test]
     fn array_alloc_with_scope_and_device_attr() {
+        install();
         let alloc = require("runtime.TVMArrayAllocWithScope").unwrap();
         let a = alloc
             .call(&[
@@ -221,6 +234,7 @@ mod tests {
 
     #[test]
     fn params_globals_round_trip_maps() {
+        install();
         let a = crate::runtime::ndarray::NDArray::from_bytes(&[2], DLDataType::FLOAT32, &[0, 0, 128, 63, 0, 0, 0, 64])
             .unwrap();
         let map = require("runtime.Map").unwrap().call(&[Value::from("w"), Value::NDArray(a)]).unwrap();

@@ -7,9 +7,8 @@
 use super::byteio::{Input, Reader};
 use super::container::{array_object, map_object};
 use super::error::{Error, Result};
-use super::module::{Module, ModuleNode};
 use super::ndarray::NDArray;
-use super::packed::{PackedFunc, Value};
+use super::packed::{Module, ModuleNode, PackedFunc, Value};
 use super::params::{read_named_records, MIN_RECORD_BYTES};
 use parking_lot::Mutex;
 use std::any::Any;

@@ -6,12 +6,12 @@
 //! image with one `__tvm_module_ctx`, so a second load reuses the live library module instead of
 //! re-pointing the context at a module that may die first.
 
-use super::blob::load_import_tree;
+use super::blob::{blob_bytes, load_import_tree};
 use super::elf;
 use super::error::{Error, Result};
 use super::library::{init_library_context, LibraryModule, SymbolSource};
-use super::module::Module;
 use super::object::{ObjPtr, ObjectHeader};
+use super::packed::Module;
 use libloading::os::unix::{Library, RTLD_LAZY, RTLD_LOCAL};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
@@ -110,62 +110,6 @@ fn try_retain(header: *mut ObjectHeader) -> Option<Module> {
         }
     }
     None
-}
-
-/// Size of the data symbol at `addr` from the ELF symbol table, when the platform tells.
-fn symbol_size(addr: *mut c_void) -> Option<usize> {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        const RTLD_DL_SYMENT: libc::c_int = 1;
-        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-        let mut sym: *mut c_void = std::ptr::null_mut();
-        // SAFETY: valid out-pointers; `addr` is a symbol address inside a loaded image.
-        let ok = unsafe { libc::dladdr1(addr, &mut info, &mut sym, RTLD_DL_SYMENT) };
-        if ok != 0 && !sym.is_null() {
-            // SAFETY: with RTLD_DL_SYMENT, `sym` points to the image's ElfW(Sym) entry.
-            let size = unsafe { (*(sym as *const libc::Elf64_Sym)).st_size } as usize;
-            if size > 0 {
-                return Some(size);
-            }
-        }
-        None
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        let _ = addr;
-        None
-    }
-}
-
-/// Largest blob accepted when the symbol size is unknown.
-const MAX_BLOB_BYTES: u64 = 1 << 36;
-
-/// The bytes of `__tvm_dev_mblob` (length prefix included), bounded by the symbol's size.
-pub(crate) fn blob_bytes<'a>(addr: *mut c_void) -> Result<&'a [u8]> {
-    let size = symbol_size(addr);
-    if let Some(s) = size.filter(|&s| s < 8) {
-        return Err(Error::value(format!(
-            "module blob: the __tvm_dev_mblob symbol is {s} bytes, too short for its 8-byte length prefix"
-        )));
-    }
-    // SAFETY: the blob starts with an 8-byte length (checked against the symbol size where
-    // known); read unaligned (the array is 1-aligned).
-    let n = unsafe { std::ptr::read_unaligned(addr as *const u64) };
-    let total = n.checked_add(8).ok_or_else(|| Error::value("module blob: length prefix overflows"))?;
-    match size {
-        Some(size) if total > size as u64 => {
-            return Err(Error::value(format!(
-            "module blob: length prefix says {n} bytes but the __tvm_dev_mblob symbol holds only {} after the prefix",
-            size.saturating_sub(8)
-        )))
-        }
-        None if total > MAX_BLOB_BYTES => {
-            return Err(Error::value(format!("module blob: implausible length {n}")));
-        }
-        _ => {}
-    }
-    // SAFETY: the symbol holds at least `total` bytes (checked against its size where known).
-    Ok(unsafe { std::slice::from_raw_parts(addr as *const u8, total as usize) })
 }
 
 /// The file `dlopen(path)` opens and its metadata: `path` itself when it has a '/', else the

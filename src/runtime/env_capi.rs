@@ -1,7 +1,6 @@
 //! Frontend C API hooks accepted by `TVMBackendRegisterEnvCAPI` (the Python package registers
 //! `Py_IncRef` / `Py_DecRef` and friends). A leaf: the error slot uses the refcount hooks.
 
-use super::error::{Error, Result};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -12,23 +11,24 @@ static PY_DEC_REF: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 static PY_GIL_STATE_ENSURE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 static PY_GIL_STATE_RELEASE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 
-/// Store the frontend's function `ptr` under its C API name.
+/// Store the frontend's function `ptr` under its C API name; false (nothing stored) when `name`
+/// is not one of the hooks above.
 ///
 /// # Safety
 /// `ptr` must be NULL or a function with the C prototype of the API it is named after
 /// (`void Py_IncRef(void*)`, `void Py_DecRef(void*)`, `int PyErr_CheckSignals(void)`, ...),
 /// callable for the rest of the process.
-pub unsafe fn register(name: &str, ptr: *mut c_void) -> Result<()> {
+pub unsafe fn register(name: &str, ptr: *mut c_void) -> bool {
     let slot = match name {
         "PyErr_CheckSignals" => &PY_ERR_CHECK_SIGNALS,
         "Py_IncRef" => &PY_INC_REF,
         "Py_DecRef" => &PY_DEC_REF,
         "PyGILState_Ensure" => &PY_GIL_STATE_ENSURE,
         "PyGILState_Release" => &PY_GIL_STATE_RELEASE,
-        _ => return Err(Error::value(format!("TVMBackendRegisterEnvCAPI: unknown C API `{name}`"))),
+        _ => return false,
     };
     slot.store(ptr, Ordering::Release);
-    Ok(())
+    true
 }
 
 /// Take a reference to a frontend object through the registered `Py_IncRef`, if any.

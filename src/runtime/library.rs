@@ -6,8 +6,7 @@
 //! shared.
 
 use super::error::{error_from_callee, last_error_generation, Error, Result};
-use super::module::{Module, ModuleNode};
-use super::packed::{PackedFunc, Value};
+use super::packed::{Module, ModuleNode, PackedFunc, Value};
 use crate::abi::{type_code as tc, TVMBackendPackedCFunc, TVMValue};
 use once_cell::sync::{Lazy, OnceCell};
 use parking_lot::{Mutex, RwLock};
@@ -180,7 +179,7 @@ pub fn system_lib(prefix: &str) -> Result<Module> {
     let module = Module::from_node(LibraryModule::new(symbols.clone()));
     init_library_context(&*symbols, &module, functions);
     let root = match symbols.symbol("__tvm_dev_mblob") {
-        Some(addr) => super::blob::load_import_tree(super::dso::blob_bytes(addr)?, module)
+        Some(addr) => super::blob::load_import_tree(super::blob::blob_bytes(addr)?, module)
             .map_err(|e| e.context(format!("system library `{prefix}`")))?,
         None => module,
     };

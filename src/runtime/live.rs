@@ -65,17 +65,6 @@ pub fn request_checking(on: bool) -> bool {
     }
 }
 
-/// How a handle of an object with static type index `type_index` is named in errors.
-pub fn kind_name(type_index: u32) -> &'static str {
-    use super::object::type_index as ti;
-    match type_index {
-        ti::MODULE => "module",
-        ti::PACKED_FUNC => "function",
-        ti::NDARRAY => "NDArray",
-        _ => "object",
-    }
-}
-
 /// Hashing for addresses: one multiply (SipHash, the default, costs more than the lock).
 #[derive(Default)]
 struct AddrHasher(u64);

@@ -7,6 +7,7 @@ pub(crate) mod builtins;
 pub mod byteio;
 pub mod const_loader;
 pub mod container;
+pub(crate) mod container_globals;
 pub mod cptr;
 pub mod device;
 pub mod dso;
@@ -30,6 +31,5 @@ pub mod workers;
 pub mod workspace;
 
 pub use error::{Error, Result};
-pub use module::{Module, ModuleNode};
 pub use ndarray::NDArray;
-pub use packed::{Args, PackedFunc, Value};
+pub use packed::{Args, Module, ModuleNode, PackedFunc, Value};

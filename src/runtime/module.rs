@@ -1,124 +1,15 @@
-//! Modules: named collections of packed functions with imports.
-//!
-//! A module object holds a [`ModuleNode`] (what kind of module it is) and its import list.
-//! Loaders for files are globals named `runtime.module.loadfile_<format>`.
+//! Modules' lookups that reach the global registry: `TVMBackendGetFuncFromEnv` (imports, then
+//! globals) and `TVMModLoadFromFile` (a loader global per format). The module object itself
+//! ([`Module`], [`ModuleNode`]) is in [`packed`](super::packed): values carry modules and modules
+//! hand out packed functions, so the two are defined together. Loaders for files are globals named
+//! `runtime.module.loadfile_<format>`.
 
 use super::error::{Error, Result};
-use super::object::{type_index, ObjPtr, ObjectHeader, ObjectType};
-use super::packed::{PackedFunc, Value};
+use super::object::ObjectHeader;
+use super::packed::{Module, Value};
 use super::registry;
-use crate::abi::TVMBackendPackedCFunc;
-use parking_lot::{Mutex, RwLock};
-use std::any::Any;
-use std::collections::HashMap;
-
-/// What a kind of module provides.
-pub trait ModuleNode: Send + Sync + 'static {
-    /// TVM's type key (`library`, `GraphExecutorFactory`, ...).
-    fn type_key(&self) -> &str;
-    /// A function this module itself provides (imports are searched by [`Module`]).
-    /// `this` is the module object, for functions that must keep it alive.
-    fn get_function(&self, name: &str, this: &Module) -> Result<Option<PackedFunc>>;
-    /// The raw compiled function behind `name`, for callers that invoke kernels directly
-    /// (the graph executor's run loop). Only library modules have them.
-    fn get_backend_function(&self, _name: &str) -> Option<TVMBackendPackedCFunc> {
-        None
-    }
-    fn as_any(&self) -> &dyn Any;
-}
-
-/// Payload of a module object.
-pub struct ModuleObj {
-    node: Box<dyn ModuleNode>,
-    imports: RwLock<Vec<Module>>,
-    /// Functions handed to compiled code by `TVMBackendGetFuncFromEnv` (borrowed by it).
-    env_cache: Mutex<HashMap<String, PackedFunc>>,
-}
-
-impl ObjectType for ModuleObj {
-    const TYPE_INDEX: u32 = type_index::MODULE;
-}
-
-/// A reference-counted module.
-pub type Module = ObjPtr<ModuleObj>;
-
-/// Serializes import edits so that the cycle check and the insertion are atomic.
-static IMPORT_LOCK: Mutex<()> = Mutex::new(());
-
-impl ModuleObj {
-    pub fn node(&self) -> &dyn ModuleNode {
-        &*self.node
-    }
-    pub fn type_key(&self) -> &str {
-        self.node.type_key()
-    }
-    /// A snapshot of the import list.
-    pub fn imports(&self) -> Vec<Module> {
-        self.imports.read().clone()
-    }
-}
 
 impl Module {
-    pub fn from_node(node: impl ModuleNode) -> Module {
-        Module::new(ModuleObj {
-            node: Box::new(node),
-            imports: RwLock::new(Vec::new()),
-            env_cache: Mutex::new(HashMap::new()),
-        })
-    }
-
-    /// Whether `target` is reachable from `self` through imports (or is `self`).
-    fn reaches(&self, target: &Module) -> bool {
-        let mut stack = vec![self.clone()];
-        let mut seen = std::collections::HashSet::new();
-        while let Some(m) = stack.pop() {
-            if Module::ptr_eq(&m, target) {
-                return true;
-            }
-            if seen.insert(m.as_header() as usize) {
-                stack.extend(m.imports());
-            }
-        }
-        false
-    }
-
-    /// Append `dep` to this module's imports; an import that would close a cycle is an error.
-    pub fn import(&self, dep: &Module) -> Result<()> {
-        let _guard = IMPORT_LOCK.lock();
-        if dep.reaches(self) {
-            return Err(Error::value(format!(
-                "cannot import module `{}` into `{}`: the import would create a cycle",
-                dep.type_key(),
-                self.type_key()
-            )));
-        }
-        self.imports.write().push(dep.clone());
-        Ok(())
-    }
-
-    /// Look up `name` in this module, then (if asked) depth-first through its imports.
-    pub fn get_function(&self, name: &str, query_imports: bool) -> Result<Option<PackedFunc>> {
-        if let Some(f) = self.node.get_function(name, self)? {
-            return Ok(Some(f));
-        }
-        if query_imports {
-            for m in self.imports() {
-                if let Some(f) = m.get_function(name, true)? {
-                    return Ok(Some(f));
-                }
-            }
-        }
-        Ok(None)
-    }
-
-    /// The raw compiled function behind `name`, searching imports depth-first. The function
-    /// stays valid while this module lives.
-    pub fn get_backend_function(&self, name: &str) -> Option<TVMBackendPackedCFunc> {
-        self.node
-            .get_backend_function(name)
-            .or_else(|| self.imports().iter().find_map(|m| m.get_backend_function(name)))
-    }
-
     /// `TVMBackendGetFuncFromEnv`: the imports (recursively), then the global registry.
     /// The returned handle is borrowed: it stays valid while this module lives.
     pub fn get_func_from_env(&self, name: &str) -> Result<*mut ObjectHeader> {
@@ -181,6 +72,8 @@ impl Module {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::packed::{ModuleNode, PackedFunc};
+    use std::any::Any;
 
     struct Named(String, &'static [&'static str]);
     impl ModuleNode for Named {

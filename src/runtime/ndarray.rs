@@ -4,7 +4,7 @@
 
 use super::container::ShapeTupleObj;
 use super::cptr;
-use super::device::device_api;
+use super::device::{device_api, ALLOC_ALIGNMENT};
 use super::dtype::data_size;
 use super::error::{Error, Result};
 use super::live;
@@ -12,9 +12,6 @@ use super::object::{type_index, ObjPtr, ObjectHeader, ObjectType};
 use super::tensor::{host_view_of, TensorRef};
 use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLTensor};
 use std::ffi::c_void;
-
-/// Alignment of every NDArray and storage allocation (`kAllocAlignment`).
-pub const ALLOC_ALIGNMENT: usize = 64;
 
 /// Offset from the object header to the `DLTensor` (the handle).
 pub const DLTENSOR_OFFSET: usize = 16;

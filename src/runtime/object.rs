@@ -461,6 +461,17 @@ pub fn derived_from(child: u32, parent: u32) -> Result<bool> {
     }
 }
 
+/// How a handle of an object with static type index `type_index` is named in errors.
+pub fn kind_name(type_index: u32) -> &'static str {
+    use self::type_index as ti;
+    match type_index {
+        ti::MODULE => "module",
+        ti::PACKED_FUNC => "function",
+        ti::NDARRAY => "NDArray",
+        _ => "object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

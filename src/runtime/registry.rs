@@ -1,8 +1,9 @@
 //! The process-wide registry of named packed functions.
 //!
 //! Lookups clone the function (a refcount bump) and release the lock before any user code runs,
-//! so functions may call back into the registry. Built-in globals are installed on first use,
-//! which also makes the registry usable from C static constructors before `main`.
+//! so functions may call back into the registry. It starts empty: the runtime's own globals
+//! (`builtins.rs`) are installed by the crate's `init`, which every C entry point runs
+//! first (C static constructors before `main` included).
 
 use super::error::{Error, Result};
 use super::packed::PackedFunc;
@@ -10,13 +11,7 @@ use once_cell::sync::Lazy;
 use parking_lot::RwLock;
 use std::collections::HashMap;
 
-static REGISTRY: Lazy<RwLock<HashMap<String, PackedFunc>>> = Lazy::new(|| {
-    let mut map = HashMap::new();
-    for (name, f) in super::builtins::all() {
-        map.insert(name.to_string(), f);
-    }
-    RwLock::new(map)
-});
+static REGISTRY: Lazy<RwLock<HashMap<String, PackedFunc>>> = Lazy::new(Default::default);
 
 /// Register `f` under `name`; an existing name is an error unless `allow_override`.
 pub fn register(name: &str, f: PackedFunc, allow_override: bool) -> Result<()> {

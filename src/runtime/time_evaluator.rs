@@ -5,9 +5,8 @@
 
 use super::device::device_api;
 use super::error::{Error, Result};
-use super::module::Module;
 use super::ndarray::NDArray;
-use super::packed::{Args, PackedFunc, Value};
+use super::packed::{Args, Module, PackedFunc, Value};
 use super::registry;
 use crate::abi::{type_code as tc, DLDataType, DLDevice};
 use std::time::{Duration, Instant};

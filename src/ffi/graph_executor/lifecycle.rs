@@ -9,7 +9,7 @@ use crate::graph::memory_plan::build_plan;
 use crate::graph::options::ExecutorOptions;
 use crate::graph::{Engine, ExecutorFront, Graph};
 use crate::runtime::error::{Error, Result};
-use crate::runtime::module::Module;
+use crate::runtime::packed::Module;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! that would rather name one file than load N modules.
 
 use crate::runtime::error::{Error, Result};
-use crate::runtime::module::Module;
+use crate::runtime::packed::Module;
 use std::path::{Path, PathBuf};
 
 /// The artifact paths a manifest lists, resolved against its directory.

@@ -27,9 +27,10 @@ use super::options::BucketOptions;
 use super::plan::Plan;
 use super::Graph;
 use crate::abi::{device_type, DLDataType, DLDevice};
+use crate::runtime::device::ALLOC_ALIGNMENT;
 use crate::runtime::error::{Error, Result};
-use crate::runtime::module::Module;
-use crate::runtime::ndarray::{NDArray, ALLOC_ALIGNMENT};
+use crate::runtime::ndarray::NDArray;
+use crate::runtime::packed::Module;
 use layout::{analyze, Dim, Layout, OutputAxis, Signature};
 use std::sync::Arc;
 

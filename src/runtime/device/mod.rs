@@ -15,6 +15,9 @@ use crate::runtime::tensor::TensorRef;
 use once_cell::sync::OnceCell;
 use std::ffi::c_void;
 
+/// Alignment of every NDArray and storage allocation (`kAllocAlignment`).
+pub const ALLOC_ALIGNMENT: usize = 64;
+
 /// An opaque stream handle as C sees it; NULL is the device's default stream.
 pub type StreamHandle = *mut c_void;
 /// An opaque event handle: a point in a stream that other streams and the host can wait for.
@@ -73,7 +76,7 @@ pub trait DeviceApi: Send + Sync {
     fn event_query(&self, dev: DLDevice, event: EventHandle) -> Result<bool>;
     /// Temporary memory for kernels (64-byte aligned).
     fn alloc_workspace(&self, dev: DLDevice, nbytes: usize, type_hint: DLDataType) -> Result<*mut c_void> {
-        self.alloc_data_space(dev, nbytes.max(1), crate::runtime::ndarray::ALLOC_ALIGNMENT, type_hint)
+        self.alloc_data_space(dev, nbytes.max(1), ALLOC_ALIGNMENT, type_hint)
     }
     /// Free memory from [`DeviceApi::alloc_workspace`].
     ///
@@ -210,7 +213,7 @@ mod tests {
         let arr = NDArray::empty(&[4], DLDataType::FLOAT32, ext).unwrap();
         assert_eq!(EXT.allocs.load(Ordering::SeqCst), 1);
         assert_eq!(arr.device().device_type, device_type::EXT_DEV);
-        assert_eq!(arr.data_ptr() as usize % crate::runtime::ndarray::ALLOC_ALIGNMENT, 0);
+        assert_eq!(arr.data_ptr() as usize % ALLOC_ALIGNMENT, 0);
 
         let bytes: Vec<u8> = (1..=16).collect();
         let src = NDArray::from_bytes(&[4], DLDataType::FLOAT32, &bytes).unwrap();

@@ -1,0 +1,148 @@
+//! The container globals (`runtime.Array`, `runtime.Map`, `runtime.ShapeTuple`, ...): packed
+//! functions over the objects of [`container`](super::container), installed with the other
+//! built-in globals.
+
+use super::container::{array_object, map_object, shape_object, string_object, ArrayObj, MapObj, ShapeTupleObj};
+use super::error::{Error, Result};
+use super::object::{ObjPtr, ObjectRef};
+use super::packed::{Args, PackedFunc, Value};
+
+/// A value stored in a container becomes an object: objects as they are, strings boxed.
+fn value_to_object(v: Value, what: &str) -> Result<ObjectRef> {
+    Ok(match v {
+        Value::NDArray(a) => a.to_object_ref(),
+        Value::Module(m) => m.to_object_ref(),
+        Value::Func(f) => f.to_object_ref(),
+        Value::Object(o) => o,
+        Value::Str(s) => string_object(&s),
+        other => return Err(Error::type_error(format!("{what}: cannot store a {} in a container", other.type_name()))),
+    })
+}
+
+fn object_to_value(o: &ObjectRef) -> Value {
+    Value::from_object(o.clone())
+}
+
+fn map_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<MapObj>> {
+    let o = args.object(i)?;
+    o.downcast::<MapObj>()
+        .ok_or_else(|| Error::type_error(format!("argument {i}: expected Map, got type index {}", o.type_index())))
+}
+
+fn array_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<ArrayObj>> {
+    let o = args.object(i)?;
+    o.downcast::<ArrayObj>()
+        .ok_or_else(|| Error::type_error(format!("argument {i}: expected Array, got type index {}", o.type_index())))
+}
+
+pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
+    vec![
+        (
+            "runtime.Array",
+            PackedFunc::from_typed(|args| {
+                let items = (0..args.len())
+                    .map(|i| value_to_object(args.to_value(i)?, "runtime.Array"))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Value::Object(array_object(items)))
+            }),
+        ),
+        ("runtime.ArraySize", PackedFunc::from_typed(|args| Ok(Value::Int(array_arg(&args, 0)?.tail().len() as i64)))),
+        (
+            "runtime.ArrayGetItem",
+            PackedFunc::from_typed(|args| {
+                let a = array_arg(&args, 0)?;
+                let i = args.int(1)?;
+                let n = a.tail().len();
+                usize::try_from(i)
+                    .ok()
+                    .and_then(|i| a.tail().get(i))
+                    .map(|item| item.as_ref().map_or(Value::Null, object_to_value))
+                    .ok_or_else(|| Error::index(format!("array index {i} out of range (size {n})")))
+            }),
+        ),
+        (
+            "runtime.Map",
+            PackedFunc::from_typed(|args| {
+                if args.len() % 2 != 0 {
+                    return Err(Error::value("runtime.Map expects key/value pairs"));
+                }
+                let mut entries = Vec::with_capacity(args.len() / 2);
+                for i in (0..args.len()).step_by(2) {
+                    let key = args.string(i)?;
+                    let val = value_to_object(args.to_value(i + 1)?, "runtime.Map")?;
+                    entries.retain(|(k, _): &(String, ObjectRef)| *k != key);
+                    entries.push((key, val));
+                }
+                Ok(Value::Object(map_object(entries)))
+            }),
+        ),
+        ("runtime.MapSize", PackedFunc::from_typed(|args| Ok(Value::Int(map_arg(&args, 0)?.0.len() as i64)))),
+        (
+            "runtime.MapCount",
+            PackedFunc::from_typed(|args| {
+                let m = map_arg(&args, 0)?;
+                Ok(Value::Int(m.get(&args.string(1)?).is_some() as i64))
+            }),
+        ),
+        (
+            "runtime.MapGetItem",
+            PackedFunc::from_typed(|args| {
+                let m = map_arg(&args, 0)?;
+                let key = args.string(1)?;
+                m.get(&key)
+                    .map(object_to_value)
+                    .ok_or_else(|| Error::attribute(format!("key `{key}` is not in the map")))
+            }),
+        ),
+        (
+            "runtime.MapItems",
+            PackedFunc::from_typed(|args| {
+                let m = map_arg(&args, 0)?;
+                let mut items = Vec::with_capacity(m.0.len() * 2);
+                for (k, v) in &m.0 {
+                    items.push(string_object(k));
+                    items.push(v.clone());
+                }
+                Ok(Value::Object(array_object(items)))
+            }),
+        ),
+        ("runtime.String", PackedFunc::from_typed(|args| Ok(Value::Object(string_object(&args.string(0)?))))),
+        ("runtime.GetFFIString", PackedFunc::from_typed(|args| Ok(Value::Str(args.string(0)?)))),
+    ]
+}
+
+fn shape_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<ShapeTupleObj>> {
+    let o = args.object(i)?;
+    o.downcast::<ShapeTupleObj>().ok_or_else(|| {
+        Error::type_error(format!("argument {i}: expected ShapeTuple, got type index {}", o.type_index()))
+    })
+}
+
+pub(crate) fn shape_globals() -> Vec<(&'static str, PackedFunc)> {
+    vec![
+        (
+            "runtime.ShapeTuple",
+            PackedFunc::from_typed(|args| {
+                let dims = (0..args.len()).map(|i| args.int(i)).collect::<Result<Vec<_>>>()?;
+                Ok(Value::Object(shape_object(&dims)))
+            }),
+        ),
+        (
+            "runtime.GetShapeTupleSize",
+            PackedFunc::from_typed(|args| Ok(Value::Int(shape_arg(&args, 0)?.dims()?.len() as i64))),
+        ),
+        (
+            "runtime.GetShapeTupleElem",
+            PackedFunc::from_typed(|args| {
+                let s = shape_arg(&args, 0)?;
+                let dims = s.dims()?;
+                let i = args.int(1)?;
+                usize::try_from(i)
+                    .ok()
+                    .and_then(|i| dims.get(i))
+                    .map(|&d| Value::Int(d))
+                    .ok_or_else(|| Error::index(format!("shape index {i} out of range (size {})", dims.len())))
+            }),
+        ),
+    ]
+}
