@@ -21,7 +21,7 @@ use tvm_runtime::graph::Graph;
 use tvm_runtime::runtime::blob::load_import_tree;
 use tvm_runtime::runtime::dtype::data_size;
 use tvm_runtime::runtime::library::{LibraryModule, SymbolSource};
-use tvm_runtime::runtime::module::Module;
+use tvm_runtime::runtime::packed::Module;
 use tvm_runtime::runtime::packed::Value;
 
 const MAX_ENTRY_BYTES: usize = 64 << 20;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tvm_runtime::abi::DLDevice;
 use tvm_runtime::graph::{Executor, Graph, Plan};
 use tvm_runtime::runtime::error::Result;
-use tvm_runtime::runtime::module::{Module, ModuleNode};
+use tvm_runtime::runtime::packed::{Module, ModuleNode};
 use tvm_runtime::runtime::packed::PackedFunc;
 
 const MAX_STORAGE_BYTES: usize = 64 << 20;
