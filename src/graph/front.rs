@@ -10,17 +10,16 @@ use super::phases::{FrontCore, Phases};
 use super::plan::Plan;
 use super::plan::{Key, TensorInfo};
 use super::runner::{run_profiled, OpTiming, Runner, Sequential};
-use super::schedule::{InterOp, Parallelism};
+use super::schedule::{runner, Parallelism};
 use crate::runtime::device::StreamHandle;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::tensor::TensorRef;
-use crate::runtime::threading::{shared_pool, PoolKey};
 use parking_lot::{Mutex, MutexGuard};
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 /// An executor shared between callers, used by one at a time, with the [`Runner`] that runs its
-/// ops: one after another, or on several lanes ([`InterOp`]). Besides the synchronous
+/// ops: one after another, or on several lanes (`schedule::InterOp`). Besides the synchronous
 /// calls, stages may be queued on device streams (`phases.rs`); every synchronous call first
 /// waits for them.
 pub struct ExecutorFront {
@@ -75,13 +74,7 @@ impl ExecutorFront {
             return Ok(ExecutorFront::new(exec));
         }
         let parallelism = Parallelism { inter_op: options.inter_op_threads, intra_op: options.intra_op_threads };
-        let runner: Box<dyn Runner> = if parallelism.inter_op == 1 {
-            let pool = shared_pool(PoolKey { threads: parallelism.intra_op, cpus: None, slot: 0 })?;
-            Box::new(Sequential { pool: Some(pool) })
-        } else {
-            Box::new(InterOp::new(&plan, parallelism)?)
-        };
-        Ok(ExecutorFront::with(exec, runner))
+        Ok(ExecutorFront::with(exec, runner(&plan, parallelism)?))
     }
 
     /// Run the graph once with the front's runner.

@@ -154,42 +154,32 @@ impl<'a> RunState<'a> {
 /// Runs a frame's independent ops on several lanes, drawn from shared pools.
 pub struct InterOp {
     graph: Arc<TaskGraph>,
-    parallelism: Parallelism,
     /// Lane 0 is the caller; the pool's workers are the others.
     lanes: Arc<ThreadPool>,
     /// Per lane, the pool its kernels launch on.
     kernel_pools: Vec<Arc<ThreadPool>>,
 }
 
-impl InterOp {
-    /// A runner for `plan`'s frames; an error if the pools' threads cannot be started.
-    pub fn new(plan: &Plan, parallelism: Parallelism) -> Result<InterOp> {
-        let graph = plan.task_graph();
-        // Lanes are only worth their wake-ups when some chains can run side by side.
-        let lanes = if graph.tasks.len() > 1 { parallelism.inter_op } else { 1 };
-        let key = |threads, slot| PoolKey { threads, cpus: None, slot };
-        Ok(InterOp {
-            graph,
-            parallelism,
-            lanes: shared_pool(key(lanes, LANES_SLOT))?,
-            kernel_pools: (0..lanes).map(|l| shared_pool(key(parallelism.intra_op, l))).collect::<Result<_>>()?,
-        })
-    }
-
-    pub fn parallelism(&self) -> Parallelism {
-        self.parallelism
-    }
-    pub fn task_graph(&self) -> &TaskGraph {
-        &self.graph
-    }
+/// The runner for `plan`'s frames with `parallelism`, drawing on shared pools: lanes only when
+/// there are several and some chains can run side by side (they are worth their wake-ups only
+/// then), else the plain loop with lane 0's kernel pool. An error if a pool's threads cannot be
+/// started.
+pub fn runner(plan: &Plan, parallelism: Parallelism) -> Result<Box<dyn Runner>> {
+    let key = |threads, slot| PoolKey { threads, cpus: None, slot };
+    let kernel_pool = |lane| shared_pool(key(parallelism.intra_op, lane));
+    let graph = if parallelism.inter_op > 1 { Some(plan.task_graph()) } else { None };
+    let Some(graph) = graph.filter(|g| g.tasks.len() > 1) else {
+        return Ok(Box::new(Sequential { pool: Some(kernel_pool(0)?) }));
+    };
+    Ok(Box::new(InterOp {
+        graph,
+        lanes: shared_pool(key(parallelism.inter_op, LANES_SLOT))?,
+        kernel_pools: (0..parallelism.inter_op).map(kernel_pool).collect::<Result<_>>()?,
+    }))
 }
 
 impl Runner for InterOp {
     fn run(&self, frame: &mut Executor, clock: Option<&OpClock>) -> Result<()> {
-        if self.kernel_pools.len() == 1 {
-            // Nothing can overlap: the plain loop, with lane 0's kernel pool.
-            return Sequential { pool: Some(self.kernel_pools[0].clone()) }.run(frame, clock);
-        }
         let state = RunState::new(frame, &self.graph, clock);
         let lane = |l: usize| {
             let _pool = PoolGuard::install(self.kernel_pools[l].clone());

@@ -6,9 +6,9 @@
 //! sets and pipelines borrow pools instead of starting threads of their own. A launching thread
 //! uses its *current* pool (installed for a scope with [`PoolGuard`]), else the process default.
 //! Task 0 runs on the launching thread; workers spin briefly on a generation counter, then park.
-//! A launch from inside a task of the same pool (or while the pool is busy with another launch)
-//! runs inline with `num_task = 1`, which kernels partition for correctly, instead of
-//! deadlocking. Workers start through `workers::spawn` and stop at process exit or unload.
+//! A launch from inside a task (or while the pool is busy with another launch) runs inline with
+//! `num_task = 1`, which kernels partition for correctly, instead of deadlocking; the lanes of
+//! [`ThreadPool::run_lanes`] are not tasks in that sense. Workers start through `workers::spawn` and stop at process exit or unload.
 
 use super::error::{error_from_callee, last_error_generation, Error, Result};
 use super::workers;
@@ -323,7 +323,12 @@ impl ThreadPool {
         let shared = Arc::new(Shared::new(num_threads));
         let pool = ThreadPool { shared: shared.clone(), launch: Mutex::new(()), num_threads };
         workers::on_shut_down(stop_all_pools);
-        POOLS.lock().all.push(Arc::downgrade(&shared));
+        {
+            // Forget pools already dropped (a pool that lost a `shared_pool` race, a test's).
+            let all = &mut POOLS.lock().all;
+            all.retain(|w| w.strong_count() > 0);
+            all.push(Arc::downgrade(&shared));
+        }
         for i in 0..num_threads - 1 {
             let (s, c) = (shared.clone(), cpus.clone());
             // On failure `pool` drops, which stops the workers already started.
@@ -391,9 +396,9 @@ impl ThreadPool {
     /// Run `lane(i)` for `i` in `0..n` (at most the pool's threads), lane 0 on the caller, and
     /// return when all have returned. The lanes are callers in their own right: each may install
     /// another pool and launch on it (a launch on this pool from a lane finds it busy and runs
-    /// inline). Lanes that
-    /// no worker takes in time (the pool is busy, or a worker is descheduled) run on the caller
-    /// after lane 0, so `lane` must not wait for another lane to start.
+    /// inline). Lanes that no worker takes in time (the pool is busy, or a worker is
+    /// descheduled) run on the caller after lane 0, so `lane` must not wait for another lane to
+    /// start.
     pub fn run_lanes<F: Fn(usize) + Sync>(&self, n: usize, lane: &F) -> Result<()> {
         unsafe extern "C" fn trampoline<F: Fn(usize) + Sync>(
             task: c_int,

@@ -9,7 +9,7 @@
 
 use super::error::{Error, Result};
 use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -20,19 +20,17 @@ struct Registry {
     /// Workers not joined yet (finished ones are joined on the next spawn).
     handles: Mutex<Vec<JoinHandle<()>>>,
     /// Workers whose body has not returned yet.
-    live: AtomicUsize,
+    live: Mutex<usize>,
     /// Signalled when a worker's body returns.
     exited: Condvar,
-    exited_lock: Mutex<()>,
     stoppers: Mutex<Vec<fn()>>,
     stopping: AtomicBool,
 }
 
 static REGISTRY: Registry = Registry {
     handles: Mutex::new(Vec::new()),
-    live: AtomicUsize::new(0),
+    live: Mutex::new(0),
     exited: Condvar::new(),
-    exited_lock: Mutex::new(()),
     stoppers: Mutex::new(Vec::new()),
     stopping: AtomicBool::new(false),
 };
@@ -42,8 +40,7 @@ struct LiveToken;
 
 impl Drop for LiveToken {
     fn drop(&mut self) {
-        let _g = REGISTRY.exited_lock.lock();
-        REGISTRY.live.fetch_sub(1, Ordering::AcqRel);
+        *REGISTRY.live.lock() -= 1;
         REGISTRY.exited.notify_all();
     }
 }
@@ -56,7 +53,7 @@ pub fn spawn(name: String, body: impl FnOnce() + Send + 'static) -> Result<()> {
     }
     let mut handles = REGISTRY.handles.lock();
     reap(&mut handles);
-    REGISTRY.live.fetch_add(1, Ordering::AcqRel);
+    *REGISTRY.live.lock() += 1;
     let token = LiveToken;
     let spawned = std::thread::Builder::new().name(name.clone()).spawn(move || {
         let _token = token;
@@ -81,11 +78,6 @@ fn reap(handles: &mut Vec<JoinHandle<()>>) {
     }
 }
 
-/// Runtime worker threads alive now (their bodies have not returned).
-pub fn live_workers() -> usize {
-    REGISTRY.live.load(Ordering::Acquire)
-}
-
 /// Register `stop`, called once by [`shut_down`] to make a kind of worker return.
 pub fn on_shut_down(stop: fn()) {
     let mut s = REGISTRY.stoppers.lock();
@@ -105,15 +97,10 @@ pub fn shut_down() {
         stop();
     }
     let deadline = Instant::now() + GRACE;
-    let mut g = REGISTRY.exited_lock.lock();
-    let mut all_returned = true;
-    while REGISTRY.live.load(Ordering::Acquire) > 0 {
-        if REGISTRY.exited.wait_until(&mut g, deadline).timed_out() {
-            all_returned = REGISTRY.live.load(Ordering::Acquire) == 0;
-            break;
-        }
-    }
-    drop(g);
+    let mut live = REGISTRY.live.lock();
+    while *live > 0 && !REGISTRY.exited.wait_until(&mut live, deadline).timed_out() {}
+    let all_returned = *live == 0;
+    drop(live);
     let mut handles = REGISTRY.handles.lock();
     if all_returned {
         // Every body has returned: each thread is past our code or about to be; join them all.

@@ -240,7 +240,7 @@ mod tests {
 
 /// What a [`DeviceHandle`] names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HandleKind {
+enum HandleKind {
     Stream,
     Event,
 }
@@ -277,10 +277,6 @@ impl DeviceHandle {
     /// The handle to pass to the device API's calls.
     pub fn raw(&self) -> *mut c_void {
         self.raw
-    }
-
-    pub fn kind(&self) -> HandleKind {
-        self.kind
     }
 
     /// Block the host until the stream's queued work, or the event's latest mark, is reached.
