@@ -8,15 +8,6 @@ use std::ffi::CString;
 use tvm_runtime::abi::DLDevice;
 use tvm_runtime::ffi::graph_executor::*;
 
-fn seed004_so() -> std::path::PathBuf {
-    static SO: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    SO.get_or_init(|| {
-        let out = scratch("inter_op").join("seed004.so");
-        build_so(&out, &[kernels_c()], Some(&tvm_data("seed004", "mblob.bin")))
-    })
-    .clone()
-}
-
 /// An executor from the factory with `options`, or the error text.
 fn create(factory: &Mod, options: &str) -> Result<*mut TVMGraphExecutor, String> {
     let dev = DLDevice::cpu(0);
@@ -31,26 +22,9 @@ fn create(factory: &Mod, options: &str) -> Result<*mut TVMGraphExecutor, String>
     }
 }
 
-fn run_seed004(g: *mut TVMGraphExecutor) -> Vec<f32> {
-    let mut keep = Vec::new();
-    for name in ["x1", "y1", "x2", "y2"] {
-        let data = f32s(&tvm_data("seed004", &format!("input_{name}.bin")));
-        let mut t = HostTensor::new(&[10, 2], &data);
-        let cname = CString::new(name).unwrap();
-        // SAFETY: live executor, C string, valid tensor.
-        ok(unsafe { TVMGraphExecutorSetInput(g, cname.as_ptr(), t.ptr()) });
-        keep.push(t);
-    }
-    let mut out = HostTensor::new(&[10, 2], &[0.0; 20]);
-    // SAFETY: live executor and a valid output tensor.
-    ok(unsafe { TVMGraphExecutorRun(g) });
-    ok(unsafe { TVMGraphExecutorGetOutput(g, 0, out.ptr()) });
-    out.values()
-}
-
 #[test]
 fn every_option_combination_gives_tvms_output() {
-    let factory = load_module(&seed004_so()).unwrap();
+    let factory = load_module(&seed004_so("inter_op")).unwrap();
     let want = f32s(&tvm_data("seed004", "output_0.bin"));
     for options in [
         "",
@@ -71,7 +45,7 @@ fn every_option_combination_gives_tvms_output() {
 
 #[test]
 fn bad_options_name_the_key() {
-    let factory = load_module(&seed004_so()).unwrap();
+    let factory = load_module(&seed004_so("inter_op")).unwrap();
     for (options, want) in [
         ("inter_op_threads=0", "option `inter_op_threads`"),
         ("inter_op_threads=two", "option `inter_op_threads`"),
@@ -88,7 +62,7 @@ fn bad_options_name_the_key() {
 
 #[test]
 fn a_parallel_profile_has_a_lane_per_worker() {
-    let factory = load_module(&seed004_so()).unwrap();
+    let factory = load_module(&seed004_so("inter_op")).unwrap();
     let g = create(&factory, "inter_op_threads=2,intra_op_threads=1").unwrap();
     run_seed004(g);
     let mut text: *const std::ffi::c_char = std::ptr::null();
@@ -105,7 +79,7 @@ fn a_parallel_profile_has_a_lane_per_worker() {
 
 #[test]
 fn the_schedule_as_dot_shows_the_independent_adds() {
-    let factory = load_module(&seed004_so()).unwrap();
+    let factory = load_module(&seed004_so("inter_op")).unwrap();
     let g = create(&factory, "inter_op_threads=2").unwrap();
     let mut text: *const std::ffi::c_char = std::ptr::null();
     // SAFETY: live executor and out-pointer.

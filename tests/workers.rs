@@ -73,33 +73,11 @@ fn run(g: *mut TVMGraphExecutor, r: &mut Request) {
     ok(unsafe { TVMGraphExecutorGetOutput(g, 0, r.output.ptr()) });
 }
 
-/// TVM's seed-004 model (two independent adds, then a multiply): branches an inter-op
-/// executor runs on two lanes.
-fn seed004() -> Mod {
-    let out = scratch("workers").join("seed004.so");
-    load_module(&build_so(&out, &[kernels_c()], Some(&tvm_data("seed004", "mblob.bin")))).unwrap()
-}
-
-/// Run seed 004 on TVM's recorded inputs; its output.
-fn run_seed004(g: *mut TVMGraphExecutor) -> Vec<f32> {
-    let mut keep = Vec::new();
-    for name in ["x1", "y1", "x2", "y2"] {
-        let mut t = HostTensor::new(&[10, 2], &f32s(&tvm_data("seed004", &format!("input_{name}.bin"))));
-        let cname = CString::new(name).unwrap();
-        ok(unsafe { TVMGraphExecutorSetInput(g, cname.as_ptr(), t.ptr()) });
-        keep.push(t);
-    }
-    let mut out = HostTensor::new(&[10, 2], &[0.0; 20]);
-    ok(unsafe { TVMGraphExecutorRun(g) });
-    ok(unsafe { TVMGraphExecutorGetOutput(g, 0, out.ptr()) });
-    out.values()
-}
-
 /// 64 executors with `inter_op_threads=2` (on a model with branches) and 4 pipelines with
 /// `core_groups=2`, all alive and used at once: at most cores + 4 threads beyond the process's
 /// own. (Before the shared workers, each such executor started an inter-op worker of its own.)
 fn executors_and_pipelines(demo: &Mod, own: usize) {
-    let branchy = seed004();
+    let branchy = load_module(&seed004_so("workers")).unwrap();
     let want = f32s(&tvm_data("seed004", "output_0.bin"));
     let executors: Vec<_> =
         (0..64).map(|_| executor_with(&branchy, "inter_op_threads=2,memory_plan=parallel")).collect();

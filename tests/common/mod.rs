@@ -272,3 +272,32 @@ pub fn assert_close(got: &[f32], want: &[f32], tol: f32) {
         assert!((g - w).abs() <= tol * (1.0 + w.abs()), "element {i}: got {g}, want {w}");
     }
 }
+
+/// TVM's seed-004 model (two independent adds, then a multiply) linked with the fixture kernels,
+/// built once into this test binary's scratch directory `dir`.
+pub fn seed004_so(dir: &str) -> PathBuf {
+    static SO: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    SO.get_or_init(|| {
+        build_so(&scratch(dir).join("seed004.so"), &[kernels_c()], Some(&tvm_data("seed004", "mblob.bin")))
+    })
+    .clone()
+}
+
+/// Run seed 004 through executor `g` on TVM's recorded inputs; its output.
+pub fn run_seed004(g: *mut tvm_runtime::ffi::graph_executor::TVMGraphExecutor) -> Vec<f32> {
+    use tvm_runtime::ffi::graph_executor::{TVMGraphExecutorGetOutput, TVMGraphExecutorRun, TVMGraphExecutorSetInput};
+    let mut keep = Vec::new();
+    for name in ["x1", "y1", "x2", "y2"] {
+        let data = f32s(&tvm_data("seed004", &format!("input_{name}.bin")));
+        let mut t = HostTensor::new(&[10, 2], &data);
+        let cname = CString::new(name).unwrap();
+        // SAFETY: live executor, C string, valid tensor.
+        ok(unsafe { TVMGraphExecutorSetInput(g, cname.as_ptr(), t.ptr()) });
+        keep.push(t);
+    }
+    let mut out = HostTensor::new(&[10, 2], &[0.0; 20]);
+    // SAFETY: live executor and a valid output tensor.
+    ok(unsafe { TVMGraphExecutorRun(g) });
+    ok(unsafe { TVMGraphExecutorGetOutput(g, 0, out.ptr()) });
+    out.values()
+}
