@@ -30,9 +30,9 @@ pub struct Front<F: ?Sized + Frame> {
     kind: TypeId,
     /// One caller at a time (a try-lock), with the bookkeeping of the stages it queued (a plain
     /// executor's; none for other kinds).
-    pub(super) caller: Mutex<Option<Phases>>,
+    caller: Mutex<Option<Phases>>,
     /// What queued stages share with the callers.
-    pub(super) shared: Arc<Shared<F>>,
+    shared: Arc<Shared<F>>,
 }
 
 /// Exclusive use of a front's frame for one synchronous call (see [`Front::lock`]).
@@ -171,7 +171,7 @@ fn plain_only(call: &str) -> Error {
 }
 
 /// The error of a call while another thread uses the executor (a call never waits for one).
-pub(crate) fn in_use() -> Error {
+fn in_use() -> Error {
     Error::runtime("graph executor is in use by another thread (use one executor per thread)")
 }
 
