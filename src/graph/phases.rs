@@ -183,7 +183,7 @@ struct Addresses {
     inputs: Vec<usize>,
     outputs: Vec<usize>,
     /// Per input: still backed by the plan's shared weights.
-    shared: Vec<bool>,
+    on_weights: Vec<bool>,
 }
 
 impl Addresses {
@@ -194,7 +194,7 @@ impl Addresses {
         Addresses {
             inputs: inputs.clone().map(|eid| e.entry_data(eid) as usize).collect(),
             outputs: (0..plan.num_outputs()).map(|j| e.entry_data(plan.output_entry(j)) as usize).collect(),
-            shared: inputs.map(|eid| e.is_shared_weight(sid_of(eid))).collect(),
+            on_weights: inputs.map(|eid| e.is_shared_weight(sid_of(eid))).collect(),
         }
     }
 }
@@ -219,7 +219,7 @@ pub(crate) struct Shared<F: ?Sized> {
     failure: Mutex<Option<Error>>,
     /// Whether `failure` holds one (so a synchronous call looks without locking).
     failed: AtomicBool,
-    /// Last, so a `Shared<Executor>` is also a `Shared<dyn Frame>`.
+    /// Last, so an `Arc<Shared<Executor>>` coerces to an `Arc<Shared<dyn Frame>>`.
     frame: Mutex<F>,
 }
 
@@ -302,7 +302,7 @@ impl Phases {
 
     /// Input `i`'s storage, made private first if it is still the plan's shared weights.
     fn writable_input<F: ?Sized + Frame>(&mut self, shared: &Shared<F>, i: usize) -> Result<usize> {
-        if self.addresses(shared)?.shared[i] {
+        if self.addresses(shared)?.on_weights[i] {
             // Making it private repoints the executor's tensors, which a pending run reads:
             // wait for every queued stage (this happens once per input).
             self.tracker.wait_all()?;
