@@ -6,7 +6,6 @@
 //! immediate, 1 store into the heap slot, 2 nothing, 3 assert equal to the heap slot;
 //! `make_shape` / `make_prim_value` 0 the immediate, 1 the heap slot.
 
-use super::frame::Frame;
 use super::value::{Callable, VmValue};
 use crate::abi::{dtype_code, DLDataType};
 use crate::runtime::dtype::num_elements;
@@ -55,8 +54,18 @@ builtins! {
     MakeTuple = "vm.builtin.make_tuple",
 }
 
+/// What the builtins need from the frame running them.
+pub trait Context {
+    /// A storage buffer of at least `bytes` on the VM's device `index` (-1: the host).
+    fn alloc_storage(&mut self, bytes: usize, index: i64) -> Result<NDArray>;
+    /// Call a function value on `args`.
+    fn call_value(&mut self, c: &Callable, args: Vec<VmValue>) -> Result<VmValue>;
+    /// Whether function-table entry `f` is a VM function.
+    fn is_vm_function(&self, f: u32) -> bool;
+}
+
 /// Run builtin `b` on `args` (which it may consume).
-pub fn run(b: Builtin, frame: &mut Frame, args: &mut Vec<VmValue>) -> Result<VmValue> {
+pub fn run(b: Builtin, frame: &mut impl Context, args: &mut Vec<VmValue>) -> Result<VmValue> {
     use Builtin::*;
     let a = &*args;
     match b {
@@ -367,7 +376,7 @@ fn check_prim_value_info(a: &[VmValue]) -> Result<()> {
 }
 
 /// `alloc_storage(vm, size shape, device index, dtype hint, memory scope)`.
-fn alloc_storage(frame: &mut Frame, a: &[VmValue]) -> Result<VmValue> {
+fn alloc_storage(frame: &mut impl Context, a: &[VmValue]) -> Result<VmValue> {
     if a.len() != 5 {
         return Err(Error::value(format!("vm.builtin.alloc_storage expects 5 arguments, got {}", a.len())));
     }
@@ -396,10 +405,10 @@ fn alloc_tensor(a: &[VmValue]) -> Result<VmValue> {
     Ok(VmValue::Tensor(storage.create_view_at(offset, &shape(a, 2)?, dtype(a, 3)?)?))
 }
 
-fn make_closure(frame: &Frame, a: &[VmValue]) -> Result<VmValue> {
+fn make_closure(frame: &impl Context, a: &[VmValue]) -> Result<VmValue> {
     let bound: Vec<VmValue> = a.iter().skip(1).cloned().collect();
     match func(a, 0)? {
-        Callable::Function(f) if frame.session.exec.functions[f as usize].kind == super::executable::FuncKind::Vm => {
+        Callable::Function(f) if frame.is_vm_function(f) => {
             Ok(VmValue::Func(Callable::Closure((f, bound).into())))
         }
         Callable::Closure(c) => {
@@ -411,7 +420,7 @@ fn make_closure(frame: &Frame, a: &[VmValue]) -> Result<VmValue> {
 }
 
 /// `call_tir_dyn(kernel, tensors..., shape)`: the kernel with the shape's values appended.
-fn call_tir_dyn(frame: &mut Frame, args: &mut Vec<VmValue>) -> Result<VmValue> {
+fn call_tir_dyn(frame: &mut impl Context, args: &mut Vec<VmValue>) -> Result<VmValue> {
     if args.len() < 2 {
         return Err(Error::value("vm.builtin.call_tir_dyn expects a kernel and a shape"));
     }

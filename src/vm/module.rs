@@ -8,9 +8,9 @@
 
 use super::describe::describe;
 use super::executable::{Executable, Format, FuncKind};
-use super::frame::{closure_func, Frame};
+use super::frame::Frame;
 use super::session::{AllocatorKind, Session};
-use super::value::{Callable, VmValue};
+use super::value::VmValue;
 use crate::abi::DLDevice;
 use crate::runtime::byteio::{Input, Reader};
 use crate::runtime::error::{Error, Result};
@@ -148,7 +148,7 @@ impl VmModule {
     pub fn with_frame<T>(&self, f: impl FnOnce(&mut Frame) -> Result<T>) -> Result<T> {
         let session = self.session()?;
         let mut frame =
-            self.frames.lock().pop().filter(|fr| Arc::ptr_eq(&fr.session, &session)).unwrap_or_else(|| session.frame());
+            self.frames.lock().pop().filter(|fr| Arc::ptr_eq(&fr.session, &session)).unwrap_or_else(|| Frame::new(session.clone()));
         let out = f(&mut frame);
         self.frames.lock().push(frame);
         out
@@ -253,7 +253,7 @@ impl VmModule {
         };
         let vals = (1..args.len()).map(|i| VmValue::from_value(args.to_value(i)?)).collect::<Result<Vec<_>>>()?;
         self.with_frame(|fr| {
-            let out = fr.call_value(&callee, vals)?;
+            let out = super::builtins::Context::call_value(fr, &callee, vals)?;
             fr.to_value(out)
         })
     }
@@ -339,9 +339,4 @@ impl ModuleNode for VmModule {
     fn as_any(&self) -> &dyn Any {
         self
     }
-}
-
-/// A caller-facing packed function for a function value of `session`.
-pub fn function_value(session: &Arc<Session>, c: Callable) -> PackedFunc {
-    closure_func(session, c)
 }
