@@ -99,7 +99,9 @@ fn result_arrays(v: Value) -> Vec<NDArray> {
             let size = tvm_runtime::runtime::registry::get("runtime.ArraySize").unwrap();
             let item = tvm_runtime::runtime::registry::get("runtime.ArrayGetItem").unwrap();
             let n = size.call(&[Value::Object(o.clone())]).unwrap().as_int().unwrap();
-            (0..n).map(|i| item.call(&[Value::Object(o.clone()), Value::Int(i)]).unwrap().into_ndarray().unwrap()).collect()
+            (0..n)
+                .map(|i| item.call(&[Value::Object(o.clone()), Value::Int(i)]).unwrap().into_ndarray().unwrap())
+                .collect()
         }
         other => panic!("unexpected result {}", other.type_name()),
     }
@@ -411,10 +413,13 @@ fn describe_reports_functions_and_params() {
     assert_eq!(second["kind"], "vm_func");
     assert_eq!(second["registers"], 7);
     assert_eq!(second["instructions"], 16);
-    assert_eq!(second["params"], serde_json::json!([
-        {"name": "a", "dtype": "float32", "shape": [4, 8]},
-        {"name": "b", "dtype": "float32", "shape": [8, 3]},
-    ]));
+    assert_eq!(
+        second["params"],
+        serde_json::json!([
+            {"name": "a", "dtype": "float32", "shape": [4, 8]},
+            {"name": "b", "dtype": "float32", "shape": [8, 3]},
+        ])
+    );
     let has = exec.get_function("has_function", false).unwrap().unwrap();
     assert!(matches!(has.call(&["second".into()]).unwrap(), Value::Bool(true)));
     assert!(matches!(has.call(&["third".into()]).unwrap(), Value::Bool(false)));
@@ -448,6 +453,24 @@ fn stateful_api_and_function_info() {
     args.extend(input_arrays(case));
     f("save_function").call(&args).unwrap();
     check_outputs("saved function", case, &result_arrays(f("bound").call(&[]).unwrap()));
+    // invoke_closure calls a function value with the arguments that follow it.
+    let mut args = vec![Value::Func(f("main"))];
+    args.extend(input_arrays(case));
+    check_outputs("invoke_closure", case, &result_arrays(f("invoke_closure").call(&args).unwrap()));
+}
+
+#[test]
+fn blob_loader_takes_the_executable_with_or_without_its_length() {
+    use tvm_runtime::runtime::byteio::Reader;
+    let bytes = ffi_executable_bytes(&repo().join("tests/data/relax-0.27/tuple/lib.so"));
+    let prefixed = [&(bytes.len() as u64).to_le_bytes()[..], &bytes].concat();
+    for data in [&bytes, &prefixed] {
+        let m = tvm_runtime::vm::module::load_binary(&mut Reader::new(data, "test")).unwrap();
+        assert_eq!(m.type_key(), "relax.VMExecutable");
+    }
+    let e =
+        tvm_runtime::vm::module::load_binary(&mut Reader::new(&prefixed[..prefixed.len() - 1], "test")).unwrap_err();
+    assert!(e.message().contains("exceeds"), "{e}");
 }
 
 /// Run `case` on `vm` from `threads` threads, `calls` times each; every result's bytes.
@@ -522,7 +545,8 @@ fn caller_errors_are_reported_and_the_vm_keeps_working() {
     init.call(&[1, 0, 1, 1, 0, 1].map(Value::Int)).unwrap();
     assert!(vm.get_function("no_such_function", false).unwrap().is_none());
 
-    let arr = |shape: &[i64], dtype: DLDataType| Value::NDArray(NDArray::empty(shape, dtype, DLDevice::cpu(0)).unwrap());
+    let arr =
+        |shape: &[i64], dtype: DLDataType| Value::NDArray(NDArray::empty(shape, dtype, DLDevice::cpu(0)).unwrap());
     let f32 = DLDataType::FLOAT32;
     let e = main.call(&[arr(&[4, 32], f32), arr(&[4, 32], f32)]).unwrap_err();
     assert!(e.message().contains("expects 1 arguments (x), but 2 arguments were provided"), "{e}");
@@ -624,7 +648,11 @@ fn malformed_executables_are_errors() {
         (vec![], "truncated while reading magic"),
         (vec![0u8; 8], "is not a Relax VM executable's"),
         ([0xD225_DE2F_4214_151Du64.to_le_bytes().as_slice(), &4u64.to_le_bytes(), b"0.15"].concat(), "version `0.15`"),
-        ([0xD225_DE2F_4214_151Eu64.to_le_bytes().as_slice(), &4u64.to_le_bytes(), b"0.14", &u64::MAX.to_le_bytes()].concat(), "function count"),
+        (
+            [0xD225_DE2F_4214_151Eu64.to_le_bytes().as_slice(), &4u64.to_le_bytes(), b"0.14", &u64::MAX.to_le_bytes()]
+                .concat(),
+            "function count",
+        ),
     ] {
         let e = Executable::parse(&bytes).unwrap_err();
         assert!(e.message().contains(want), "{want}: {e}");

@@ -408,9 +408,7 @@ fn alloc_tensor(a: &[VmValue]) -> Result<VmValue> {
 fn make_closure(frame: &impl Context, a: &[VmValue]) -> Result<VmValue> {
     let bound: Vec<VmValue> = a.iter().skip(1).cloned().collect();
     match func(a, 0)? {
-        Callable::Function(f) if frame.is_vm_function(f) => {
-            Ok(VmValue::Func(Callable::Closure((f, bound).into())))
-        }
+        Callable::Function(f) if frame.is_vm_function(f) => Ok(VmValue::Func(Callable::Closure((f, bound).into()))),
         Callable::Closure(c) => {
             let all = bound.into_iter().chain(c.1.iter().cloned()).collect();
             Ok(VmValue::Func(Callable::Closure((c.0, all).into())))
