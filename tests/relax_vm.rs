@@ -678,3 +678,88 @@ fn malformed_executables_are_errors() {
     let e = Executable::parse(&w.0).unwrap_err();
     assert!(e.message().contains("function index 5 outside the table of 1"), "{e}");
 }
+
+/// Argument words of hand-written instructions (kind in the top byte).
+fn imm(v: i64) -> i64 {
+    (1 << 56) | (v & ((1 << 56) - 1))
+}
+fn fidx(v: i64) -> i64 {
+    (3 << 56) | v
+}
+const VOID: i64 = 1 << 54;
+const VMREG: i64 = (1 << 54) + 1;
+
+/// A hand-written executable over builtins the test models do not emit: tuples and their
+/// check, `If` / `Goto` on `read_if_cond`, `make_shape` without a heap, and closures.
+fn control_flow_executable() -> Vec<u8> {
+    // main(x, c): t = (x, x); check_tuple_info(t, 2); if c { r = t[0] } else { r = shape(7, 3) }; ret r
+    let main = [
+        vec![1, 2, 1, 2, 0, 0],                                         // 0 make_tuple(%0, %0) -> %2
+        vec![1, VOID, 2, 3, 2, imm(2), VOID],                           // 1 check_tuple_info(%2, 2, None)
+        vec![1, 3, 3, 1, 1],                                            // 2 read_if_cond(%1) -> %3
+        vec![4, 3, 3],                                                  // 3 If %3 else +3
+        vec![1, 4, 4, 2, 2, imm(0)],                                    // 4 tuple_getitem(%2, 0) -> %4
+        vec![3, 2],                                                     // 5 goto +2
+        vec![1, 4, 5, 6, VOID, imm(2), imm(0), imm(7), imm(0), imm(3)], // 6 make_shape -> %4
+        vec![2, 4],                                                     // 7 ret %4
+    ];
+    // outer(x, c): f = make_closure(main, c); ret invoke_closure(vm, f, x)
+    let outer = [
+        vec![1, 2, 6, 2, fidx(0), 1],  // make_closure(f[main], %1) -> %2
+        vec![1, 3, 7, 3, VMREG, 2, 0], // invoke_closure(%vm, %2, %0) -> %3
+        vec![2, 3],                    // ret %3
+    ];
+    let (mut offsets, mut words) = (Vec::new(), Vec::new());
+    for ins in main.iter().chain(outer.iter()) {
+        offsets.push(words.len() as i64);
+        words.extend(ins);
+    }
+    let mut w = Words::default();
+    w.u64(tvm_runtime::vm::executable::MAGIC_V2);
+    w.str("0.14");
+    w.u64(9);
+    w.func(1, "main", 0, 8, 2, 5, &["x", "c"]);
+    for name in [
+        "make_tuple",
+        "check_tuple_info",
+        "read_if_cond",
+        "tuple_getitem",
+        "make_shape",
+        "make_closure",
+        "invoke_closure",
+    ] {
+        w.func(0, &format!("vm.builtin.{name}"), 0, 0, -2, 0, &[]);
+    }
+    w.func(1, "outer", 8, 11, 2, 4, &["x", "c"]);
+    w.u64(0); // memory scopes
+    w.u64(0); // constants
+    w.vec(&offsets);
+    w.vec(&words);
+    w.0
+}
+
+#[test]
+fn control_flow_tuples_and_closures() {
+    tvm_runtime::init();
+    let exec = Arc::new(Executable::parse(&control_flow_executable()).unwrap());
+    assert!(exec.as_text().contains("If    %3, 3"), "{}", exec.as_text());
+    let m = Module::from_node(tvm_runtime::vm::ExecutableModule { exec });
+    let vm = tvm_runtime::vm::module::vm_module(m).unwrap();
+    vm.get_function("vm_initialization", false).unwrap().unwrap().call(&[1, 0, 2].map(Value::Int)).unwrap();
+    let x = NDArray::from_bytes(&[2], DLDataType::FLOAT32, &common::bytes_of(&[1.0, 2.0])).unwrap();
+    for f in ["main", "outer"] {
+        let f = vm.get_function(f, false).unwrap().unwrap();
+        let taken = f.call(&[Value::NDArray(x.clone()), Value::Int(1)]).unwrap().into_ndarray().unwrap();
+        assert_eq!(taken.data_ptr(), x.data_ptr(), "the true branch returns the tuple's first element");
+        let shape = match f.call(&[Value::NDArray(x.clone()), Value::Int(0)]).unwrap() {
+            Value::Object(o) => {
+                o.downcast::<tvm_runtime::runtime::container::ShapeTupleObj>().unwrap().dims().unwrap().to_vec()
+            }
+            other => panic!("expected a shape, got {}", other.type_name()),
+        };
+        assert_eq!(shape, vec![7, 3], "the false branch makes a shape");
+        // A condition that is neither an int nor an integer tensor is an error naming it.
+        let e = f.call(&[Value::NDArray(x.clone()), Value::NDArray(x.clone())]).unwrap_err();
+        assert!(e.message().contains("read_if_cond"), "{e}");
+    }
+}
