@@ -71,9 +71,11 @@ pub fn run(b: Builtin, frame: &mut impl Context, args: &mut Vec<VmValue>) -> Res
     match b {
         AllocShapeHeap => {
             want(b, a, 2)?;
-            let n = usize::try_from(int(a, 1)?).map_err(|_| Error::value("negative shape heap size"))?;
-            let buf = frame.alloc_storage(n * 8, -1)?;
-            Ok(VmValue::Tensor(buf.create_view(&[n as i64], DLDataType::INT64)?))
+            let n = int(a, 1)?;
+            let bytes = usize::try_from(n).ok().and_then(|n| n.checked_mul(8));
+            let bytes = bytes.ok_or_else(|| Error::value(format!("shape heap of {n} slots")))?;
+            let buf = frame.alloc_storage(bytes, -1)?;
+            Ok(VmValue::Tensor(buf.create_view(&[n], DLDataType::INT64)?))
         }
         MatchShape => match_shape(a).map(|_| VmValue::Null),
         MatchPrimValue => {
@@ -262,6 +264,11 @@ fn load_dim(heap: &Heap, code: i64, r: i64) -> Result<i64> {
     }
 }
 
+/// Whether `len` arguments are `fixed` others plus `n` (code, operand) pairs.
+fn pairs_fit(len: usize, fixed: usize, n: usize) -> bool {
+    n.checked_mul(2).and_then(|p| p.checked_add(fixed)) == Some(len)
+}
+
 /// `match_shape(value, heap, ndim, (code, operand) * ndim, err_ctx)`.
 fn match_shape(a: &[VmValue]) -> Result<()> {
     let dims: std::sync::Arc<[i64]> = match get(a, 0)? {
@@ -272,7 +279,7 @@ fn match_shape(a: &[VmValue]) -> Result<()> {
     let (heap, n) = (heap(a, 1)?, int(a, 2)?);
     let n = usize::try_from(n)
         .ok()
-        .filter(|n| a.len() == 4 + 2 * n)
+        .filter(|&n| pairs_fit(a.len(), 4, n))
         .ok_or_else(|| Error::value(format!("vm.builtin.match_shape: {} arguments for {n} dimensions", a.len())))?;
     let ctx = err_ctx(a, 3 + 2 * n)?;
     if dims.len() != n {
@@ -292,7 +299,7 @@ fn make_shape(a: &[VmValue]) -> Result<VmValue> {
     let (heap, n) = (heap(a, 0)?, int(a, 1)?);
     let n = usize::try_from(n)
         .ok()
-        .filter(|n| a.len() == 2 + 2 * n)
+        .filter(|&n| pairs_fit(a.len(), 2, n))
         .ok_or_else(|| Error::value(format!("vm.builtin.make_shape: {} arguments for {n} dimensions", a.len())))?;
     let dims = (0..n).map(|i| load_dim(&heap, int(a, 2 + 2 * i)?, int(a, 3 + 2 * i)?)).collect::<Result<Vec<_>>>()?;
     Ok(VmValue::Shape(dims.into()))

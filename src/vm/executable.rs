@@ -201,7 +201,7 @@ impl Executable {
         };
         let regs = f.register_file_size;
         let jump = |off: i64| -> Result<i64> {
-            let target = pc as i64 + off;
+            let target = (pc as i64).checked_add(off).unwrap_or(-1);
             if off == 0 || target < 0 || target >= len as i64 {
                 return Err(Error::value(format!("jump by {off} from {pc} leaves the function's {len} instructions")));
             }

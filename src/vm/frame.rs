@@ -58,7 +58,10 @@ impl Frame {
     /// Run VM function `f` (a table index) on register values.
     pub fn invoke(&mut self, f: usize, args: Vec<VmValue>) -> Result<VmValue> {
         let session = self.session.clone();
-        let info = &session.exec.functions[f];
+        let info = match session.exec.functions.get(f) {
+            Some(info) if info.kind == super::executable::FuncKind::Vm => info,
+            _ => return Err(Error::value(format!("function index {f} is not a VM function of the executable"))),
+        };
         if args.len() != info.num_args {
             let names =
                 if info.param_names.is_empty() { String::new() } else { format!(" ({})", info.param_names.join(", ")) };
@@ -178,7 +181,11 @@ impl Context for Frame {
     /// the host), from this frame's pool when the allocator is pooled.
     fn alloc_storage(&mut self, bytes: usize, index: i64) -> Result<NDArray> {
         let device = self.device(index)?;
-        let size = bytes.div_ceil(POOL_GRANULE).max(1) * POOL_GRANULE;
+        let size = bytes
+            .max(1)
+            .checked_next_multiple_of(POOL_GRANULE)
+            .filter(|&s| s <= i64::MAX as usize)
+            .ok_or_else(|| Error::value(format!("storage of {bytes} bytes")))?;
         let pooled = self.session.allocator == AllocatorKind::Pooled;
         if pooled {
             if let Some(b) = self.pool.iter().find(|b| b.ref_count() == 1 && b.nbytes() == size && b.device() == device)
