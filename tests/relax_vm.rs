@@ -763,3 +763,47 @@ fn control_flow_tuples_and_closures() {
         assert!(e.message().contains("read_if_cond"), "{e}");
     }
 }
+
+/// A module of kernels written here, standing in for a library (`get_function` by name).
+struct RustKernels;
+impl tvm_runtime::runtime::packed::ModuleNode for RustKernels {
+    fn type_key(&self) -> &str {
+        "library"
+    }
+    fn get_function(
+        &self,
+        name: &str,
+        _this: &Module,
+    ) -> tvm_runtime::runtime::error::Result<Option<tvm_runtime::runtime::packed::PackedFunc>> {
+        Ok((name == "add").then(|| {
+            tvm_runtime::runtime::packed::PackedFunc::from_typed(|args| {
+                let (x, y, out) = (args.ndarray(0)?, args.ndarray(1)?, args.ndarray(2)?);
+                let (x, y) = (f32s(&x.to_vec_u8()?), f32s(&y.to_vec_u8()?));
+                let sum: Vec<f32> = x.iter().zip(&y).map(|(a, b)| a + b).collect();
+                out.copy_from_bytes(&common::bytes_of(&sum))?;
+                Ok(Value::Null)
+            })
+        }))
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The 0.27 `one_kernel` executable (tvm-ffi format: memory scopes, ffi constant tags, the
+/// 5-argument alloc_storage) run by the interpreter with its one kernel, `add`, written here:
+/// the bytecode path of the newer format, independent of loading tvm-ffi kernel libraries.
+#[test]
+fn tvm027_bytecode_runs_with_a_kernel_written_here() {
+    tvm_runtime::init();
+    let m = models("relax-0.27").into_iter().find(|m| m.name == "one_kernel").unwrap();
+    let exec = Arc::new(Executable::parse(&ffi_executable_bytes(&m.lib)).unwrap());
+    let exec_module = Module::from_node(tvm_runtime::vm::ExecutableModule { exec });
+    exec_module.import(&Module::from_node(RustKernels)).unwrap();
+    let vm = tvm_runtime::vm::module::vm_module(exec_module).unwrap();
+    vm.get_function("vm_initialization", false).unwrap().unwrap().call(&[1, 0, 2].map(Value::Int)).unwrap();
+    let f = vm.get_function("main", false).unwrap().unwrap();
+    for c in &m.cases {
+        check_outputs("0.27 one_kernel", c, &result_arrays(f.call(&input_arrays(c)).unwrap()));
+    }
+}
