@@ -807,3 +807,47 @@ fn tvm027_bytecode_runs_with_a_kernel_written_here() {
         check_outputs("0.27 one_kernel", c, &result_arrays(f.call(&input_arrays(c)).unwrap()));
     }
 }
+
+/// Every seed of the `relax_exec` fuzzer with bytes changed at pseudo-random places (single
+/// bytes, whole 8-byte words set to extreme values, cuts): parsing, `as_text`, `stats` and
+/// `describe` never panic (overflow checks are on in test builds), whatever they conclude.
+#[test]
+fn mutated_executables_never_panic() {
+    let dir = repo().join("fuzz/corpus/relax_exec");
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut parsed, mut total) = (0, 0);
+    for e in std::fs::read_dir(dir).unwrap() {
+        let seed = std::fs::read(e.unwrap().path()).unwrap();
+        for _ in 0..1500 {
+            let mut b = seed.clone();
+            let at = next() as usize % b.len();
+            match next() % 4 {
+                0 => b[at] ^= 1 << (next() % 8),
+                1 => b[at] = next() as u8,
+                2 if at + 8 <= b.len() => {
+                    let v = [u64::MAX, i64::MAX as u64, 1 << 63, 1 << 54, (1 << 54) + 1, next()][next() as usize % 6];
+                    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+                }
+                _ => b.truncate(at),
+            }
+            let r = std::panic::catch_unwind(|| {
+                Executable::parse(&b).map(|x| {
+                    let _ = (x.as_text(), x.stats());
+                    serde_json::from_str::<Json>(&tvm_runtime::vm::describe::describe(&x))
+                        .expect("describe gives JSON");
+                })
+            });
+            assert!(r.is_ok(), "a mutated executable made the parser panic");
+            parsed += matches!(r, Ok(Ok(()))) as usize;
+            total += 1;
+        }
+    }
+    assert_eq!(total, 11 * 1500);
+    assert!(parsed > 0 && parsed < total, "{parsed} of {total} mutants parsed");
+}
