@@ -197,7 +197,7 @@ fn c_array(shape: &[i64], bytes: &[u8]) -> *mut DLTensor {
     t
 }
 
-fn c_array_values(t: *mut DLTensor) -> (Vec<i64>, Vec<f32>) {
+fn c_array_values(t: *mut DLTensor) -> CTensor {
     use tvm_runtime::ffi::array::TVMArrayCopyToBytes;
     let shape = unsafe { std::slice::from_raw_parts((*t).shape, (*t).ndim as usize) }.to_vec();
     let mut bytes = vec![0u8; shape.iter().product::<i64>() as usize * 4];
@@ -218,7 +218,7 @@ fn c_vm(lib: &Path) -> (CMod, CMod) {
 }
 
 /// The tensors of a C result: an NDArray handle, or a tuple read with `runtime.ArraySize/GetItem`.
-fn c_results(ret: TVMValue, code: i32) -> Vec<(Vec<i64>, Vec<f32>)> {
+fn c_results(ret: TVMValue, code: i32) -> Vec<CTensor> {
     use tvm_runtime::ffi::array::TVMArrayFree;
     use tvm_runtime::ffi::object::TVMObjectFree;
     match code {
@@ -246,7 +246,10 @@ fn c_results(ret: TVMValue, code: i32) -> Vec<(Vec<i64>, Vec<f32>)> {
     }
 }
 
-fn c_run_case(vm: &CMod, c: &Case) -> Result<Vec<(Vec<i64>, Vec<f32>)>, String> {
+/// A tensor read back through the C API: shape and values.
+type CTensor = (Vec<i64>, Vec<f32>);
+
+fn c_run_case(vm: &CMod, c: &Case) -> Result<Vec<CTensor>, String> {
     use tvm_runtime::ffi::array::TVMArrayFree;
     let f = c_func(vm, &c.func).expect("function of the manifest");
     let inputs: Vec<*mut DLTensor> = c.inputs.iter().map(|(s, b)| c_array(s, b)).collect();
@@ -517,7 +520,7 @@ fn pooled_storage_is_reused_across_calls() {
     // The output's storage went back to the pool when the caller dropped it: the next call reuses it.
     let second = result_arrays(f.call(&input_arrays(case)).unwrap()).remove(0);
     assert_eq!(second.data_ptr(), addr);
-    check_outputs("reused storage", case, &[second.clone()]);
+    check_outputs("reused storage", case, std::slice::from_ref(&second));
     // While the caller holds an output, a new call must not write into it.
     let third = result_arrays(f.call(&input_arrays(case)).unwrap()).remove(0);
     assert_ne!(third.data_ptr(), second.data_ptr());

@@ -370,12 +370,12 @@ fn check_tuple_info(a: &[VmValue]) -> Result<()> {
 fn check_prim_value_info(a: &[VmValue]) -> Result<()> {
     let ctx = err_ctx(a, 2)?;
     let d = dtype(a, 1)?;
-    let ok = match (get(a, 0)?, d.code) {
-        (VmValue::Int(_), dtype_code::INT | dtype_code::UINT) => true,
-        (VmValue::Int(_) | VmValue::Float(_), dtype_code::FLOAT) => true,
-        (VmValue::Null, dtype_code::OPAQUE_HANDLE) => true,
-        _ => false,
-    };
+    let ok = matches!(
+        (get(a, 0)?, d.code),
+        (VmValue::Int(_), dtype_code::INT | dtype_code::UINT)
+            | (VmValue::Int(_) | VmValue::Float(_), dtype_code::FLOAT)
+            | (VmValue::Null, dtype_code::OPAQUE_HANDLE)
+    );
     if !ok {
         return Err(Error::type_error(format!("{ctx}, expected dtype {d}, but received {}", get(a, 0)?.kind())));
     }

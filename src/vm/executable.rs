@@ -177,10 +177,10 @@ impl Executable {
                 )));
             }
             let code_start = self.code.len();
-            for pc in start..end {
-                let ctx = format!("Relax VM executable: function `{}`, instruction {pc}", f.name);
-                let instr =
-                    self.decode_one(offsets[pc], words, &f, pc - start, end - start).map_err(|e| e.context(ctx))?;
+            for (pc, &offset) in offsets[start..end].iter().enumerate() {
+                let instr = self.decode_one(offset, words, &f, pc, end - start).map_err(|e| {
+                    e.context(format!("Relax VM executable: function `{}`, instruction {}", f.name, start + pc))
+                })?;
                 self.code.push(instr);
             }
             let info = &mut self.functions[fi];
