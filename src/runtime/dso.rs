@@ -191,6 +191,7 @@ pub fn load_so(path: &str) -> Result<Module> {
     let symbols = lib_module.node().as_any().downcast_ref::<LibraryModule>().expect("library module").symbols().clone();
     if let Some(addr) = symbols.symbol(ffi_library::LIBRARY_BIN) {
         make_own_symbols_global();
+        check_ffi_exports_visible(path)?;
         let bin = blob_bytes(addr)?;
         let root = ffi_library::load_library_bin(bin, lib_module).map_err(|e| e.context(format!("loading `{path}`")))?;
         release_pages(bin);
@@ -256,5 +257,23 @@ fn make_own_symbols_global() {
             }
         }
     });
+}
+
+/// Refuse a tvm-ffi library when the functions its kernels import are not in the global scope
+/// (a program that links the runtime statically without `-rdynamic`): the first kernel error
+/// would otherwise end the process with "symbol lookup error" instead of being reported.
+fn check_ffi_exports_visible(path: &str) -> Result<()> {
+    for name in [c"TVMFFIErrorSetRaisedFromCStrParts", c"TVMFFIErrorSetRaisedFromCStr"] {
+        // SAFETY: a lookup in the global scope by a NUL-terminated name.
+        if unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }.is_null() {
+            return Err(Error::unsupported(format!(
+                "cannot load `{path}`: its kernels (built by a tvm-ffi release of TVM) call `{}`, which this \
+                 process does not export globally; link the program with -rdynamic, or load libtvm_runtime.so \
+                 as a shared library",
+                name.to_string_lossy()
+            )));
+        }
+    }
+    Ok(())
 }
 
