@@ -14,6 +14,7 @@ pub mod abi;
 pub mod ffi;
 pub mod graph;
 pub mod runtime;
+pub mod vm;
 
 /// Install the runtime's built-in globals, then the layers above the runtime into it: the graph
 /// executor's blob loaders and globals, and the C-API functions kernel libraries call back into.
@@ -25,6 +26,7 @@ pub fn init() {
         runtime::builtins::install();
         runtime::library::install_context_functions(ffi::backend::context_functions());
         graph::install();
+        vm::install();
     });
 }
 

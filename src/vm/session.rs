@@ -1,0 +1,118 @@
+//! The VM's session: what every call of one initialized VM shares, immutable after creation and
+//! handed around by `Arc` — the executable, its constants as register values, every function-table
+//! entry resolved once to what a call runs, the devices and the allocator kind.
+
+use super::builtins::Builtin;
+use super::executable::{Executable, FuncKind};
+use super::frame::Frame;
+use super::value::VmValue;
+use crate::abi::{device_type, DLDevice};
+use crate::runtime::error::{Error, Result};
+use crate::runtime::packed::{Module, PackedFunc};
+use crate::runtime::registry;
+use std::sync::Arc;
+
+/// How storage is allocated (`vm_initialization`'s allocator code).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocatorKind {
+    /// 1: a new buffer for every `alloc_storage`.
+    Naive,
+    /// 2: buffers of a frame are reused across its calls once nothing refers to them.
+    Pooled,
+}
+
+impl AllocatorKind {
+    pub fn from_code(code: i64) -> Result<AllocatorKind> {
+        match code {
+            1 => Ok(AllocatorKind::Naive),
+            2 => Ok(AllocatorKind::Pooled),
+            c => Err(Error::value(format!("unknown allocator type {c} (1 naive, 2 pooled)"))),
+        }
+    }
+}
+
+/// What a function-table entry runs.
+#[derive(Clone)]
+pub enum Callee {
+    Builtin(Builtin),
+    Packed(PackedFunc),
+    /// A VM function (its table index).
+    Bytecode(usize),
+}
+
+/// One initialized VM's shared, immutable state.
+pub struct Session {
+    pub exec: Arc<Executable>,
+    pub constants: Vec<VmValue>,
+    pub callees: Vec<Callee>,
+    pub devices: Vec<DLDevice>,
+    pub allocator: AllocatorKind,
+    /// The executable module (its imports are the kernel library); kept alive with the kernels.
+    _module: Module,
+}
+
+impl Session {
+    /// Resolve every function of `exec` against `module`'s imports, the VM builtins and the
+    /// global registry (in that order, as TVM does), for `devices` (CPU only).
+    pub fn new(
+        exec: Arc<Executable>,
+        module: Module,
+        devices: &[DLDevice],
+        allocator: AllocatorKind,
+    ) -> Result<Session> {
+        if devices.is_empty() {
+            return Err(Error::value("vm_initialization needs at least one device"));
+        }
+        if let Some(d) = devices.iter().find(|d| d.device_type != device_type::CPU) {
+            return Err(Error::unsupported(format!(
+                "the Relax VM runs on CPU devices only; device type {} was given",
+                d.device_type
+            )));
+        }
+        let callees = exec
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| match f.kind {
+                FuncKind::Vm => Ok(Callee::Bytecode(i)),
+                FuncKind::Packed => resolve(&module, &f.name),
+                FuncKind::VmTir => Err(Error::unsupported(format!(
+                    "function `{}` is a VM TIR function (compiled with exec_mode=\"compiled\"), which this runtime does not run",
+                    f.name
+                ))),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let constants = exec.constants.iter().map(VmValue::from_constant).collect();
+        Ok(Session { exec, constants, callees, devices: devices.to_vec(), allocator, _module: module })
+    }
+
+    /// A frame for calls on one thread at a time.
+    pub fn frame(self: &Arc<Self>) -> Frame {
+        Frame::new(self.clone())
+    }
+
+    /// The index of a VM function by name, or an error naming it.
+    pub fn vm_function(&self, name: &str) -> Result<usize> {
+        match self.exec.function(name) {
+            Some(i) if self.exec.functions[i].kind == FuncKind::Vm => Ok(i),
+            Some(_) => Err(Error::value(format!("`{name}` is not a VM function of the executable"))),
+            None => Err(Error::value(format!("Unknown function: {name}"))),
+        }
+    }
+}
+
+fn resolve(module: &Module, name: &str) -> Result<Callee> {
+    for lib in module.imports() {
+        if let Some(f) = lib.get_function(name, true)? {
+            return Ok(Callee::Packed(f));
+        }
+    }
+    if let Some(b) = Builtin::from_name(name) {
+        return Ok(Callee::Builtin(b));
+    }
+    registry::get(name).map(Callee::Packed).ok_or_else(|| {
+        Error::attribute(format!(
+            "cannot find the function `{name}` in the VM's kernel library, the VM builtins or the global registry"
+        ))
+    })
+}

@@ -1,0 +1,211 @@
+//! What a VM register holds, and its conversions to and from the runtime's [`Value`]s (what
+//! callers pass and get back) and the C representation kernels receive.
+
+use super::executable::Constant;
+use crate::abi::{type_code as tc, DLDataType, TVMValue};
+use crate::runtime::container::{array_object, shape_object, string_object, ArrayObj, ShapeTupleObj, StringObj};
+use crate::runtime::error::{Error, Result};
+use crate::runtime::ndarray::NDArray;
+use crate::runtime::object::ObjectRef;
+use crate::runtime::packed::{PackedFunc, Value};
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+
+/// A register's content.
+#[derive(Clone, Default)]
+pub enum VmValue {
+    #[default]
+    Null,
+    Int(i64),
+    Float(f64),
+    DType(DLDataType),
+    Str(Arc<str>),
+    Shape(Arc<[i64]>),
+    Tensor(NDArray),
+    /// A buffer tensors are carved from (`alloc_storage`); bytes, 64-byte aligned.
+    Storage(NDArray),
+    Tuple(Arc<[VmValue]>),
+    Func(Callable),
+    /// The VM context (the `%vm` register), which allocating builtins take.
+    Vm,
+    /// Any other runtime object a caller or a function passed in (a module, a map, ...).
+    Object(ObjectRef),
+}
+
+/// Something a call can invoke.
+#[derive(Clone)]
+pub enum Callable {
+    /// An entry of the executable's function table.
+    Function(u32),
+    /// A VM function with arguments bound after the caller's (`make_closure`, `save_function`).
+    Closure(Arc<(u32, Vec<VmValue>)>),
+    Packed(PackedFunc),
+}
+
+impl VmValue {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            VmValue::Null => "None",
+            VmValue::Int(_) => "int",
+            VmValue::Float(_) => "float",
+            VmValue::DType(_) => "DataType",
+            VmValue::Str(_) => "String",
+            VmValue::Shape(_) => "Shape",
+            VmValue::Tensor(_) => "Tensor",
+            VmValue::Storage(_) => "Storage",
+            VmValue::Tuple(_) => "Tuple",
+            VmValue::Func(_) => "Function",
+            VmValue::Vm => "VirtualMachine",
+            VmValue::Object(_) => "Object",
+        }
+    }
+
+    pub fn from_constant(c: &Constant) -> VmValue {
+        match c {
+            Constant::Tensor(t) => VmValue::Tensor(t.clone()),
+            Constant::Shape(d) => VmValue::Shape(d.as_slice().into()),
+            Constant::Str(s) => VmValue::Str(s.as_str().into()),
+            Constant::Int(v) => VmValue::Int(*v),
+            Constant::Float(v) => VmValue::Float(*v),
+            Constant::DType(t) => VmValue::DType(*t),
+        }
+    }
+
+    /// A caller's argument as a register value. A bare `DLTensor*` is refused, as TVM does:
+    /// the VM keeps tensors beyond the call, so it needs a reference-counted NDArray.
+    pub fn from_value(v: Value) -> Result<VmValue> {
+        Ok(match v {
+            Value::Null => VmValue::Null,
+            Value::Int(i) => VmValue::Int(i),
+            Value::Bool(b) => VmValue::Int(b as i64),
+            Value::Float(f) => VmValue::Float(f),
+            Value::DataType(t) => VmValue::DType(t),
+            Value::Str(s) => VmValue::Str(s.into()),
+            Value::NDArray(a) => VmValue::Tensor(a),
+            Value::Func(f) => VmValue::Func(Callable::Packed(f)),
+            Value::DLTensor(_) => {
+                return Err(Error::type_error(
+                    "a VM function takes tensors as NDArray handles (type code 13), not bare DLTensor pointers",
+                ))
+            }
+            Value::RawStr(s) => VmValue::Str(s.to_string_lossy().into()),
+            Value::Object(o) => Self::from_object(o)?,
+            Value::Module(m) => VmValue::Object(m.to_object_ref()),
+            other => {
+                return Err(Error::type_error(format!(
+                    "a VM function cannot take a value of type {}",
+                    other.type_name()
+                )))
+            }
+        })
+    }
+
+    fn from_object(o: ObjectRef) -> Result<VmValue> {
+        if let Some(s) = o.downcast::<ShapeTupleObj>() {
+            return Ok(VmValue::Shape(s.dims()?.into()));
+        }
+        if let Some(s) = o.downcast::<StringObj>() {
+            return Ok(VmValue::Str(s.to_string()?.into()));
+        }
+        if let Some(a) = o.downcast::<ArrayObj>() {
+            let items = a.tail().iter().map(|i| match i {
+                Some(o) => Self::from_value(Value::from_object(o.clone())),
+                None => Ok(VmValue::Null),
+            });
+            return Ok(VmValue::Tuple(items.collect::<Result<Vec<_>>>()?.into()));
+        }
+        match Value::from_object(o.clone()) {
+            Value::Object(_) => Ok(VmValue::Object(o)),
+            v => Self::from_value(v),
+        }
+    }
+
+    /// The value handed back to a caller: tensors as NDArrays, tuples as runtime `Array`s,
+    /// shapes as `ShapeTuple`s. `closure` turns a VM function value into a packed function.
+    pub fn into_value(self, closure: &dyn Fn(Callable) -> PackedFunc) -> Result<Value> {
+        Ok(match self {
+            VmValue::Null | VmValue::Vm => Value::Null,
+            VmValue::Int(i) => Value::Int(i),
+            VmValue::Float(f) => Value::Float(f),
+            VmValue::DType(t) => Value::DataType(t),
+            VmValue::Str(s) => Value::Str(s.to_string()),
+            VmValue::Shape(d) => Value::Object(shape_object(&d)),
+            VmValue::Tensor(a) | VmValue::Storage(a) => Value::NDArray(a),
+            VmValue::Tuple(items) => {
+                let objs = items.iter().map(|i| i.clone().into_object(closure)).collect::<Result<Vec<_>>>()?;
+                Value::Object(array_object(objs))
+            }
+            VmValue::Func(Callable::Packed(f)) => Value::Func(f),
+            VmValue::Func(c) => Value::Func(closure(c)),
+            VmValue::Object(o) => Value::Object(o),
+        })
+    }
+
+    fn into_object(self, closure: &dyn Fn(Callable) -> PackedFunc) -> Result<ObjectRef> {
+        let kind = self.kind();
+        match self.into_value(closure)? {
+            Value::NDArray(a) => Ok(a.to_object_ref()),
+            Value::Object(o) => Ok(o),
+            Value::Module(m) => Ok(m.to_object_ref()),
+            Value::Func(f) => Ok(f.to_object_ref()),
+            Value::Str(s) => Ok(string_object(&s)),
+            _ => Err(Error::type_error(format!("a tuple returned by the VM holds a {kind}, which is not an object"))),
+        }
+    }
+}
+
+/// Arguments in the C representation for one packed call, with what keeps them alive.
+#[derive(Default)]
+pub struct CArgs {
+    pub values: Vec<TVMValue>,
+    pub codes: Vec<i32>,
+    objects: Vec<ObjectRef>,
+    strings: Vec<CString>,
+}
+
+// SAFETY: the raw pointers in `values` point into objects and strings this struct or the call's
+// arguments keep alive, and are only followed during the call on the thread making it; a frame
+// clears them after every call before it can move to another thread.
+unsafe impl Send for CArgs {}
+
+impl CArgs {
+    pub fn clear(&mut self) {
+        self.values.clear();
+        self.codes.clear();
+        self.objects.clear();
+        self.strings.clear();
+    }
+
+    /// Append `v`; tensors pass as NDArray handles (kernels read their `DLTensor`).
+    pub fn push(&mut self, v: &VmValue, closure: &dyn Fn(Callable) -> PackedFunc) -> Result<()> {
+        let (val, code) = match v {
+            VmValue::Null => (TVMValue::null(), tc::NULLPTR),
+            VmValue::Int(i) => (TVMValue { v_int64: *i }, tc::INT),
+            VmValue::Float(f) => (TVMValue { v_float64: *f }, tc::FLOAT),
+            VmValue::DType(t) => (TVMValue { v_type: *t }, tc::DATA_TYPE),
+            VmValue::Tensor(a) | VmValue::Storage(a) => {
+                (TVMValue { v_handle: a.as_dltensor_ptr() as *mut c_void }, tc::NDARRAY_HANDLE)
+            }
+            VmValue::Str(s) => {
+                let c = CString::new(s.as_bytes()).map_err(|_| Error::value("string argument contains a NUL byte"))?;
+                self.strings.push(c);
+                (TVMValue { v_str: self.strings.last().expect("just pushed").as_ptr() }, tc::STR)
+            }
+            VmValue::Vm => return Err(Error::type_error("the VM context cannot be passed to a packed function")),
+            other => {
+                let obj = other.clone().into_object(closure)?;
+                let code = match obj.type_index() {
+                    crate::runtime::object::type_index::PACKED_FUNC => tc::PACKED_FUNC_HANDLE,
+                    crate::runtime::object::type_index::MODULE => tc::MODULE_HANDLE,
+                    _ => tc::OBJECT_HANDLE,
+                };
+                let h = obj.as_header() as *mut c_void;
+                self.objects.push(obj);
+                (TVMValue { v_handle: h }, code)
+            }
+        };
+        self.values.push(val);
+        self.codes.push(code);
+        Ok(())
+    }
+}

@@ -1,0 +1,652 @@
+//! The Relax VM on the libraries TVM 0.18 (`relax.build`) and apache-tvm 0.27 (`tvm.compile`)
+//! wrote: every case of both manifests through the Rust API and through the C API as a C user
+//! calls it, many threads on one VM, the stateful API, and the errors a caller can provoke.
+
+mod common;
+
+use common::{f32s, last_error, ok, repo};
+use serde_json::Value as Json;
+use std::ffi::{c_void, CString};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tvm_runtime::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMValue};
+use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
+use tvm_runtime::ffi::module::{TVMModFree, TVMModGetFunction, TVMModLoadFromFile};
+use tvm_runtime::runtime::ndarray::NDArray;
+use tvm_runtime::runtime::packed::{Module, Value};
+use tvm_runtime::vm::{Executable, Format, VmModule};
+
+/// One recorded call: function, inputs and outputs (shape, raw little-endian f32 bytes).
+struct Case {
+    name: String,
+    func: String,
+    inputs: Vec<(Vec<i64>, Vec<u8>)>,
+    outputs: Vec<(Vec<i64>, Vec<u8>)>,
+    tuple: bool,
+}
+
+struct Model {
+    name: String,
+    lib: PathBuf,
+    cases: Vec<Case>,
+}
+
+fn tensors(dir: &Path, list: &Json) -> Vec<(Vec<i64>, Vec<u8>)> {
+    let list = list.as_array().expect("tensor list");
+    list.iter()
+        .map(|t| {
+            assert_eq!(t["dtype"], "float32");
+            let shape = t["shape"].as_array().unwrap().iter().map(|d| d.as_i64().unwrap()).collect();
+            let p = dir.join(t["file"].as_str().unwrap());
+            (shape, std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        })
+        .collect()
+}
+
+fn models(version: &str) -> Vec<Model> {
+    let root = repo().join("tests/data").join(version);
+    let manifest: Json = serde_json::from_slice(&std::fs::read(root.join("manifest.json")).unwrap()).unwrap();
+    let mut out = Vec::new();
+    for (name, m) in manifest["models"].as_object().unwrap() {
+        let lib = root.join(m["lib"].as_str().unwrap());
+        let dir = lib.parent().unwrap().to_path_buf();
+        let cases = m["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| Case {
+                name: c["name"].as_str().unwrap().to_string(),
+                func: c["func"].as_str().unwrap().to_string(),
+                inputs: tensors(&dir, &c["inputs"]),
+                outputs: tensors(&dir, &c["outputs"]),
+                tuple: c["tuple"].as_bool().unwrap(),
+            })
+            .collect();
+        out.push(Model { name: name.clone(), lib, cases });
+    }
+    assert!(!out.is_empty());
+    out
+}
+
+/// Within 1e-5 of the recorded value, relative to max(1, |recorded|).
+fn assert_close(what: &str, got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{what}: element count");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{what}: element {i}: got {g}, recorded {w}");
+    }
+}
+
+// ---- Rust API ---------------------------------------------------------------------------------
+
+fn load_vm(lib: &Path) -> Module {
+    tvm_runtime::init();
+    let exec = Module::load_from_file(lib.to_str().unwrap(), "").unwrap();
+    let vm = exec.get_function("vm_load_executable", false).unwrap().unwrap().call(&[]).unwrap().into_module().unwrap();
+    let init = vm.get_function("vm_initialization", false).unwrap().unwrap();
+    init.call(&[Value::Int(1), Value::Int(0), Value::Int(2)]).unwrap();
+    vm
+}
+
+fn input_arrays(c: &Case) -> Vec<Value> {
+    c.inputs.iter().map(|(s, b)| Value::NDArray(NDArray::from_bytes(s, DLDataType::FLOAT32, b).unwrap())).collect()
+}
+
+/// The result's tensors: one NDArray, or each element of a tuple (a runtime Array).
+fn result_arrays(v: Value) -> Vec<NDArray> {
+    match v {
+        Value::NDArray(a) => vec![a],
+        Value::Object(o) => {
+            let size = tvm_runtime::runtime::registry::get("runtime.ArraySize").unwrap();
+            let item = tvm_runtime::runtime::registry::get("runtime.ArrayGetItem").unwrap();
+            let n = size.call(&[Value::Object(o.clone())]).unwrap().as_int().unwrap();
+            (0..n).map(|i| item.call(&[Value::Object(o.clone()), Value::Int(i)]).unwrap().into_ndarray().unwrap()).collect()
+        }
+        other => panic!("unexpected result {}", other.type_name()),
+    }
+}
+
+fn check_outputs(what: &str, c: &Case, got: &[NDArray]) {
+    assert_eq!(got.len(), c.outputs.len(), "{what}: output count");
+    for (i, (a, (shape, bytes))) in got.iter().zip(&c.outputs).enumerate() {
+        assert_eq!(a.shape(), &shape[..], "{what}: output {i} shape");
+        assert_close(&format!("{what}: output {i}"), &f32s(&a.to_vec_u8().unwrap()), &f32s(bytes));
+    }
+}
+
+fn run_rust(version: &str) -> usize {
+    let mut n = 0;
+    for m in models(version) {
+        let vm = load_vm(&m.lib);
+        for c in &m.cases {
+            let f = vm.get_function(&c.func, false).unwrap().unwrap();
+            let out = f.call(&input_arrays(c)).unwrap_or_else(|e| panic!("{} {}: {e}", m.name, c.name));
+            assert_eq!(matches!(out, Value::Object(_)), c.tuple, "{} {}: tuple result", m.name, c.name);
+            check_outputs(&format!("{version} {} {}", m.name, c.name), c, &result_arrays(out));
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn tvm018_every_case_rust_api() {
+    assert_eq!(run_rust("relax-0.18"), 7);
+}
+
+// ---- C API ------------------------------------------------------------------------------------
+
+struct CMod(*mut c_void);
+impl Drop for CMod {
+    fn drop(&mut self) {
+        ok(unsafe { TVMModFree(self.0) });
+    }
+}
+struct CFunc(*mut c_void);
+impl Drop for CFunc {
+    fn drop(&mut self) {
+        ok(unsafe { TVMFuncFree(self.0) });
+    }
+}
+
+fn c_load(path: &Path) -> Result<CMod, String> {
+    common::check_handles();
+    let p = CString::new(path.to_str().unwrap()).unwrap();
+    let mut m = std::ptr::null_mut();
+    match unsafe { TVMModLoadFromFile(p.as_ptr(), c"".as_ptr(), &mut m) } {
+        0 => Ok(CMod(m)),
+        _ => Err(last_error()),
+    }
+}
+
+fn c_func(m: &CMod, name: &str) -> Option<CFunc> {
+    let n = CString::new(name).unwrap();
+    let mut f = std::ptr::null_mut();
+    ok(unsafe { TVMModGetFunction(m.0, n.as_ptr(), 0, &mut f) });
+    (!f.is_null()).then_some(CFunc(f))
+}
+
+fn c_global(name: &str) -> CFunc {
+    let n = CString::new(name).unwrap();
+    let mut f = std::ptr::null_mut();
+    ok(unsafe { TVMFuncGetGlobal(n.as_ptr(), &mut f) });
+    CFunc(f)
+}
+
+fn c_call(f: &CFunc, vals: &[(TVMValue, i32)]) -> Result<(TVMValue, i32), String> {
+    let mut v: Vec<TVMValue> = vals.iter().map(|x| x.0).collect();
+    let mut c: Vec<i32> = vals.iter().map(|x| x.1).collect();
+    let (mut ret, mut code) = (TVMValue::null(), 0);
+    match unsafe { TVMFuncCall(f.0, v.as_mut_ptr(), c.as_mut_ptr(), v.len() as i32, &mut ret, &mut code) } {
+        0 => Ok((ret, code)),
+        _ => Err(last_error()),
+    }
+}
+
+fn int(v: i64) -> (TVMValue, i32) {
+    (TVMValue { v_int64: v }, tc::INT)
+}
+
+/// A C user's NDArray (`TVMArrayAlloc`) filled with `bytes`.
+fn c_array(shape: &[i64], bytes: &[u8]) -> *mut DLTensor {
+    use tvm_runtime::ffi::array::{TVMArrayAlloc, TVMArrayCopyFromBytes};
+    let mut t = std::ptr::null_mut();
+    ok(unsafe { TVMArrayAlloc(shape.as_ptr(), shape.len() as i32, 2, 32, 1, 1, 0, &mut t) });
+    ok(unsafe { TVMArrayCopyFromBytes(t, bytes.as_ptr() as *mut c_void, bytes.len()) });
+    t
+}
+
+fn c_array_values(t: *mut DLTensor) -> (Vec<i64>, Vec<f32>) {
+    use tvm_runtime::ffi::array::TVMArrayCopyToBytes;
+    let shape = unsafe { std::slice::from_raw_parts((*t).shape, (*t).ndim as usize) }.to_vec();
+    let mut bytes = vec![0u8; shape.iter().product::<i64>() as usize * 4];
+    ok(unsafe { TVMArrayCopyToBytes(t, bytes.as_mut_ptr() as *mut c_void, bytes.len()) });
+    (shape, f32s(&bytes))
+}
+
+/// Load, `vm_load_executable`, `vm_initialization(1, 0, 2)` as a C program does.
+fn c_vm(lib: &Path) -> (CMod, CMod) {
+    let exec = c_load(lib).unwrap();
+    let load = c_func(&exec, "vm_load_executable").expect("vm_load_executable");
+    let (vm, code) = c_call(&load, &[]).unwrap();
+    assert_eq!(code, tc::MODULE_HANDLE);
+    let vm = CMod(unsafe { vm.v_handle });
+    let init = c_func(&vm, "vm_initialization").unwrap();
+    c_call(&init, &[int(1), int(0), int(2)]).unwrap();
+    (exec, vm)
+}
+
+/// The tensors of a C result: an NDArray handle, or a tuple read with `runtime.ArraySize/GetItem`.
+fn c_results(ret: TVMValue, code: i32) -> Vec<(Vec<i64>, Vec<f32>)> {
+    use tvm_runtime::ffi::array::TVMArrayFree;
+    use tvm_runtime::ffi::object::TVMObjectFree;
+    match code {
+        tc::NDARRAY_HANDLE => {
+            let t = unsafe { ret.v_handle } as *mut DLTensor;
+            let out = c_array_values(t);
+            ok(unsafe { TVMArrayFree(t) });
+            vec![out]
+        }
+        tc::OBJECT_HANDLE => {
+            let arr = (unsafe { ret.v_handle }, tc::OBJECT_HANDLE);
+            let (n, _) = c_call(&c_global("runtime.ArraySize"), &[(TVMValue { v_handle: arr.0 }, arr.1)]).unwrap();
+            let get = c_global("runtime.ArrayGetItem");
+            let out = (0..unsafe { n.v_int64 })
+                .map(|i| {
+                    let (item, code) = c_call(&get, &[(TVMValue { v_handle: arr.0 }, arr.1), int(i)]).unwrap();
+                    assert_eq!(code, tc::NDARRAY_HANDLE);
+                    c_results(item, code).remove(0)
+                })
+                .collect();
+            ok(unsafe { TVMObjectFree(arr.0) });
+            out
+        }
+        c => panic!("unexpected result type code {c}"),
+    }
+}
+
+fn c_run_case(vm: &CMod, c: &Case) -> Result<Vec<(Vec<i64>, Vec<f32>)>, String> {
+    use tvm_runtime::ffi::array::TVMArrayFree;
+    let f = c_func(vm, &c.func).expect("function of the manifest");
+    let inputs: Vec<*mut DLTensor> = c.inputs.iter().map(|(s, b)| c_array(s, b)).collect();
+    let args: Vec<_> = inputs.iter().map(|&t| (TVMValue { v_handle: t as *mut c_void }, tc::NDARRAY_HANDLE)).collect();
+    let out = c_call(&f, &args).map(|(r, code)| c_results(r, code));
+    for t in inputs {
+        ok(unsafe { TVMArrayFree(t) });
+    }
+    out
+}
+
+fn run_c(version: &str) -> usize {
+    let mut n = 0;
+    for m in models(version) {
+        let (_exec, vm) = c_vm(&m.lib);
+        for c in &m.cases {
+            let what = format!("{version} {} {} (C API)", m.name, c.name);
+            let got = c_run_case(&vm, c).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(got.len(), c.outputs.len(), "{what}: outputs");
+            for ((shape, vals), (want_shape, want)) in got.iter().zip(&c.outputs) {
+                assert_eq!(shape, want_shape, "{what}");
+                assert_close(&what, vals, &f32s(want));
+            }
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn tvm018_every_case_c_api() {
+    assert_eq!(run_c("relax-0.18"), 7);
+}
+
+// ---- 0.27 (tvm-ffi libraries) -----------------------------------------------------------------
+
+/// Whether this runtime loads tvm-ffi libraries (their `__tvm_ffi_<name>` kernels); if not, the
+/// reason, printed by the tests that then skip.
+fn ffi_libraries_load() -> Result<(), String> {
+    tvm_runtime::init();
+    let lib = repo().join("tests/data/relax-0.27/one_kernel/lib.so");
+    let exec = Module::load_from_file(lib.to_str().unwrap(), "").map_err(|e| e.to_string())?;
+    let found = exec.imports().iter().any(|m| m.get_function("add", true).ok().flatten().is_some());
+    if found {
+        Ok(())
+    } else {
+        Err("the library module does not resolve the `__tvm_ffi_add` kernel as `add`".into())
+    }
+}
+
+#[test]
+fn tvm027_every_case_rust_api() {
+    if let Err(why) = ffi_libraries_load() {
+        println!("SKIPPED: apache-tvm 0.27 libraries cannot be loaded yet: {why}");
+        return;
+    }
+    assert_eq!(run_rust("relax-0.27"), 9);
+}
+
+#[test]
+fn tvm027_every_case_c_api() {
+    if let Err(why) = ffi_libraries_load() {
+        println!("SKIPPED: apache-tvm 0.27 libraries cannot be loaded yet: {why}");
+        return;
+    }
+    assert_eq!(run_c("relax-0.27"), 9);
+}
+
+/// The executable bytes inside a tvm-ffi library: the `__tvm_ffi__library_bin` symbol's module
+/// list (`<nbytes u64> <indptr vec<u64>> <child vec<u64>>`, then per module `<kind str>` and,
+/// except for `_lib`, `<bytes str>`), read from the ELF file.
+fn ffi_executable_bytes(lib: &Path) -> Vec<u8> {
+    let file = std::fs::read(lib).unwrap();
+    let bin = elf_symbol(&file, "__tvm_ffi__library_bin").expect("__tvm_ffi__library_bin");
+    let u64_at = |o: usize| u64::from_le_bytes(bin[o..o + 8].try_into().unwrap()) as usize;
+    let mut pos = 8;
+    let indptr = u64_at(pos);
+    pos += 8 + 8 * indptr;
+    let child = u64_at(pos);
+    pos += 8 + 8 * child;
+    for _ in 0..indptr - 1 {
+        let n = u64_at(pos);
+        let kind = std::str::from_utf8(&bin[pos + 8..pos + 8 + n]).unwrap().to_string();
+        pos += 8 + n;
+        if kind == "_lib" {
+            continue;
+        }
+        let n = u64_at(pos);
+        if kind == "relax.VMExecutable" {
+            return bin[pos + 8..pos + 8 + n].to_vec();
+        }
+        pos += 8 + n;
+    }
+    panic!("no relax.VMExecutable in {}", lib.display());
+}
+
+/// The bytes of the dynamic symbol `name` of a little-endian ELF64 file (from its section).
+fn elf_symbol<'a>(f: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    let u16_at = |o: usize| u16::from_le_bytes(f[o..o + 2].try_into().unwrap()) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(f[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(f[o..o + 8].try_into().unwrap()) as usize;
+    let (shoff, shentsize, shnum) = (u64_at(0x28), u16_at(0x3A), u16_at(0x3C));
+    let section = |i: usize| {
+        let s = shoff + i * shentsize;
+        (u32_at(s + 4), u64_at(s + 0x10), u64_at(s + 0x18), u64_at(s + 0x20), u32_at(s + 0x28))
+    };
+    let dynsym = (0..shnum).map(section).find(|s| s.0 == 11)?; // SHT_DYNSYM
+    let strtab = section(dynsym.4).2;
+    for k in 0..dynsym.3 / 24 {
+        let s = dynsym.2 + k * 24;
+        let n = strtab + u32_at(s);
+        let end = n + f[n..].iter().position(|&b| b == 0)?;
+        if &f[n..end] == name.as_bytes() {
+            let (addr, size) = (u64_at(s + 8), u64_at(s + 16));
+            let sec = (0..shnum).map(section).find(|x| x.1 <= addr && addr < x.1 + x.3 && x.0 != 8)?;
+            let off = sec.2 + (addr - sec.1);
+            return Some(&f[off..off + size]);
+        }
+    }
+    None
+}
+
+#[test]
+fn tvm027_executables_parse() {
+    let mut seen = 0;
+    for m in models("relax-0.27") {
+        let exec = Executable::parse(&ffi_executable_bytes(&m.lib)).unwrap_or_else(|e| panic!("{}: {e}", m.name));
+        assert_eq!(exec.format, Format::TvmFfi, "{}", m.name);
+        assert_eq!(exec.version, "0.14");
+        let text = exec.as_text();
+        assert!(text.contains("@main:") && text.contains("vm.builtin.alloc_storage"), "{}:\n{text}", m.name);
+        if m.name == "dyn" {
+            assert!(text.contains("vm.builtin.make_prim_value in: %1, i1, i0"), "{text}");
+            let d: Json = serde_json::from_str(&tvm_runtime::vm::describe::describe(&exec)).unwrap();
+            assert_eq!(d["format"], "tvm-ffi");
+            assert_eq!(d["functions"][0]["params"][0]["shape"], serde_json::json!(["n", 16]));
+            assert_eq!(d["functions"][0]["params"][0]["dtype"], "float32");
+        }
+        if m.name == "cnn" {
+            assert!(text.contains("vm.builtin.reshape"), "{text}");
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 6);
+}
+
+// ---- describe, stateful API, threads ------------------------------------------------------------
+
+fn lib018(model: &str) -> PathBuf {
+    repo().join("tests/data/relax-0.18").join(model).join("lib.so")
+}
+
+#[test]
+fn describe_reports_functions_and_params() {
+    tvm_runtime::init();
+    let exec = Module::load_from_file(lib018("two_funcs").to_str().unwrap(), "").unwrap();
+    assert_eq!(exec.type_key(), "relax.Executable");
+    let d = exec.get_function("describe", false).unwrap().unwrap().call(&[]).unwrap().into_string().unwrap();
+    let d: Json = serde_json::from_str(&d).unwrap();
+    assert_eq!(d["format"], "tvm-0.18");
+    assert_eq!(d["version"], "0.14");
+    assert_eq!(d["constants"], 19);
+    let second = d["functions"].as_array().unwrap().iter().find(|f| f["name"] == "second").unwrap();
+    assert_eq!(second["kind"], "vm_func");
+    assert_eq!(second["registers"], 7);
+    assert_eq!(second["instructions"], 16);
+    assert_eq!(second["params"], serde_json::json!([
+        {"name": "a", "dtype": "float32", "shape": [4, 8]},
+        {"name": "b", "dtype": "float32", "shape": [8, 3]},
+    ]));
+    let has = exec.get_function("has_function", false).unwrap().unwrap();
+    assert!(matches!(has.call(&["second".into()]).unwrap(), Value::Bool(true)));
+    assert!(matches!(has.call(&["third".into()]).unwrap(), Value::Bool(false)));
+}
+
+#[test]
+fn stateful_api_and_function_info() {
+    let vm = load_vm(&lib018("tuple"));
+    let case = &models("relax-0.18").into_iter().find(|m| m.name == "tuple").unwrap().cases[0];
+    let f = |n: &str| vm.get_function(n, false).unwrap().unwrap();
+    assert_eq!(f("get_function_arity").call(&["main".into()]).unwrap().as_int().unwrap(), 2);
+    let p1 = f("get_function_param_name").call(&["main".into(), Value::Int(1)]).unwrap();
+    assert_eq!(p1.into_string().unwrap(), "y");
+    let e = f("get_output").call(&["main".into(), Value::Int(0)]).unwrap_err();
+    assert!(e.message().contains("invoke_stateful"), "{e}");
+    let e = f("invoke_stateful").call(&["main".into()]).unwrap_err();
+    assert!(e.message().contains("set_input"), "{e}");
+    let mut args = vec![Value::from("main")];
+    args.extend(input_arrays(case));
+    f("set_input").call(&args).unwrap();
+    f("invoke_stateful").call(&["main".into()]).unwrap();
+    assert_eq!(f("get_output_arity").call(&["main".into()]).unwrap().as_int().unwrap(), 2);
+    let e = f("get_output").call(&["main".into()]).unwrap_err();
+    assert!(e.message().contains("cannot return a tuple"), "{e}");
+    let outs: Vec<NDArray> = (0..2)
+        .map(|i| f("get_output").call(&["main".into(), Value::Int(i)]).unwrap().into_ndarray().unwrap())
+        .collect();
+    check_outputs("stateful tuple", case, &outs);
+    // save_function binds the inputs: the saved name then runs with no arguments.
+    let mut args = vec![Value::from("main"), Value::from("bound"), Value::Int(1)];
+    args.extend(input_arrays(case));
+    f("save_function").call(&args).unwrap();
+    check_outputs("saved function", case, &result_arrays(f("bound").call(&[]).unwrap()));
+}
+
+/// Run `case` on `vm` from `threads` threads, `calls` times each; every result's bytes.
+fn run_threads(vm: &Module, case: &Case, threads: usize, calls: usize) -> Vec<Vec<u8>> {
+    let f = vm.get_function(&case.func, false).unwrap().unwrap();
+    let out = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let (f, out) = (f.clone(), out.clone());
+            s.spawn(move || {
+                for _ in 0..calls {
+                    let r = f.call(&input_arrays(case)).unwrap();
+                    let bytes = result_arrays(r).iter().flat_map(|a| a.to_vec_u8().unwrap()).collect();
+                    out.lock().push(bytes);
+                }
+            });
+        }
+    });
+    Arc::try_unwrap(out).ok().unwrap().into_inner()
+}
+
+#[test]
+fn many_threads_on_one_vm_match_one_thread() {
+    for model in ["mlp", "dyn", "two_funcs", "tuple"] {
+        let m = models("relax-0.18").into_iter().find(|m| m.name == model).unwrap();
+        let vm = load_vm(&m.lib);
+        for case in &m.cases {
+            let one = run_threads(&vm, case, 1, 1).remove(0);
+            let many = run_threads(&vm, case, 8, 25);
+            assert_eq!(many.len(), 200);
+            assert!(many.iter().all(|b| *b == one), "{model} {}: a threaded result differs", case.name);
+        }
+    }
+}
+
+#[test]
+fn pooled_storage_is_reused_across_calls() {
+    let vm = load_vm(&lib018("mlp"));
+    let case = &models("relax-0.18").into_iter().find(|m| m.name == "mlp").unwrap().cases[0];
+    let f = vm.get_function("main", false).unwrap().unwrap();
+    let first = result_arrays(f.call(&input_arrays(case)).unwrap()).remove(0);
+    let addr = first.data_ptr();
+    drop(first);
+    // The output's storage went back to the pool when the caller dropped it: the next call reuses it.
+    let second = result_arrays(f.call(&input_arrays(case)).unwrap()).remove(0);
+    assert_eq!(second.data_ptr(), addr);
+    check_outputs("reused storage", case, &[second.clone()]);
+    // While the caller holds an output, a new call must not write into it.
+    let third = result_arrays(f.call(&input_arrays(case)).unwrap()).remove(0);
+    assert_ne!(third.data_ptr(), second.data_ptr());
+    check_outputs("held output", case, &[second]);
+}
+
+// ---- errors ---------------------------------------------------------------------------------------
+
+#[test]
+fn caller_errors_are_reported_and_the_vm_keeps_working() {
+    tvm_runtime::init();
+    let exec = Module::load_from_file(lib018("mlp").to_str().unwrap(), "").unwrap();
+    let vm = exec.get_function("vm_load_executable", false).unwrap().unwrap().call(&[]).unwrap().into_module().unwrap();
+    let main = vm.get_function("main", false).unwrap().unwrap();
+    let case = &models("relax-0.18").into_iter().find(|m| m.name == "mlp").unwrap().cases[0];
+    let e = main.call(&input_arrays(case)).unwrap_err();
+    assert!(e.message().contains("vm_initialization"), "{e}");
+    let init = vm.get_function("vm_initialization", false).unwrap().unwrap();
+    let e = init.call(&[Value::Int(1), Value::Int(0)]).unwrap_err();
+    assert!(e.message().contains("triples"), "{e}");
+    let e = init.call(&[Value::Int(1), Value::Int(0), Value::Int(7)]).unwrap_err();
+    assert!(e.message().contains("allocator type 7"), "{e}");
+    let e = init.call(&[Value::Int(2), Value::Int(0), Value::Int(2)]).unwrap_err();
+    assert!(e.message().contains("CPU"), "{e}");
+    init.call(&[1, 0, 1, 1, 0, 1].map(Value::Int)).unwrap();
+    assert!(vm.get_function("no_such_function", false).unwrap().is_none());
+
+    let arr = |shape: &[i64], dtype: DLDataType| Value::NDArray(NDArray::empty(shape, dtype, DLDevice::cpu(0)).unwrap());
+    let f32 = DLDataType::FLOAT32;
+    let e = main.call(&[arr(&[4, 32], f32), arr(&[4, 32], f32)]).unwrap_err();
+    assert!(e.message().contains("expects 1 arguments (x), but 2 arguments were provided"), "{e}");
+    let e = main.call(&[arr(&[4, 32], DLDataType::INT64)]).unwrap_err();
+    assert!(e.message().contains("expect Tensor with dtype float32 but get int64"), "{e}");
+    let e = main.call(&[arr(&[4, 32, 1], f32)]).unwrap_err();
+    assert!(e.message().contains("expect Tensor with ndim 2 but get 3"), "{e}");
+    let e = main.call(&[arr(&[4, 31], f32)]).unwrap_err();
+    assert!(e.message().contains("shape[1] is 31 but 32 is required"), "{e}");
+    assert!(e.message().contains("param=x"), "the check names the parameter: {e}");
+    let e = main.call(&[Value::Int(3)]).unwrap_err();
+    assert!(e.message().starts_with("TypeError:") && e.message().contains("expect a Tensor but get int"), "{e}");
+    check_outputs("after errors", case, &result_arrays(main.call(&input_arrays(case)).unwrap()));
+}
+
+#[test]
+fn a_failing_kernel_is_an_error_and_the_vm_keeps_working() {
+    // A hand-written executable calling the tuple model's `add` kernel on tensors of the wrong
+    // shape: the kernel's own check fails.
+    tvm_runtime::init();
+    let lib = Module::load_from_file(lib018("tuple").to_str().unwrap(), "").unwrap().imports()[0].clone();
+    let mut w = Words::default();
+    w.u64(tvm_runtime::vm::executable::MAGIC_V1);
+    w.str("0.14");
+    w.u64(2);
+    w.func(1, "main", 0, 2, 2, 2, &["x", "y"]);
+    w.func(0, "add", 0, 0, -2, 0, &[]);
+    w.u64(0); // constants
+    w.vec(&[0, 7]);
+    w.vec(&[1, 1 << 54, 1, 3, 0, 0, 0, 2, 0]);
+    let exec = Arc::new(Executable::parse(&w.0).unwrap());
+    let m = Module::from_node(tvm_runtime::vm::ExecutableModule { exec });
+    m.import(&lib).unwrap();
+    let vm = tvm_runtime::vm::module::vm_module(m).unwrap();
+    VmModule::of(&vm).unwrap().initialize(&[DLDevice::cpu(0)], tvm_runtime::vm::AllocatorKind::Pooled).unwrap();
+    let main = vm.get_function("main", false).unwrap().unwrap();
+    let t = |s: &[i64]| Value::NDArray(NDArray::empty(s, DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap());
+    for _ in 0..3 {
+        let e = main.call(&[t(&[2, 2]), t(&[2, 2])]).unwrap_err();
+        assert!(e.message().contains("in `main` at instruction 0 (`add`)"), "{e}");
+    }
+    let x = NDArray::from_bytes(&[4, 8], DLDataType::FLOAT32, &common::bytes_of(&[1.5; 32])).unwrap();
+    let r = main.call(&[Value::NDArray(x.clone()), Value::NDArray(x.clone())]).unwrap().into_ndarray().unwrap();
+    assert_eq!(r.data_ptr(), x.data_ptr(), "main returns x");
+    assert_eq!(f32s(&x.to_vec_u8().unwrap()), vec![3.0; 32], "add(x, x, x) wrote x + x into x");
+}
+
+/// Little-endian words of a hand-written executable.
+#[derive(Default)]
+struct Words(Vec<u8>);
+impl Words {
+    fn u64(&mut self, v: u64) {
+        self.0.extend(v.to_le_bytes());
+    }
+    fn str(&mut self, s: &str) {
+        self.u64(s.len() as u64);
+        self.0.extend(s.as_bytes());
+    }
+    fn vec(&mut self, v: &[i64]) {
+        self.u64(v.len() as u64);
+        v.iter().for_each(|x| self.0.extend(x.to_le_bytes()));
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn func(&mut self, kind: i32, name: &str, start: i64, end: i64, args: i64, regs: i64, params: &[&str]) {
+        self.0.extend(kind.to_le_bytes());
+        self.str(name);
+        for v in [start, end, args, regs] {
+            self.0.extend(v.to_le_bytes());
+        }
+        self.u64(params.len() as u64);
+        params.iter().for_each(|p| self.str(p));
+    }
+}
+
+#[test]
+fn c_api_errors_leave_handles_working() {
+    let (_exec, vm) = c_vm(&lib018("dyn"));
+    let m = models("relax-0.18").into_iter().find(|m| m.name == "dyn").unwrap();
+    assert!(c_func(&vm, "missing").is_none());
+    let main = c_func(&vm, "main").unwrap();
+    let mut t = common::HostTensor::new(&[1, 16], &[0.0; 16]);
+    let e = c_call(&main, &[(TVMValue { v_handle: t.ptr() as *mut c_void }, tc::DLTENSOR_HANDLE)]).unwrap_err();
+    assert!(e.contains("NDArray handles"), "{e}");
+    let bad = c_array(&[2, 15], &[0; 120]);
+    let e = c_call(&main, &[(TVMValue { v_handle: bad as *mut c_void }, tc::NDARRAY_HANDLE)]).unwrap_err();
+    assert!(e.contains("shape[1] is 15 but 16 is required"), "{e}");
+    ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(bad) });
+    for c in &m.cases {
+        let got = c_run_case(&vm, c).unwrap();
+        assert_close("dyn after errors", &got[0].1, &f32s(&c.outputs[0].1));
+    }
+}
+
+#[test]
+fn malformed_executables_are_errors() {
+    let good = std::fs::read(lib018("mlp")).unwrap();
+    assert!(!good.is_empty());
+    for (bytes, want) in [
+        (vec![], "truncated while reading magic"),
+        (vec![0u8; 8], "is not a Relax VM executable's"),
+        ([0xD225_DE2F_4214_151Du64.to_le_bytes().as_slice(), &4u64.to_le_bytes(), b"0.15"].concat(), "version `0.15`"),
+        ([0xD225_DE2F_4214_151Eu64.to_le_bytes().as_slice(), &4u64.to_le_bytes(), b"0.14", &u64::MAX.to_le_bytes()].concat(), "function count"),
+    ] {
+        let e = Executable::parse(&bytes).unwrap_err();
+        assert!(e.message().contains(want), "{want}: {e}");
+    }
+    // A constant tag of the other generation is refused, naming it.
+    let mut w = Words::default();
+    w.u64(tvm_runtime::vm::executable::MAGIC_V1);
+    w.str("0.14");
+    w.u64(0);
+    w.u64(1);
+    w.0.extend(70i32.to_le_bytes());
+    let e = Executable::parse(&w.0).unwrap_err();
+    assert!(e.message().contains("constant tag 70 is not one a tvm-0.18 executable uses"), "{e}");
+    // A call to a function index outside the table.
+    let mut w = Words::default();
+    w.u64(tvm_runtime::vm::executable::MAGIC_V1);
+    w.str("0.14");
+    w.u64(1);
+    w.func(1, "main", 0, 1, 0, 1, &[]);
+    w.u64(0);
+    w.vec(&[0]);
+    w.vec(&[1, 0, 5, 0]);
+    let e = Executable::parse(&w.0).unwrap_err();
+    assert!(e.message().contains("function index 5 outside the table of 1"), "{e}");
+}
