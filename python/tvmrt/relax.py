@@ -196,7 +196,8 @@ class VirtualMachine:
         return lambda: call_packed(handle, values, codes, n, (keep, vals))
 
     def __repr__(self) -> str:
-        return f"<tvmrt.relax.VirtualMachine {self._exec.path or ''}>"
+        lib = getattr(self, "_exec", None)
+        return f"<tvmrt.relax.VirtualMachine {lib.path if lib is not None else ''}>"
 
     def describe(self) -> Dict[str, Any]:
         """The executable's functions and their parameters (dtype, shape; symbolic dimensions by
