@@ -18,6 +18,8 @@ pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
     #[command(flatten)]
+    vm: crate::vm::VmArgs,
+    #[command(flatten)]
     inputs: InputArgs,
     /// Unprofiled runs first
     #[arg(long, value_name = "N", default_value_t = 5)]
@@ -68,6 +70,10 @@ struct Row {
 }
 
 pub fn main(args: Args) -> Result<(), Failure> {
+    if let Some(model) = crate::vm::open(&args.model)? {
+        return crate::vm::profile(&model);
+    }
+    args.vm.graph_only()?;
     let model = args.model.load(args.exec.memory_plan())?;
     let options = args.exec.options()?;
     let front = args.exec.executor(&model)?;
