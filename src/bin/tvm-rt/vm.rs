@@ -155,8 +155,11 @@ pub fn inspect(model: &VmModel, json: bool) -> Result<(), Failure> {
     );
     for f in &d.functions {
         println!("\nfunction {} ({}; {} registers, {} instructions)", f.name, f.kind, f.registers, f.instructions);
-        let rows: Vec<Vec<String>> =
-            f.params.iter().map(|p| vec![p.name.clone(), p.dtype.clone().unwrap_or("?".into()), shape_text(p)]).collect();
+        let rows: Vec<Vec<String>> = f
+            .params
+            .iter()
+            .map(|p| vec![p.name.clone(), p.dtype.clone().unwrap_or("?".into()), shape_text(p)])
+            .collect();
         match rows.is_empty() {
             true => println!("  no parameters"),
             false => print!("{}", crate::table::render(&["param", "dtype", "shape"], &rows)),
@@ -184,7 +187,12 @@ impl VmModel {
     }
 
     /// One array per parameter of the chosen function: from `--input` files, else filled.
-    pub fn arrays(&self, args: &VmArgs, inputs: &InputArgs, default_fill: Option<Fill>) -> Result<Vec<NDArray>, Failure> {
+    pub fn arrays(
+        &self,
+        args: &VmArgs,
+        inputs: &InputArgs,
+        default_fill: Option<Fill>,
+    ) -> Result<Vec<NDArray>, Failure> {
         let f = self.function(args)?;
         check_names(f, inputs)?;
         let mut rng = StdRng::seed_from_u64(inputs.seed);
@@ -206,7 +214,11 @@ impl VmModel {
     }
 
     /// A call of the chosen function on `arrays`, to repeat (bench).
-    pub fn call(&self, args: &VmArgs, arrays: Vec<NDArray>) -> Result<impl Fn() -> Result<Value, Failure> + '_, Failure> {
+    pub fn call(
+        &self,
+        args: &VmArgs,
+        arrays: Vec<NDArray>,
+    ) -> Result<impl Fn() -> Result<Value, Failure> + '_, Failure> {
         let f = self.function(args)?;
         let func = self.vm.get_function(&f.name, false)?.ok_or_else(|| {
             Failure::runtime(format!("the VM has no function `{}` although the executable lists it", f.name))
@@ -267,9 +279,10 @@ fn from_file(f: &Function, p: &Param, path: &Path) -> Result<NDArray, Failure> {
 }
 
 fn filled(f: &Function, p: &Param, fill: Fill, rng: &mut StdRng) -> Result<NDArray, Failure> {
-    let fixed: Option<Vec<i64>> = p.shape.as_ref().and_then(|dims| {
-        dims.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect()
-    });
+    let fixed: Option<Vec<i64>> = p
+        .shape
+        .as_ref()
+        .and_then(|dims| dims.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect());
     let (Some(shape), Some(dtype)) = (fixed, dtype_of(p)) else {
         return Err(Failure::usage(format!(
             "input `{}` of `{}` is {}, which has no fixed shape to fill: give --input {}=FILE.npy",
