@@ -159,7 +159,9 @@ class Module:
         f = c_void_p()
         check(lib.TVMModGetFunction(self._h(), name.encode(), 0, byref(f)))
         if not f.value:
-            raise error.AttributeError(f"module {self.path or ''} ({self.type_key}) has no function {name!r}")
+            key = self.type_key
+            hint = " (a graph executor: module['default'](dev))" if key == "GraphExecutorFactory" else ""
+            raise error.AttributeError(f"module {self.path or ''} ({key}) has no function {name!r}{hint}")
         return Function(f, name)
 
     get_function = __getitem__
