@@ -87,10 +87,12 @@ void Mlp() {
   EXPECT(Matches(y, dir, "output_0.bin", {4, 10}));
 
   // Errors arrive as exceptions carrying the runtime's message; the VM runs on.
-  EXPECT_THROWS(main_fn(), "main");
-  EXPECT_THROWS(main_fn(x, x), "main");
+  EXPECT_THROWS(main_fn(), "main expects 1 arguments");
+  EXPECT_THROWS(main_fn(x, x), "but 2 arguments were provided");
   NDArray f64 = NDArray::Empty({4, 32}, DLDataType{kDLFloat, 64, 1}, kCPU);
-  EXPECT_THROWS(main_fn(f64), "float");
+  EXPECT_THROWS(main_fn(f64), "float32 but get float64");
+  NDArray wide = NDArray::Empty({5, 32}, kF32, kCPU);
+  EXPECT_THROWS(main_fn(wide), "shape[0] is 5 but 4 is required");
   EXPECT(vm.GetFunction("no_such_function") == nullptr);
   NDArray again = main_fn(x);
   EXPECT(Matches(again, dir, "output_0.bin", {4, 10}));

@@ -144,16 +144,16 @@ def test_bad_calls_raise_with_the_message_and_the_vm_still_works(vms, s):
     x = _read(folder, case["inputs"][0])
     with pytest.raises(tvmrt.TVMError) as e:
         vm["main"]()  # wrong arity
-    assert "main" in str(e.value) and "1" in str(e.value)
+    assert "main expects 1 arguments" in str(e.value)
     with pytest.raises(tvmrt.TVMError) as e:
         vm["main"](x, x)
-    assert "main" in str(e.value)
+    assert "main expects 1 arguments (x), but 2 arguments were provided" in str(e.value)
     with pytest.raises(tvmrt.TVMError) as e:
         vm["main"](np.zeros((5, 32), "float32"))  # wrong shape
-    assert "5" in str(e.value) or "shape" in str(e.value)
+    assert "shape[0] is 5 but 4 is required" in str(e.value)
     with pytest.raises(tvmrt.TVMError) as e:
         vm["main"](x.astype("float64"))  # wrong dtype
-    assert "float" in str(e.value)
+    assert "float32 but get float64" in str(e.value)
     with pytest.raises(tvmrt.TVMError) as e:
         vm["no_such_function"]
     assert "no_such_function" in str(e.value)

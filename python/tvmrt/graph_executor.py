@@ -161,7 +161,8 @@ class Module:
         if not f.value:
             key = self.type_key
             hint = " (a graph executor: module['default'](dev))" if key == "GraphExecutorFactory" else ""
-            raise error.AttributeError(f"module {self.path or ''} ({key}) has no function {name!r}{hint}")
+            where = f"module {self.path}" if self.path else "module"
+            raise error.AttributeError(f"{where} ({key}) has no function {name!r}{hint}")
         return Function(f, name)
 
     get_function = __getitem__
