@@ -6,7 +6,9 @@ large graphs re-serialised without whitespace to keep executions fast), plus sma
 inputs that reach features the real files do not (__nop / __copy / flatten_data nodes, several
 outputs, device_index and storage_scope, unusual dtypes, zero-size and 0-d tensors, const_loader
 and metadata_module blob entries, legacy blobs without an import tree). For the ELF check: hand-made
-minimal library images and a tiny library built by the C compiler.
+minimal library images and a tiny library built by the C compiler. For the Relax VM executable:
+the executables inside the Relax libraries of tests/data/relax-0.18 (`__tvm_dev_mblob`) and
+tests/data/relax-0.27 (`__tvm_ffi__library_bin`), and a small hand-made one with a loop.
 """
 import json
 import os
@@ -176,8 +178,76 @@ def compiled_library():
             return f.read()
 
 
+def elf_symbol(image, name):
+    """The bytes of dynamic symbol `name` of a little-endian ELF64 image."""
+    shoff, = struct.unpack_from("<Q", image, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", image, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQI", image, shoff + i * shentsize + 0) for i in range(shnum)]
+    # (name, type, flags, addr, offset, size, link)
+    dynsym = next(x for x in secs if x[1] == 11)
+    strtab = secs[dynsym[6]][4]
+    for k in range(dynsym[5] // 24):
+        st_name, _, _, _, st_value, st_size = struct.unpack_from("<IBBHQQ", image, dynsym[4] + 24 * k)
+        end = image.index(b"\0", strtab + st_name)
+        if image[strtab + st_name:end] == name.encode():
+            sec = next(x for x in secs if x[3] <= st_value < x[3] + x[5] and x[1] != 8)
+            off = sec[4] + st_value - sec[3]
+            return image[off:off + st_size]
+    return None
+
+
+def read_str(b, pos):
+    n, = struct.unpack_from("<Q", b, pos)
+    return b[pos + 8:pos + 8 + n], pos + 8 + n
+
+
+def relax_executable(lib):
+    """The executable bytes inside a Relax library of either generation."""
+    with open(lib, "rb") as f:
+        image = f.read()
+    blob = elf_symbol(image, "__tvm_dev_mblob")
+    if blob is not None:  # TVM 0.18: <nbytes> <count> then (key, payload) entries
+        pos = 16
+        while True:
+            key, pos = read_str(blob, pos)
+            if key == b"_lib":
+                continue
+            code, pos = read_str(blob, pos)
+            if key == b"relax.Executable":
+                return code
+    lb = elf_symbol(image, "__tvm_ffi__library_bin")
+    pos = 8
+    for _ in range(2):  # the import tree's indptr and child indices
+        n, = struct.unpack_from("<Q", lb, pos)
+        pos += 8 + 8 * n
+    while True:
+        key, pos = read_str(lb, pos)
+        if key == b"_lib":
+            continue
+        code, pos = read_str(lb, pos)
+        if key == b"relax.VMExecutable":
+            return code
+
+
+def hand_made_executable():
+    """`main(x)`: a counter loop (If / Goto) around a builtin call, then `ret %0`."""
+    def func(kind, name, start, end, nargs, regs, params):
+        return struct.pack("<i", kind) + string(name) + struct.pack("<qqqq", start, end, nargs, regs) + strings(params)
+    void = 1 << 54
+    words = [1, void, 1, 0,  # call null_value
+             4, 0, 2,        # If %0 else jump by 2 (to the ret)
+             3, -2,          # goto back to the If
+             2, 0]           # ret %0
+    offsets = [0, 4, 7, 9]
+    return (u64(0xD225DE2F4214151D) + string("0.14") + u64(2)
+            + func(1, "main", 0, 4, 1, 2, ["x"]) + func(0, "vm.builtin.null_value", 0, 0, -2, 0, [])
+            + u64(2) + struct.pack("<i", 4) + struct.pack("<q", 7) + struct.pack("<i", 2) + u64(2) + struct.pack("<qq", 4, 8)
+            + u64(len(offsets)) + b"".join(struct.pack("<q", o) for o in offsets)
+            + u64(len(words)) + b"".join(struct.pack("<q", w) for w in words))
+
+
 def main():
-    for t in ("graph_json", "params", "blob", "elf"):
+    for t in ("graph_json", "params", "blob", "elf", "relax_exec"):
         shutil.rmtree(os.path.join(CORPUS, t), ignore_errors=True)
     # Real files from TVM 0.18.
     for model in ("mlp", "seed000", "seed004"):
@@ -228,6 +298,15 @@ def main():
     tiny = compiled_library()
     if tiny is not None:
         write("elf", "cc_tiny.so", tiny)
+
+    # Relax VM executables of both generations.
+    for version in ("relax-0.18", "relax-0.27"):
+        root = os.path.join(HERE, "..", "tests", "data", version)
+        for model in sorted(os.listdir(root)):
+            lib = os.path.join(root, model, "lib.so")
+            if os.path.isfile(lib):
+                write("relax_exec", f"tvm{version[6:].replace('.', '')}_{model}.bin", relax_executable(lib))
+    write("relax_exec", "hand_loop.bin", hand_made_executable())
 
 
 if __name__ == "__main__":

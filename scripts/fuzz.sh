@@ -9,6 +9,8 @@
 #   blob        load_import_tree (the __tvm_dev_mblob) with a library of no-op kernels; factories
 #               found in it are instantiated (plan + params) and run
 #   elf         the ELF check of a shared library before dlopen (runtime::elf::check)
+#   relax_exec  vm::Executable::parse (Relax VM executables of both generations), then as_text,
+#               stats and describe
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz`) and nightly compiler features. A nightly
 # toolchain is not required: the default toolchain is used with RUSTC_BOOTSTRAP=1 (set
@@ -30,7 +32,7 @@ FUZZ="$REPO/fuzz"
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(graph_json params blob elf)
+[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(graph_json params blob elf relax_exec)
 
 skip() {
   echo "fuzz: skipped: $*"

@@ -51,6 +51,33 @@ fn blob_regressions_fail_cleanly() {
     }
 }
 
+/// Hostile Relax VM executables: each must be refused with an error, never a panic.
+#[test]
+fn relax_exec_regressions_are_refused() {
+    for (name, data) in inputs("relax_exec") {
+        let r = std::panic::catch_unwind(|| tvm_runtime::vm::Executable::parse(&data).map(|_| ()));
+        match r {
+            Ok(Err(_)) => {}
+            Ok(Ok(())) => panic!("{name}: a hostile executable was accepted"),
+            Err(_) => panic!("{name}: the executable parser panicked"),
+        }
+    }
+}
+
+/// The seeds of the `relax_exec` fuzzer (real executables of both generations) all parse.
+#[test]
+fn relax_exec_seeds_parse() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/relax_exec");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let data = std::fs::read(&p).unwrap();
+        tvm_runtime::vm::Executable::parse(&data).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        n += 1;
+    }
+    assert_eq!(n, 11);
+}
+
 #[test]
 fn params_regressions_fail_cleanly() {
     for (name, data) in inputs("params") {

@@ -1,4 +1,4 @@
-//! The layers point one way: `abi` ← `runtime` ← `graph` ← `ffi`. A lower layer naming a higher
+//! The layers point one way: `abi` ← `runtime` ← `graph` / `vm` ← `ffi`. A lower layer naming a higher
 //! one fails here, with the file and line, so the direction does not erode between reviews; and
 //! inside `runtime` and `graph` the files read top-down (no import circles), checked the same way.
 
@@ -38,20 +38,27 @@ fn upward_references(layer: &str, forbidden: &[&str]) -> Vec<String> {
 
 #[test]
 fn abi_names_no_layer_above_it() {
-    let hits = upward_references("abi", &["runtime", "graph", "ffi", "init"]);
+    let hits = upward_references("abi", &["runtime", "graph", "vm", "ffi", "init"]);
     assert!(hits.is_empty(), "abi reaches up:\n{}", hits.join("\n"));
 }
 
 #[test]
 fn runtime_names_neither_graph_nor_ffi() {
-    let hits = upward_references("runtime", &["graph", "ffi", "init"]);
+    let hits = upward_references("runtime", &["graph", "vm", "ffi", "init"]);
     assert!(hits.is_empty(), "runtime reaches up (register from crate::init instead):\n{}", hits.join("\n"));
 }
 
 #[test]
 fn graph_names_no_ffi() {
-    let hits = upward_references("graph", &["ffi"]);
-    assert!(hits.is_empty(), "graph reaches into the C API:\n{}", hits.join("\n"));
+    let hits = upward_references("graph", &["ffi", "vm"]);
+    assert!(hits.is_empty(), "graph reaches into the C API or the VM:\n{}", hits.join("\n"));
+}
+
+/// The VM sits beside the graph executor: it names the runtime only.
+#[test]
+fn vm_names_neither_graph_nor_ffi() {
+    let hits = upward_references("vm", &["graph", "ffi", "init"]);
+    assert!(hits.is_empty(), "vm reaches sideways or up:\n{}", hits.join("\n"));
 }
 
 // Inside a layer, the files read top-down: no file imports one that (directly or through others)
@@ -388,6 +395,12 @@ fn import_circles(layer: &str, modules: &Modules) -> Vec<String> {
 fn runtime_files_import_no_circle() {
     let found = import_circles("runtime", &layer_modules("runtime"));
     assert!(found.is_empty(), "src/runtime imports in circles:\n{}", found.join("\n\n"));
+}
+
+#[test]
+fn vm_files_import_no_circle() {
+    let found = import_circles("vm", &layer_modules("vm"));
+    assert!(found.is_empty(), "src/vm imports in circles:\n{}", found.join("\n\n"));
 }
 
 #[test]

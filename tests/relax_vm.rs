@@ -99,7 +99,9 @@ fn result_arrays(v: Value) -> Vec<NDArray> {
             let size = tvm_runtime::runtime::registry::get("runtime.ArraySize").unwrap();
             let item = tvm_runtime::runtime::registry::get("runtime.ArrayGetItem").unwrap();
             let n = size.call(&[Value::Object(o.clone())]).unwrap().as_int().unwrap();
-            (0..n).map(|i| item.call(&[Value::Object(o.clone()), Value::Int(i)]).unwrap().into_ndarray().unwrap()).collect()
+            (0..n)
+                .map(|i| item.call(&[Value::Object(o.clone()), Value::Int(i)]).unwrap().into_ndarray().unwrap())
+                .collect()
         }
         other => panic!("unexpected result {}", other.type_name()),
     }
@@ -195,7 +197,7 @@ fn c_array(shape: &[i64], bytes: &[u8]) -> *mut DLTensor {
     t
 }
 
-fn c_array_values(t: *mut DLTensor) -> (Vec<i64>, Vec<f32>) {
+fn c_array_values(t: *mut DLTensor) -> CTensor {
     use tvm_runtime::ffi::array::TVMArrayCopyToBytes;
     let shape = unsafe { std::slice::from_raw_parts((*t).shape, (*t).ndim as usize) }.to_vec();
     let mut bytes = vec![0u8; shape.iter().product::<i64>() as usize * 4];
@@ -216,7 +218,7 @@ fn c_vm(lib: &Path) -> (CMod, CMod) {
 }
 
 /// The tensors of a C result: an NDArray handle, or a tuple read with `runtime.ArraySize/GetItem`.
-fn c_results(ret: TVMValue, code: i32) -> Vec<(Vec<i64>, Vec<f32>)> {
+fn c_results(ret: TVMValue, code: i32) -> Vec<CTensor> {
     use tvm_runtime::ffi::array::TVMArrayFree;
     use tvm_runtime::ffi::object::TVMObjectFree;
     match code {
@@ -244,7 +246,10 @@ fn c_results(ret: TVMValue, code: i32) -> Vec<(Vec<i64>, Vec<f32>)> {
     }
 }
 
-fn c_run_case(vm: &CMod, c: &Case) -> Result<Vec<(Vec<i64>, Vec<f32>)>, String> {
+/// A tensor read back through the C API: shape and values.
+type CTensor = (Vec<i64>, Vec<f32>);
+
+fn c_run_case(vm: &CMod, c: &Case) -> Result<Vec<CTensor>, String> {
     use tvm_runtime::ffi::array::TVMArrayFree;
     let f = c_func(vm, &c.func).expect("function of the manifest");
     let inputs: Vec<*mut DLTensor> = c.inputs.iter().map(|(s, b)| c_array(s, b)).collect();
@@ -411,10 +416,13 @@ fn describe_reports_functions_and_params() {
     assert_eq!(second["kind"], "vm_func");
     assert_eq!(second["registers"], 7);
     assert_eq!(second["instructions"], 16);
-    assert_eq!(second["params"], serde_json::json!([
-        {"name": "a", "dtype": "float32", "shape": [4, 8]},
-        {"name": "b", "dtype": "float32", "shape": [8, 3]},
-    ]));
+    assert_eq!(
+        second["params"],
+        serde_json::json!([
+            {"name": "a", "dtype": "float32", "shape": [4, 8]},
+            {"name": "b", "dtype": "float32", "shape": [8, 3]},
+        ])
+    );
     let has = exec.get_function("has_function", false).unwrap().unwrap();
     assert!(matches!(has.call(&["second".into()]).unwrap(), Value::Bool(true)));
     assert!(matches!(has.call(&["third".into()]).unwrap(), Value::Bool(false)));
@@ -448,6 +456,24 @@ fn stateful_api_and_function_info() {
     args.extend(input_arrays(case));
     f("save_function").call(&args).unwrap();
     check_outputs("saved function", case, &result_arrays(f("bound").call(&[]).unwrap()));
+    // invoke_closure calls a function value with the arguments that follow it.
+    let mut args = vec![Value::Func(f("main"))];
+    args.extend(input_arrays(case));
+    check_outputs("invoke_closure", case, &result_arrays(f("invoke_closure").call(&args).unwrap()));
+}
+
+#[test]
+fn blob_loader_takes_the_executable_with_or_without_its_length() {
+    use tvm_runtime::runtime::byteio::Reader;
+    let bytes = ffi_executable_bytes(&repo().join("tests/data/relax-0.27/tuple/lib.so"));
+    let prefixed = [&(bytes.len() as u64).to_le_bytes()[..], &bytes].concat();
+    for data in [&bytes, &prefixed] {
+        let m = tvm_runtime::vm::module::load_binary(&mut Reader::new(data, "test")).unwrap();
+        assert_eq!(m.type_key(), "relax.VMExecutable");
+    }
+    let e =
+        tvm_runtime::vm::module::load_binary(&mut Reader::new(&prefixed[..prefixed.len() - 1], "test")).unwrap_err();
+    assert!(e.message().contains("exceeds"), "{e}");
 }
 
 /// Run `case` on `vm` from `threads` threads, `calls` times each; every result's bytes.
@@ -494,7 +520,7 @@ fn pooled_storage_is_reused_across_calls() {
     // The output's storage went back to the pool when the caller dropped it: the next call reuses it.
     let second = result_arrays(f.call(&input_arrays(case)).unwrap()).remove(0);
     assert_eq!(second.data_ptr(), addr);
-    check_outputs("reused storage", case, &[second.clone()]);
+    check_outputs("reused storage", case, std::slice::from_ref(&second));
     // While the caller holds an output, a new call must not write into it.
     let third = result_arrays(f.call(&input_arrays(case)).unwrap()).remove(0);
     assert_ne!(third.data_ptr(), second.data_ptr());
@@ -522,7 +548,8 @@ fn caller_errors_are_reported_and_the_vm_keeps_working() {
     init.call(&[1, 0, 1, 1, 0, 1].map(Value::Int)).unwrap();
     assert!(vm.get_function("no_such_function", false).unwrap().is_none());
 
-    let arr = |shape: &[i64], dtype: DLDataType| Value::NDArray(NDArray::empty(shape, dtype, DLDevice::cpu(0)).unwrap());
+    let arr =
+        |shape: &[i64], dtype: DLDataType| Value::NDArray(NDArray::empty(shape, dtype, DLDevice::cpu(0)).unwrap());
     let f32 = DLDataType::FLOAT32;
     let e = main.call(&[arr(&[4, 32], f32), arr(&[4, 32], f32)]).unwrap_err();
     assert!(e.message().contains("expects 1 arguments (x), but 2 arguments were provided"), "{e}");
@@ -624,7 +651,11 @@ fn malformed_executables_are_errors() {
         (vec![], "truncated while reading magic"),
         (vec![0u8; 8], "is not a Relax VM executable's"),
         ([0xD225_DE2F_4214_151Du64.to_le_bytes().as_slice(), &4u64.to_le_bytes(), b"0.15"].concat(), "version `0.15`"),
-        ([0xD225_DE2F_4214_151Eu64.to_le_bytes().as_slice(), &4u64.to_le_bytes(), b"0.14", &u64::MAX.to_le_bytes()].concat(), "function count"),
+        (
+            [0xD225_DE2F_4214_151Eu64.to_le_bytes().as_slice(), &4u64.to_le_bytes(), b"0.14", &u64::MAX.to_le_bytes()]
+                .concat(),
+            "function count",
+        ),
     ] {
         let e = Executable::parse(&bytes).unwrap_err();
         assert!(e.message().contains(want), "{want}: {e}");
@@ -649,4 +680,177 @@ fn malformed_executables_are_errors() {
     w.vec(&[1, 0, 5, 0]);
     let e = Executable::parse(&w.0).unwrap_err();
     assert!(e.message().contains("function index 5 outside the table of 1"), "{e}");
+}
+
+/// Argument words of hand-written instructions (kind in the top byte).
+fn imm(v: i64) -> i64 {
+    (1 << 56) | (v & ((1 << 56) - 1))
+}
+fn fidx(v: i64) -> i64 {
+    (3 << 56) | v
+}
+const VOID: i64 = 1 << 54;
+const VMREG: i64 = (1 << 54) + 1;
+
+/// A hand-written executable over builtins the test models do not emit: tuples and their
+/// check, `If` / `Goto` on `read_if_cond`, `make_shape` without a heap, and closures.
+fn control_flow_executable() -> Vec<u8> {
+    // main(x, c): t = (x, x); check_tuple_info(t, 2); if c { r = t[0] } else { r = shape(7, 3) }; ret r
+    let main = [
+        vec![1, 2, 1, 2, 0, 0],                                         // 0 make_tuple(%0, %0) -> %2
+        vec![1, VOID, 2, 3, 2, imm(2), VOID],                           // 1 check_tuple_info(%2, 2, None)
+        vec![1, 3, 3, 1, 1],                                            // 2 read_if_cond(%1) -> %3
+        vec![4, 3, 3],                                                  // 3 If %3 else +3
+        vec![1, 4, 4, 2, 2, imm(0)],                                    // 4 tuple_getitem(%2, 0) -> %4
+        vec![3, 2],                                                     // 5 goto +2
+        vec![1, 4, 5, 6, VOID, imm(2), imm(0), imm(7), imm(0), imm(3)], // 6 make_shape -> %4
+        vec![2, 4],                                                     // 7 ret %4
+    ];
+    // outer(x, c): f = make_closure(main, c); ret invoke_closure(vm, f, x)
+    let outer = [
+        vec![1, 2, 6, 2, fidx(0), 1],  // make_closure(f[main], %1) -> %2
+        vec![1, 3, 7, 3, VMREG, 2, 0], // invoke_closure(%vm, %2, %0) -> %3
+        vec![2, 3],                    // ret %3
+    ];
+    let (mut offsets, mut words) = (Vec::new(), Vec::new());
+    for ins in main.iter().chain(outer.iter()) {
+        offsets.push(words.len() as i64);
+        words.extend(ins);
+    }
+    let mut w = Words::default();
+    w.u64(tvm_runtime::vm::executable::MAGIC_V2);
+    w.str("0.14");
+    w.u64(9);
+    w.func(1, "main", 0, 8, 2, 5, &["x", "c"]);
+    for name in [
+        "make_tuple",
+        "check_tuple_info",
+        "read_if_cond",
+        "tuple_getitem",
+        "make_shape",
+        "make_closure",
+        "invoke_closure",
+    ] {
+        w.func(0, &format!("vm.builtin.{name}"), 0, 0, -2, 0, &[]);
+    }
+    w.func(1, "outer", 8, 11, 2, 4, &["x", "c"]);
+    w.u64(0); // memory scopes
+    w.u64(0); // constants
+    w.vec(&offsets);
+    w.vec(&words);
+    w.0
+}
+
+#[test]
+fn control_flow_tuples_and_closures() {
+    tvm_runtime::init();
+    let exec = Arc::new(Executable::parse(&control_flow_executable()).unwrap());
+    assert!(exec.as_text().contains("If    %3, 3"), "{}", exec.as_text());
+    let m = Module::from_node(tvm_runtime::vm::ExecutableModule { exec });
+    let vm = tvm_runtime::vm::module::vm_module(m).unwrap();
+    vm.get_function("vm_initialization", false).unwrap().unwrap().call(&[1, 0, 2].map(Value::Int)).unwrap();
+    let x = NDArray::from_bytes(&[2], DLDataType::FLOAT32, &common::bytes_of(&[1.0, 2.0])).unwrap();
+    for f in ["main", "outer"] {
+        let f = vm.get_function(f, false).unwrap().unwrap();
+        let taken = f.call(&[Value::NDArray(x.clone()), Value::Int(1)]).unwrap().into_ndarray().unwrap();
+        assert_eq!(taken.data_ptr(), x.data_ptr(), "the true branch returns the tuple's first element");
+        let shape = match f.call(&[Value::NDArray(x.clone()), Value::Int(0)]).unwrap() {
+            Value::Object(o) => {
+                o.downcast::<tvm_runtime::runtime::container::ShapeTupleObj>().unwrap().dims().unwrap().to_vec()
+            }
+            other => panic!("expected a shape, got {}", other.type_name()),
+        };
+        assert_eq!(shape, vec![7, 3], "the false branch makes a shape");
+        // A condition that is neither an int nor an integer tensor is an error naming it.
+        let e = f.call(&[Value::NDArray(x.clone()), Value::NDArray(x.clone())]).unwrap_err();
+        assert!(e.message().contains("read_if_cond"), "{e}");
+    }
+}
+
+/// A module of kernels written here, standing in for a library (`get_function` by name).
+struct RustKernels;
+impl tvm_runtime::runtime::packed::ModuleNode for RustKernels {
+    fn type_key(&self) -> &str {
+        "library"
+    }
+    fn get_function(
+        &self,
+        name: &str,
+        _this: &Module,
+    ) -> tvm_runtime::runtime::error::Result<Option<tvm_runtime::runtime::packed::PackedFunc>> {
+        Ok((name == "add").then(|| {
+            tvm_runtime::runtime::packed::PackedFunc::from_typed(|args| {
+                let (x, y, out) = (args.ndarray(0)?, args.ndarray(1)?, args.ndarray(2)?);
+                let (x, y) = (f32s(&x.to_vec_u8()?), f32s(&y.to_vec_u8()?));
+                let sum: Vec<f32> = x.iter().zip(&y).map(|(a, b)| a + b).collect();
+                out.copy_from_bytes(&common::bytes_of(&sum))?;
+                Ok(Value::Null)
+            })
+        }))
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The 0.27 `one_kernel` executable (tvm-ffi format: memory scopes, ffi constant tags, the
+/// 5-argument alloc_storage) run by the interpreter with its one kernel, `add`, written here:
+/// the bytecode path of the newer format, independent of loading tvm-ffi kernel libraries.
+#[test]
+fn tvm027_bytecode_runs_with_a_kernel_written_here() {
+    tvm_runtime::init();
+    let m = models("relax-0.27").into_iter().find(|m| m.name == "one_kernel").unwrap();
+    let exec = Arc::new(Executable::parse(&ffi_executable_bytes(&m.lib)).unwrap());
+    let exec_module = Module::from_node(tvm_runtime::vm::ExecutableModule { exec });
+    exec_module.import(&Module::from_node(RustKernels)).unwrap();
+    let vm = tvm_runtime::vm::module::vm_module(exec_module).unwrap();
+    vm.get_function("vm_initialization", false).unwrap().unwrap().call(&[1, 0, 2].map(Value::Int)).unwrap();
+    let f = vm.get_function("main", false).unwrap().unwrap();
+    for c in &m.cases {
+        check_outputs("0.27 one_kernel", c, &result_arrays(f.call(&input_arrays(c)).unwrap()));
+    }
+}
+
+/// Every seed of the `relax_exec` fuzzer with bytes changed at pseudo-random places (single
+/// bytes, whole 8-byte words set to extreme values, cuts): parsing, `as_text`, `stats` and
+/// `describe` never panic (overflow checks are on in test builds), whatever they conclude.
+#[test]
+fn mutated_executables_never_panic() {
+    let dir = repo().join("fuzz/corpus/relax_exec");
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut parsed, mut total) = (0, 0);
+    for e in std::fs::read_dir(dir).unwrap() {
+        let seed = std::fs::read(e.unwrap().path()).unwrap();
+        for _ in 0..1500 {
+            let mut b = seed.clone();
+            let at = next() as usize % b.len();
+            match next() % 4 {
+                0 => b[at] ^= 1 << (next() % 8),
+                1 => b[at] = next() as u8,
+                2 if at + 8 <= b.len() => {
+                    let v = [u64::MAX, i64::MAX as u64, 1 << 63, 1 << 54, (1 << 54) + 1, next()][next() as usize % 6];
+                    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+                }
+                _ => b.truncate(at),
+            }
+            let r = std::panic::catch_unwind(|| {
+                Executable::parse(&b).map(|x| {
+                    let _ = (x.as_text(), x.stats());
+                    serde_json::from_str::<Json>(&tvm_runtime::vm::describe::describe(&x))
+                        .expect("describe gives JSON");
+                })
+            });
+            assert!(r.is_ok(), "a mutated executable made the parser panic");
+            parsed += matches!(r, Ok(Ok(()))) as usize;
+            total += 1;
+        }
+    }
+    assert_eq!(total, 11 * 1500);
+    assert!(parsed > 0 && parsed < total, "{parsed} of {total} mutants parsed");
 }

@@ -6,7 +6,6 @@
 //! immediate, 1 store into the heap slot, 2 nothing, 3 assert equal to the heap slot;
 //! `make_shape` / `make_prim_value` 0 the immediate, 1 the heap slot.
 
-use super::frame::Frame;
 use super::value::{Callable, VmValue};
 use crate::abi::{dtype_code, DLDataType};
 use crate::runtime::dtype::num_elements;
@@ -55,16 +54,28 @@ builtins! {
     MakeTuple = "vm.builtin.make_tuple",
 }
 
+/// What the builtins need from the frame running them.
+pub trait Context {
+    /// A storage buffer of at least `bytes` on the VM's device `index` (-1: the host).
+    fn alloc_storage(&mut self, bytes: usize, index: i64) -> Result<NDArray>;
+    /// Call a function value on `args`.
+    fn call_value(&mut self, c: &Callable, args: Vec<VmValue>) -> Result<VmValue>;
+    /// Whether function-table entry `f` is a VM function.
+    fn is_vm_function(&self, f: u32) -> bool;
+}
+
 /// Run builtin `b` on `args` (which it may consume).
-pub fn run(b: Builtin, frame: &mut Frame, args: &mut Vec<VmValue>) -> Result<VmValue> {
+pub fn run(b: Builtin, frame: &mut impl Context, args: &mut Vec<VmValue>) -> Result<VmValue> {
     use Builtin::*;
     let a = &*args;
     match b {
         AllocShapeHeap => {
             want(b, a, 2)?;
-            let n = usize::try_from(int(a, 1)?).map_err(|_| Error::value("negative shape heap size"))?;
-            let buf = frame.alloc_storage(n * 8, -1)?;
-            Ok(VmValue::Tensor(buf.create_view(&[n as i64], DLDataType::INT64)?))
+            let n = int(a, 1)?;
+            let bytes = usize::try_from(n).ok().and_then(|n| n.checked_mul(8));
+            let bytes = bytes.ok_or_else(|| Error::value(format!("shape heap of {n} slots")))?;
+            let buf = frame.alloc_storage(bytes, -1)?;
+            Ok(VmValue::Tensor(buf.create_view(&[n], DLDataType::INT64)?))
         }
         MatchShape => match_shape(a).map(|_| VmValue::Null),
         MatchPrimValue => {
@@ -253,6 +264,11 @@ fn load_dim(heap: &Heap, code: i64, r: i64) -> Result<i64> {
     }
 }
 
+/// Whether `len` arguments are `fixed` others plus `n` (code, operand) pairs.
+fn pairs_fit(len: usize, fixed: usize, n: usize) -> bool {
+    n.checked_mul(2).and_then(|p| p.checked_add(fixed)) == Some(len)
+}
+
 /// `match_shape(value, heap, ndim, (code, operand) * ndim, err_ctx)`.
 fn match_shape(a: &[VmValue]) -> Result<()> {
     let dims: std::sync::Arc<[i64]> = match get(a, 0)? {
@@ -263,7 +279,7 @@ fn match_shape(a: &[VmValue]) -> Result<()> {
     let (heap, n) = (heap(a, 1)?, int(a, 2)?);
     let n = usize::try_from(n)
         .ok()
-        .filter(|n| a.len() == 4 + 2 * n)
+        .filter(|&n| pairs_fit(a.len(), 4, n))
         .ok_or_else(|| Error::value(format!("vm.builtin.match_shape: {} arguments for {n} dimensions", a.len())))?;
     let ctx = err_ctx(a, 3 + 2 * n)?;
     if dims.len() != n {
@@ -283,7 +299,7 @@ fn make_shape(a: &[VmValue]) -> Result<VmValue> {
     let (heap, n) = (heap(a, 0)?, int(a, 1)?);
     let n = usize::try_from(n)
         .ok()
-        .filter(|n| a.len() == 2 + 2 * n)
+        .filter(|&n| pairs_fit(a.len(), 2, n))
         .ok_or_else(|| Error::value(format!("vm.builtin.make_shape: {} arguments for {n} dimensions", a.len())))?;
     let dims = (0..n).map(|i| load_dim(&heap, int(a, 2 + 2 * i)?, int(a, 3 + 2 * i)?)).collect::<Result<Vec<_>>>()?;
     Ok(VmValue::Shape(dims.into()))
@@ -354,12 +370,12 @@ fn check_tuple_info(a: &[VmValue]) -> Result<()> {
 fn check_prim_value_info(a: &[VmValue]) -> Result<()> {
     let ctx = err_ctx(a, 2)?;
     let d = dtype(a, 1)?;
-    let ok = match (get(a, 0)?, d.code) {
-        (VmValue::Int(_), dtype_code::INT | dtype_code::UINT) => true,
-        (VmValue::Int(_) | VmValue::Float(_), dtype_code::FLOAT) => true,
-        (VmValue::Null, dtype_code::OPAQUE_HANDLE) => true,
-        _ => false,
-    };
+    let ok = matches!(
+        (get(a, 0)?, d.code),
+        (VmValue::Int(_), dtype_code::INT | dtype_code::UINT)
+            | (VmValue::Int(_) | VmValue::Float(_), dtype_code::FLOAT)
+            | (VmValue::Null, dtype_code::OPAQUE_HANDLE)
+    );
     if !ok {
         return Err(Error::type_error(format!("{ctx}, expected dtype {d}, but received {}", get(a, 0)?.kind())));
     }
@@ -367,7 +383,7 @@ fn check_prim_value_info(a: &[VmValue]) -> Result<()> {
 }
 
 /// `alloc_storage(vm, size shape, device index, dtype hint, memory scope)`.
-fn alloc_storage(frame: &mut Frame, a: &[VmValue]) -> Result<VmValue> {
+fn alloc_storage(frame: &mut impl Context, a: &[VmValue]) -> Result<VmValue> {
     if a.len() != 5 {
         return Err(Error::value(format!("vm.builtin.alloc_storage expects 5 arguments, got {}", a.len())));
     }
@@ -396,12 +412,10 @@ fn alloc_tensor(a: &[VmValue]) -> Result<VmValue> {
     Ok(VmValue::Tensor(storage.create_view_at(offset, &shape(a, 2)?, dtype(a, 3)?)?))
 }
 
-fn make_closure(frame: &Frame, a: &[VmValue]) -> Result<VmValue> {
+fn make_closure(frame: &impl Context, a: &[VmValue]) -> Result<VmValue> {
     let bound: Vec<VmValue> = a.iter().skip(1).cloned().collect();
     match func(a, 0)? {
-        Callable::Function(f) if frame.session.exec.functions[f as usize].kind == super::executable::FuncKind::Vm => {
-            Ok(VmValue::Func(Callable::Closure((f, bound).into())))
-        }
+        Callable::Function(f) if frame.is_vm_function(f) => Ok(VmValue::Func(Callable::Closure((f, bound).into()))),
         Callable::Closure(c) => {
             let all = bound.into_iter().chain(c.1.iter().cloned()).collect();
             Ok(VmValue::Func(Callable::Closure((c.0, all).into())))
@@ -411,7 +425,7 @@ fn make_closure(frame: &Frame, a: &[VmValue]) -> Result<VmValue> {
 }
 
 /// `call_tir_dyn(kernel, tensors..., shape)`: the kernel with the shape's values appended.
-fn call_tir_dyn(frame: &mut Frame, args: &mut Vec<VmValue>) -> Result<VmValue> {
+fn call_tir_dyn(frame: &mut impl Context, args: &mut Vec<VmValue>) -> Result<VmValue> {
     if args.len() < 2 {
         return Err(Error::value("vm.builtin.call_tir_dyn expects a kernel and a shape"));
     }

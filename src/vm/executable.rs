@@ -177,10 +177,10 @@ impl Executable {
                 )));
             }
             let code_start = self.code.len();
-            for pc in start..end {
-                let ctx = format!("Relax VM executable: function `{}`, instruction {pc}", f.name);
-                let instr =
-                    self.decode_one(offsets[pc], words, &f, pc - start, end - start).map_err(|e| e.context(ctx))?;
+            for (pc, &offset) in offsets[start..end].iter().enumerate() {
+                let instr = self.decode_one(offset, words, &f, pc, end - start).map_err(|e| {
+                    e.context(format!("Relax VM executable: function `{}`, instruction {}", f.name, start + pc))
+                })?;
                 self.code.push(instr);
             }
             let info = &mut self.functions[fi];
@@ -201,7 +201,7 @@ impl Executable {
         };
         let regs = f.register_file_size;
         let jump = |off: i64| -> Result<i64> {
-            let target = pc as i64 + off;
+            let target = (pc as i64).checked_add(off).unwrap_or(-1);
             if off == 0 || target < 0 || target >= len as i64 {
                 return Err(Error::value(format!("jump by {off} from {pc} leaves the function's {len} instructions")));
             }

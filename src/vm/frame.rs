@@ -3,7 +3,7 @@
 //! time and is reused across calls (its pool and scratch keep their capacity); many frames over
 //! one session run at once.
 
-use super::builtins;
+use super::builtins::{self, Context};
 use super::bytecode::{Arg, Instr, Reg};
 use super::session::{AllocatorKind, Callee, Session};
 use super::value::{CArgs, Callable, VmValue};
@@ -58,7 +58,10 @@ impl Frame {
     /// Run VM function `f` (a table index) on register values.
     pub fn invoke(&mut self, f: usize, args: Vec<VmValue>) -> Result<VmValue> {
         let session = self.session.clone();
-        let info = &session.exec.functions[f];
+        let info = match session.exec.functions.get(f) {
+            Some(info) if info.kind == super::executable::FuncKind::Vm => info,
+            _ => return Err(Error::value(format!("function index {f} is not a VM function of the executable"))),
+        };
         if args.len() != info.num_args {
             let names =
                 if info.param_names.is_empty() { String::new() } else { format!(" ({})", info.param_names.join(", ")) };
@@ -142,21 +145,6 @@ impl Frame {
         }
     }
 
-    /// Call a function value (a table entry, a closure or a packed function) on `args`.
-    pub fn call_value(&mut self, c: &Callable, mut args: Vec<VmValue>) -> Result<VmValue> {
-        match c {
-            Callable::Function(f) => {
-                let callee = self.session.callees[*f as usize].clone();
-                self.call_callee(&callee, &mut args)
-            }
-            Callable::Closure(bound) => {
-                args.extend(bound.1.iter().cloned());
-                self.invoke(bound.0 as usize, args)
-            }
-            Callable::Packed(f) => self.call_packed(f, &args),
-        }
-    }
-
     /// Call a packed function (a kernel) with register values in the C representation.
     pub fn call_packed(&mut self, f: &PackedFunc, args: &[VmValue]) -> Result<VmValue> {
         let mut c = self.spare_c.pop().unwrap_or_default();
@@ -177,11 +165,27 @@ impl Frame {
         out
     }
 
+    pub fn device(&self, index: i64) -> Result<DLDevice> {
+        let devs = &self.session.devices;
+        let i = if index == -1 { devs.len() as i64 - 1 } else { index };
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| devs.get(i))
+            .copied()
+            .ok_or_else(|| Error::value(format!("device index {index} is outside the VM's {} devices", devs.len())))
+    }
+}
+
+impl Context for Frame {
     /// A storage buffer of at least `bytes` on device `index` of the session (-1: the last,
     /// the host), from this frame's pool when the allocator is pooled.
-    pub fn alloc_storage(&mut self, bytes: usize, index: i64) -> Result<NDArray> {
+    fn alloc_storage(&mut self, bytes: usize, index: i64) -> Result<NDArray> {
         let device = self.device(index)?;
-        let size = bytes.div_ceil(POOL_GRANULE).max(1) * POOL_GRANULE;
+        let size = bytes
+            .max(1)
+            .checked_next_multiple_of(POOL_GRANULE)
+            .filter(|&s| s <= i64::MAX as usize)
+            .ok_or_else(|| Error::value(format!("storage of {bytes} bytes")))?;
         let pooled = self.session.allocator == AllocatorKind::Pooled;
         if pooled {
             if let Some(b) = self.pool.iter().find(|b| b.ref_count() == 1 && b.nbytes() == size && b.device() == device)
@@ -198,14 +202,23 @@ impl Frame {
         Ok(buf)
     }
 
-    pub fn device(&self, index: i64) -> Result<DLDevice> {
-        let devs = &self.session.devices;
-        let i = if index == -1 { devs.len() as i64 - 1 } else { index };
-        usize::try_from(i)
-            .ok()
-            .and_then(|i| devs.get(i))
-            .copied()
-            .ok_or_else(|| Error::value(format!("device index {index} is outside the VM's {} devices", devs.len())))
+    /// Call a function value (a table entry, a closure or a packed function) on `args`.
+    fn call_value(&mut self, c: &Callable, mut args: Vec<VmValue>) -> Result<VmValue> {
+        match c {
+            Callable::Function(f) => {
+                let callee = self.session.callees[*f as usize].clone();
+                self.call_callee(&callee, &mut args)
+            }
+            Callable::Closure(bound) => {
+                args.extend(bound.1.iter().cloned());
+                self.invoke(bound.0 as usize, args)
+            }
+            Callable::Packed(f) => self.call_packed(f, &args),
+        }
+    }
+
+    fn is_vm_function(&self, f: u32) -> bool {
+        matches!(self.session.callees[f as usize], Callee::Bytecode(_))
     }
 }
 
@@ -228,7 +241,7 @@ fn condition(v: &VmValue) -> Result<bool> {
 pub fn closure_func(s: &Arc<Session>, c: Callable) -> PackedFunc {
     let s = s.clone();
     PackedFunc::from_typed(move |args| {
-        let mut frame = s.frame();
+        let mut frame = Frame::new(s.clone());
         let vals = (0..args.len()).map(|i| VmValue::from_value(args.to_value(i)?)).collect::<Result<Vec<_>>>()?;
         let out = frame.call_value(&c, vals)?;
         frame.to_value(out)

@@ -21,7 +21,7 @@ pub use value::VmValue;
 
 /// Register the VM with the runtime: the blob loaders for the root module of a Relax
 /// `export_library` file, `relax.Executable` (TVM 0.18) and `relax.VMExecutable` (tvm-ffi).
-/// Called by [`crate::init`].
+/// Called by the crate's `init`, the composition root.
 pub(crate) fn install() {
     for key in ["relax.Executable", "relax.VMExecutable"] {
         crate::runtime::blob::register_binary_loader(key, module::load_binary);

@@ -7,10 +7,10 @@
 //! run on their own frame over the shared session.
 
 use super::describe::describe;
-use super::executable::{Executable, Format, FuncKind};
-use super::frame::{closure_func, Frame};
+use super::executable::{Executable, Format, FuncKind, MAGIC_V1, MAGIC_V2};
+use super::frame::Frame;
 use super::session::{AllocatorKind, Session};
-use super::value::{Callable, VmValue};
+use super::value::VmValue;
 use crate::abi::DLDevice;
 use crate::runtime::byteio::{Input, Reader};
 use crate::runtime::error::{Error, Result};
@@ -25,11 +25,23 @@ pub struct ExecutableModule {
     pub exec: Arc<Executable>,
 }
 
-/// Blob loader for `relax.VMExecutable`: the executable's bytes as one length-prefixed string.
-pub(crate) fn load_binary(r: &mut Reader<'_>) -> Result<Module> {
-    let n = r.count("Relax VM executable length", 1)?;
-    let bytes = r.bytes(n, "Relax VM executable")?;
-    Ok(Module::from_node(ExecutableModule { exec: Arc::new(Executable::parse(bytes)?) }))
+/// Blob loader for `relax.Executable` / `relax.VMExecutable`: the executable's bytes as one
+/// length-prefixed string (how both `__tvm_dev_mblob` and tvm-ffi's library binary store them),
+/// or, from a loader that already unwrapped that string, the bytes themselves (they start with
+/// the magic, which no length prefix bounded by the input can equal).
+pub fn load_binary(r: &mut Reader<'_>) -> Result<Module> {
+    let at = r.position();
+    let first = r.u64("Relax VM executable length")?;
+    let exec = if first == MAGIC_V1 || first == MAGIC_V2 {
+        let rest = r.bytes(r.remaining(), "Relax VM executable")?;
+        Executable::parse(&[&first.to_le_bytes()[..], rest].concat())?
+    } else {
+        let n = usize::try_from(first).ok().filter(|&n| n <= r.remaining()).ok_or_else(|| {
+            r.error_at(at, format!("executable length {first} exceeds the {} bytes available", r.remaining()))
+        })?;
+        Executable::parse(r.bytes(n, "Relax VM executable")?)?
+    };
+    Ok(Module::from_node(ExecutableModule { exec: Arc::new(exec) }))
 }
 
 impl ExecutableModule {
@@ -147,8 +159,12 @@ impl VmModule {
     /// Run `f` on an idle frame of the current session (a new one if none is idle).
     pub fn with_frame<T>(&self, f: impl FnOnce(&mut Frame) -> Result<T>) -> Result<T> {
         let session = self.session()?;
-        let mut frame =
-            self.frames.lock().pop().filter(|fr| Arc::ptr_eq(&fr.session, &session)).unwrap_or_else(|| session.frame());
+        let mut frame = self
+            .frames
+            .lock()
+            .pop()
+            .filter(|fr| Arc::ptr_eq(&fr.session, &session))
+            .unwrap_or_else(|| Frame::new(session.clone()));
         let out = f(&mut frame);
         self.frames.lock().push(frame);
         out
@@ -253,7 +269,7 @@ impl VmModule {
         };
         let vals = (1..args.len()).map(|i| VmValue::from_value(args.to_value(i)?)).collect::<Result<Vec<_>>>()?;
         self.with_frame(|fr| {
-            let out = fr.call_value(&callee, vals)?;
+            let out = super::builtins::Context::call_value(fr, &callee, vals)?;
             fr.to_value(out)
         })
     }
@@ -339,9 +355,4 @@ impl ModuleNode for VmModule {
     fn as_any(&self) -> &dyn Any {
         self
     }
-}
-
-/// A caller-facing packed function for a function value of `session`.
-pub fn function_value(session: &Arc<Session>, c: Callable) -> PackedFunc {
-    closure_func(session, c)
 }

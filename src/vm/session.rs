@@ -4,7 +4,6 @@
 
 use super::builtins::Builtin;
 use super::executable::{Executable, FuncKind};
-use super::frame::Frame;
 use super::value::VmValue;
 use crate::abi::{device_type, DLDevice};
 use crate::runtime::error::{Error, Result};
@@ -84,11 +83,6 @@ impl Session {
             .collect::<Result<Vec<_>>>()?;
         let constants = exec.constants.iter().map(VmValue::from_constant).collect();
         Ok(Session { exec, constants, callees, devices: devices.to_vec(), allocator, _module: module })
-    }
-
-    /// A frame for calls on one thread at a time.
-    pub fn frame(self: &Arc<Self>) -> Frame {
-        Frame::new(self.clone())
     }
 
     /// The index of a VM function by name, or an error naming it.
