@@ -181,3 +181,15 @@ def test_a_vm_from_a_path_and_the_vm_module_functions():
     assert vm.module["get_function_arity"]("second") == 2
     assert vm.module["get_function_param_name"]("second", 0) == "a"
     assert {"main", "second"} <= {f["name"] for f in vm.describe()["functions"]}
+
+
+@pytest.mark.parametrize("s", SETS)
+def test_save_function_binds_the_arguments(vms, s):
+    vm = vms(s, "tuple")
+    folder = _lib(s, "tuple").parent
+    case = _manifest(s)["models"]["tuple"]["cases"][0]
+    x, y = [_read(folder, t) for t in case["inputs"]]
+    vm.save_function("main", "main_saved", x, y)
+    _check(vm.module["main_saved"](), case, folder)
+    res = vm.time_evaluator("main", tvmrt.cpu(), number=2, repeat=3)(x=x, y=y)
+    assert len(res.results) == 3 and res.min > 0
