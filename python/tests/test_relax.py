@@ -193,3 +193,14 @@ def test_save_function_binds_the_arguments(vms, s):
     _check(vm.module["main_saved"](), case, folder)
     res = vm.time_evaluator("main", tvmrt.cpu(), number=2, repeat=3)(x=x, y=y)
     assert len(res.results) == 3 and res.min > 0
+
+
+def test_python_m_tvmrt_runs_a_vm_library(capsys):
+    from tvmrt.__main__ import main
+
+    assert main([str(_lib("relax-0.18", "tuple")), "--runs", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "main(x: float32 [4, 8], y: float32 [4, 8])" in out
+    assert "output 0 [4, 8] float32" in out and "output 1 [4] float32" in out and "3 runs: median" in out
+    assert main([str(_lib("relax-0.18", "dyn"))]) == 0
+    assert "symbolic or unknown shapes: not run" in capsys.readouterr().out
