@@ -1,6 +1,6 @@
-//! The VM as TVM's modules: the executable module (`relax.VMExecutable`, what the blob of a
-//! `.so` decodes to; its import is the kernel library) and the VM module `vm_load_executable`
-//! makes, with TVM's function names.
+//! The VM as TVM's modules: the executable module (`relax.Executable` for TVM 0.18's files,
+//! `relax.VMExecutable` for tvm-ffi's: what the blob of a `.so` decodes to; its import is the
+//! kernel library) and the VM module `vm_load_executable` makes, with TVM's function names.
 //!
 //! A VM module holds one session (made by `vm_initialization`) and a stack of idle frames: a call
 //! takes a frame (or makes one), runs, and puts it back, so threads calling one VM at once each
