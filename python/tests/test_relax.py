@@ -204,3 +204,20 @@ def test_python_m_tvmrt_runs_a_vm_library(capsys):
     assert "output 0 [4, 8] float32" in out and "output 1 [4] float32" in out and "3 runs: median" in out
     assert main([str(_lib("relax-0.18", "dyn"))]) == 0
     assert "symbolic or unknown shapes: not run" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("s", SETS)
+def test_threads_share_one_vm(vms, s):
+    from concurrent.futures import ThreadPoolExecutor
+
+    vm = vms(s, "dyn")
+    folder = _lib(s, "dyn").parent
+    cases = _manifest(s)["models"]["dyn"]["cases"]
+    work = [(c, [_read(folder, t) for t in c["inputs"]]) for c in cases] * 20
+
+    def one(item):
+        case, inputs = item
+        _check(vm["main"](*inputs), case, folder)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(one, work))
