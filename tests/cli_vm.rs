@@ -190,6 +190,25 @@ fn bench_times_a_chosen_function() {
     assert!(l["min"].as_f64().unwrap() > 0.0 && l["min"].as_f64() <= l["median"].as_f64());
 }
 
+#[test]
+fn profile_times_every_kernel_call_and_writes_a_trace() {
+    let trace = scratch("cli-vm/profile").join("trace.json");
+    let lib = lib("relax-0.18", "two_funcs");
+    let args = ["profile", &lib, "--function", "second", "--runs", "5", "--json", "--trace", trace.to_str().unwrap()];
+    let j = tvm_rt(&args).expect(0).json();
+    assert_eq!(j["runs"], 5);
+    let ops = j["ops"].as_array().unwrap();
+    // second(a, b) = softmax(main(a) @ b), main(x) = 2x + 1: four kernel calls, main's inside.
+    let mut names: Vec<&str> = ops.iter().map(|o| o["kernel"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["add", "matmul", "multiply", "softmax"], "{j}");
+    assert!(ops.iter().all(|o| o["time_us"].as_f64().unwrap() > 0.0), "{j}");
+    let total: f64 = ops.iter().map(|o| o["time_us"].as_f64().unwrap()).sum();
+    assert!((j["total_us"].as_f64().unwrap() - total).abs() < 1e-6);
+    let t: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    assert_eq!(t["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count(), 4);
+}
+
 fn fails(args: &[&str], message: &str) {
     let out = tvm_rt(args).expect(2);
     assert!(out.stderr.contains(message), "expected `{message}` in:\n{}", out.stderr);
@@ -216,7 +235,7 @@ fn bad_arguments_exit_2_with_what_was_wrong() {
     fails(&["run", &mlp], "missing input `x` of `main` (float32 [4, 32])");
     fails(&["run", &mlp, "--fill", "zeros", "--inter-op-threads", "2"], "graph executor options");
     fails(&["bench", &mlp, "--core-groups", "2"], "graph executor options");
-    fails(&["profile", &mlp], "per-op profiles are not available for the VM");
+    fails(&["profile", &mlp, "--memory-plan", "parallel"], "graph executor options");
     fails(&["run", &mlp, "--fill", "zeros", "-o", "3=x.npy"], "`main` has no output `3` (outputs: `0`)");
     // What is not a VM executable goes the graph path, which has no functions to choose.
     let not_vm = repo().join("tests/data/relax-0.18/README.md");

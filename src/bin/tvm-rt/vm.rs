@@ -1,5 +1,5 @@
 //! Relax VM executables (`relax.build` / `tvm.compile` + `export_library`): what `inspect`,
-//! `run` and `bench` do with them, through TVM's module functions as any user of the runtime
+//! `run`, `bench` and `profile` do with them, through TVM's module functions as any user of the runtime
 //! calls them (`vm_load_executable`, `vm_initialization`, the function by name, the
 //! executable's `describe`). Each command asks [`open`] first; a model that is not a VM
 //! executable goes on to the graph path unchanged.
@@ -8,15 +8,21 @@ use crate::fail::{Failure, FileContext};
 use crate::inputs::{Fill, InputArgs};
 use crate::model::{existing_file, load_module, ExecArgs, MemoryPlanArg, ModelArgs};
 use crate::tensors::{describe, random_bytes, read_npy, SUPPORTED};
+use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
 use tvm_runtime::abi::{DLDataType, DLDevice};
+use tvm_runtime::graph::runner::OpTiming;
 use tvm_runtime::runtime::ndarray::NDArray;
 use tvm_runtime::runtime::packed::{Module, PackedFunc, Value};
 use tvm_runtime::runtime::registry;
+use tvm_runtime::vm::session::{AllocatorKind, Callee, Session};
+use tvm_runtime::vm::{ExecutableModule, Frame};
 
 /// Type keys of VM executables: TVM 0.18's and the tvm-ffi releases'.
 const EXECUTABLE_KEYS: [&str; 2] = ["relax.Executable", "relax.VMExecutable"];
@@ -93,6 +99,7 @@ impl fmt::Display for Dim {
 pub struct VmModel {
     pub source: String,
     pub description: Description,
+    exec: Module,
     vm: Module,
 }
 
@@ -114,7 +121,7 @@ pub fn open(model: &ModelArgs) -> Result<Option<VmModel>, Failure> {
     let cpu = DLDevice::cpu(0);
     let init = [Value::Int(cpu.device_type as i64), Value::Int(cpu.device_id as i64), Value::Int(POOLED_ALLOCATOR)];
     function(&vm, "vm_initialization", path)?.call(&init)?;
-    Ok(Some(VmModel { source: path.display().to_string(), description, vm }))
+    Ok(Some(VmModel { source: path.display().to_string(), description, exec, vm }))
 }
 
 fn function(module: &Module, name: &str, path: &Path) -> Result<PackedFunc, Failure> {
@@ -398,14 +405,68 @@ pub fn bench(args: &crate::bench::Args, model: &VmModel) -> Result<(), Failure> 
     crate::bench::report(args, model.source.clone(), executor, latencies, wall)
 }
 
-// --- profile --------------------------------------------------------------------------------
+// --- profile ------------------------------------------------------------------------------
 
-/// `tvm-rt profile` on a VM executable: the VM keeps no per-instruction timings yet, so there
-/// is nothing per op to show; say so and point at what does work.
-pub fn profile(model: &VmModel) -> Result<(), Failure> {
-    Err(Failure::usage(format!(
-        "{} is a Relax VM executable: per-op profiles are not available for the VM yet \
-         (`tvm-rt bench --function NAME` times whole calls)",
-        model.source
-    )))
+/// `tvm-rt profile` on a VM executable: every kernel call of the function timed, over a
+/// session of its own whose kernels are wrapped in timers (the builtins and the interpreter's
+/// own work are not in the tables); the graph path's tables and trace, a call being an op.
+pub fn profile(args: &crate::profile::Args, model: &VmModel) -> Result<(), Failure> {
+    no_executor_options(&args.exec)?;
+    let name = model.function(&args.vm)?.name.clone();
+    let values: Vec<Value> =
+        model.arrays(&args.vm, &args.inputs, Some(Fill::Random))?.into_iter().map(Value::NDArray).collect();
+    let calls = Arc::new(Mutex::new(Calls { started: Instant::now(), timings: Vec::new() }));
+    let mut frame = Frame::new(Arc::new(timed_session(&model.exec, &calls)?));
+    for _ in 0..args.warmup {
+        frame.call(&name, &values)?;
+    }
+    let mut runs = Vec::with_capacity(args.runs as usize);
+    for _ in 0..args.runs {
+        *calls.lock() = Calls { started: Instant::now(), timings: Vec::new() };
+        frame.call(&name, &values)?;
+        runs.push(std::mem::take(&mut calls.lock().timings));
+    }
+    let executor = format!("cpu; Relax VM, function {name}, pooled allocator; kernel calls only");
+    crate::profile::report(args, model.source.clone(), executor, &runs)
+}
+
+/// The kernel calls of the run under way.
+struct Calls {
+    started: Instant,
+    timings: Vec<OpTiming>,
+}
+
+/// A session over the executable whose packed functions (the kernels) record their calls.
+fn timed_session(exec_module: &Module, calls: &Arc<Mutex<Calls>>) -> Result<Session, Failure> {
+    let exec = ExecutableModule::of(exec_module)?.exec.clone();
+    let cpu = [DLDevice::cpu(0)];
+    let mut session =
+        Session::new(exec.clone(), exec_module.clone(), &cpu, AllocatorKind::from_code(POOLED_ALLOCATOR)?)?;
+    for (i, callee) in session.callees.iter_mut().enumerate() {
+        if let Callee::Packed(f) = callee {
+            *f = timed(f.clone(), exec.functions[i].name.clone(), calls.clone());
+        }
+    }
+    Ok(session)
+}
+
+/// `f`, recording each call as one op (its position in the run as the node id).
+fn timed(f: PackedFunc, name: String, calls: Arc<Mutex<Calls>>) -> PackedFunc {
+    PackedFunc::from_fn(move |args, ret| {
+        let start = Instant::now();
+        let result = f.call_into(args, ret);
+        let duration_ns = start.elapsed().as_nanos() as u64;
+        let mut c = calls.lock();
+        let start_ns = start.saturating_duration_since(c.started).as_nanos() as u64;
+        let node_id = c.timings.len() as u32;
+        c.timings.push(OpTiming {
+            node_id,
+            name: name.clone(),
+            func_name: name.clone(),
+            start_ns,
+            duration_ns,
+            lane: 0,
+        });
+        result
+    })
 }
