@@ -5,7 +5,7 @@
  * bucket picked is the smallest covering one; the padded rows hold pad_value. Errors: shapes past
  * the largest bucket or off on a static axis (naming the input, axis, extent and limit), versions
  * whose weights or shapes disagree, bad options, NULL arguments, the calls a bucketed executor
- * does not support; and TVMBucketExtents.
+ * does not support (and the bucket queries a plain one refuses); and TVMBucketExtents.
  *
  * Model: y = (a + b) * w with a, b [n, 4] and the weight w [1] = 2, over the elementwise kernels of
  * tests/fixtures/kernels.c (test_kernels), each version a GraphExecutorFactory made by TVM's
@@ -185,6 +185,40 @@ static void test_requests_out_of_range(void) {
   CHECK_OK(TVMGraphExecutorFree(g));
 }
 
+/* Calls only one kind of executor has: the other kind refuses each, naming the call. */
+static void test_calls_of_one_kind(void) {
+  TVMGraphExecutor* g = bucketed(NULL);
+  Rows x;
+  rows_init(&x, 2, 4);
+  const char* dot = NULL;
+  CHECK_FAIL(TVMGraphExecutorSetOutputZeroCopy(g, 0, &x.t),
+             "TVMGraphExecutorSetOutputZeroCopy is not supported on a bucketed executor");
+  CHECK_FAIL(TVMGraphExecutorSetInputAsync(g, 0, &x.t, NULL),
+             "TVMGraphExecutorSetInputAsync is not supported on a bucketed executor");
+  CHECK_FAIL(TVMGraphExecutorGetOutputAsync(g, 0, &x.t, NULL),
+             "TVMGraphExecutorGetOutputAsync is not supported on a bucketed executor");
+  CHECK_FAIL(TVMGraphExecutorSynchronize(g),
+             "TVMGraphExecutorSynchronize is not supported on a bucketed executor");
+  CHECK_FAIL(TVMGraphExecutorScheduleDot(g, &dot),
+             "TVMGraphExecutorScheduleDot is not supported on a bucketed executor");
+  CHECK_OK(TVMGraphExecutorFree(g));
+
+  void* f = factory(2, 2.f, "b");
+  DLDevice dev = {kDLCPU, 0};
+  TVMGraphExecutor* plain = NULL;
+  REQUIRE_OK(TVMGraphExecutorCreateFromFactory(f, &dev, 1, &plain));
+  uint32_t n = 7;
+  CHECK_FAIL(TVMGraphExecutorGetNumBuckets(plain, &n), "graph executor is not bucketed");
+  CHECK_FAIL(TVMGraphExecutorGetCurrentBucket(plain, &n), "graph executor is not bucketed");
+  const int64_t* shape = NULL;
+  int32_t ndim = 0;
+  CHECK_FAIL(TVMGraphExecutorGetBucketInputShape(plain, 0, 0, &shape, &ndim), "graph executor is not bucketed");
+  CHECK(n == 7);
+  CHECK_OK(TVMGraphExecutorSynchronize(plain));
+  CHECK_OK(TVMGraphExecutorFree(plain));
+  CHECK_OK(TVMModFree(f));
+}
+
 static void expect_refused(void* f0, void* f1, const char* options, const char* message) {
   void* f[2] = {f0, f1};
   DLDevice dev = {kDLCPU, 0};
@@ -244,6 +278,7 @@ int main(void) {
   test_every_batch();
   test_pad_value();
   test_requests_out_of_range();
+  test_calls_of_one_kind();
   test_inconsistent_versions();
   test_bucket_extents();
   CHECK_OK(TVMModFree(KERNELS));

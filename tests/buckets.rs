@@ -10,6 +10,7 @@ use tvm_runtime::abi::{DLDataType, DLDevice};
 use tvm_runtime::graph::buckets::{BucketContext, BucketSet};
 use tvm_runtime::graph::factory::GraphExecutorFactory;
 use tvm_runtime::graph::options::BucketOptions;
+use tvm_runtime::graph::{Frame, Front};
 use tvm_runtime::runtime::{Module, NDArray};
 
 /// `y = (a + b) * w`, a and b `[n, 4]`, the weight `w` `[1]` (= 2): elementwise kernels of the
@@ -101,6 +102,35 @@ fn pads_with_the_pad_value_and_cuts_outputs_to_the_true_shape() {
     assert_eq!(&a[8..], &[-3.0; 8]);
     let y = values(&front.lock().unwrap().get_output(0).unwrap());
     assert_eq!(&y[8..], &[-12.0; 8]);
+}
+
+/// A bucketed context behind `Front<dyn Frame>`, as the C handle holds it: the calls every frame
+/// answers go through its guard, one caller at a time; `is` and `lock_as` reach the context's own
+/// calls; the calls only a plain executor has are refused, naming the call.
+#[test]
+fn a_bucketed_front_answers_as_a_frame_and_refuses_plain_only_calls() {
+    let ctx = BucketContext::new(add_mul_buckets(&[1, 4], None)).unwrap();
+    let front: Front<dyn Frame> = Front::new(ctx).into();
+    assert!(front.is::<BucketContext>() && !front.is::<tvm_runtime::graph::Executor>());
+    let a: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    {
+        let mut frame = front.lock().unwrap();
+        frame.set_input(0, array(&[3, 4], &a).tensor()).unwrap();
+        frame.set_input(1, array(&[3, 4], &a).tensor()).unwrap();
+        let busy = front.lock().err().expect("a second caller is refused").to_string();
+        assert!(busy.contains("graph executor is in use by another thread"), "{busy}");
+    }
+    front.run().unwrap();
+    assert_eq!(front.lock_as::<BucketContext>().unwrap().current_bucket(), 1);
+    let out = NDArray::empty(&[3, 4], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
+    front.lock().unwrap().get_output_into(0, out.tensor()).unwrap();
+    assert_eq!(values(&out), a.iter().map(|x| 4.0 * x).collect::<Vec<_>>());
+    let e = front.plain("TVMGraphExecutorRunAsync").err().expect("refused").to_string();
+    assert!(e.contains("TVMGraphExecutorRunAsync is not supported on a bucketed executor"), "{e}");
+    let e = front.run_async(std::ptr::null_mut()).unwrap_err().to_string();
+    assert!(e.contains("run_async is not supported on a bucketed executor"), "{e}");
+    let e = front.lock_as::<tvm_runtime::graph::Executor>().err().expect("not an executor").to_string();
+    assert!(e.contains("not of the kind asked for"), "{e}");
 }
 
 #[test]

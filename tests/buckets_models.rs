@@ -25,7 +25,7 @@ use tvm_runtime::runtime::{Module, NDArray};
 const BATCHES: [usize; 4] = [1, 2, 4, 8];
 
 /// One bucketed executor, through either API.
-trait Session {
+trait Bucketed {
     fn set(&mut self, name: &str, data: &[f32], shape: &[i64]) -> Result<(), String>;
     fn run(&mut self) -> Result<(), String>;
     /// Output `index` of the last run: its shape and values.
@@ -33,7 +33,7 @@ trait Session {
     fn bucket(&self) -> usize;
 }
 
-impl Session for Executor {
+impl Bucketed for Executor {
     fn set(&mut self, name: &str, data: &[f32], shape: &[i64]) -> Result<(), String> {
         self.set_input(name, data, shape)
     }
@@ -51,7 +51,7 @@ impl Session for Executor {
     }
 }
 
-impl Session for BucketContext {
+impl Bucketed for BucketContext {
     fn set(&mut self, name: &str, data: &[f32], shape: &[i64]) -> Result<(), String> {
         let bytes: Vec<u8> = data.iter().flat_map(|x| x.to_le_bytes()).collect();
         let x = NDArray::from_bytes(shape, DLDataType::FLOAT32, &bytes).map_err(|e| e.to_string())?;
@@ -104,7 +104,7 @@ fn batch_one_row(seed: u64) -> Vec<f32> {
 
 /// Every batch from 1 to 8 runs in the smallest covering bucket and gives each row exactly the
 /// batch-1 result of its image.
-fn cnn_every_batch(s: &mut dyn Session, want_rows: &dyn Fn(u64) -> Vec<f32>) {
+fn cnn_every_batch(s: &mut dyn Bucketed, want_rows: &dyn Fn(u64) -> Vec<f32>) {
     let spec = Spec::demo();
     for n in 1..=8usize {
         let seeds: Vec<u64> = (0..n).map(|r| image_seed(n, r)).collect();
@@ -178,8 +178,8 @@ fn contexts_on_threads_share_one_bucket_set() {
                     let seeds: Vec<u64> = (0..n).map(|r| image_seed(n, r)).collect();
                     ctx.set(model::INPUT_NAME, &model::input_batch(&spec, &seeds), &spec.with_batch(n).input_shape())
                         .unwrap();
-                    Session::run(&mut ctx).unwrap();
-                    let (_, y) = Session::output(&mut ctx, 0);
+                    Bucketed::run(&mut ctx).unwrap();
+                    let (_, y) = Bucketed::output(&mut ctx, 0);
                     for (r, row) in y.chunks(spec.num_classes).enumerate() {
                         assert_eq!(bits(row), bits(&rows(seeds[r])), "thread {t} batch {n} row {r}");
                     }
@@ -221,7 +221,7 @@ fn seq_exact(len: usize, tokens: &[f32]) -> (Vec<f32>, Vec<f32>) {
 
 /// Every length from 1 to 12 gives the exact-length version's `out` and `attn`, bit for bit,
 /// with their true shapes ([1, s, 32] and [1, s, s]).
-fn seq_every_length(s: &mut dyn Session) {
+fn seq_every_length(s: &mut dyn Bucketed) {
     let buckets = seq_buckets();
     for len in 1..=MAX_LEN as usize {
         let spec = SeqSpec::small().with_seq_len(len);

@@ -8,9 +8,9 @@ use super::pipeline::TVMModuleHandle;
 use super::ptr::{out_param, slice, slice_mut};
 use crate::abi::DLDevice;
 use crate::graph::buckets::manifest::load_manifest;
-use crate::graph::buckets::{policy, BucketContext, BucketSet, BucketedFront};
+use crate::graph::buckets::{policy, BucketContext, BucketSet};
 use crate::graph::options::BucketOptions;
-use crate::graph::Engine;
+use crate::graph::{Front, FrontGuard};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::packed::Module;
 use std::ffi::{c_char, c_int};
@@ -34,7 +34,7 @@ fn create(
     options: BucketOptions,
 ) -> Result<*mut TVMGraphExecutor> {
     let set = BucketSet::from_factories(versions, devices, options)?;
-    publish(Engine::Bucketed(BucketedFront::new(BucketContext::new(set)?)))
+    publish(Front::new(BucketContext::new(set)?).into())
 }
 
 /// Create one executor over `num_factories` versions of a model compiled at different shapes
@@ -116,19 +116,17 @@ pub unsafe extern "C" fn TVMGraphExecutorCreateBucketedFromManifest(
     })
 }
 
-/// The bucketed front of an executor, or an error naming a plain one.
-fn bucketed(g: &TVMGraphExecutor) -> Result<&BucketedFront> {
-    match &g.engine {
-        Engine::Bucketed(f) => Ok(f),
-        Engine::Plain(_) => {
-            Err(Error::value("graph executor is not bucketed (create it with TVMGraphExecutorCreateBucketed)"))
-        }
+/// Exclusive use of a bucketed executor's context, or an error naming a plain one.
+fn bucketed(g: &TVMGraphExecutor) -> Result<FrontGuard<'_, BucketContext>> {
+    if !g.front.is::<BucketContext>() {
+        return Err(Error::value("graph executor is not bucketed (create it with TVMGraphExecutorCreateBucketed)"));
     }
+    g.front.lock_as::<BucketContext>()
 }
 
 /// The bucket set behind a bucketed executor.
 fn buckets_of(g: &TVMGraphExecutor) -> Result<Arc<BucketSet>> {
-    Ok(bucketed(g)?.lock()?.bucket_set().clone())
+    Ok(bucketed(g)?.bucket_set().clone())
 }
 
 /// Number of buckets of a bucketed executor (an error for a plain one). Buckets are numbered
@@ -193,7 +191,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetCurrentBucket(g: *const TVMGraphExec
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        *out = bucketed(&g)?.lock()?.current_bucket() as u32;
+        *out = bucketed(&g)?.current_bucket() as u32;
         Ok(0)
     })
 }

@@ -43,7 +43,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputAsync(
         let data = unsafe { TensorRef::from_ptr(data, "data")? };
         // SAFETY: its data stays valid until the stream ran the copy (caller contract).
         unsafe {
-            handle(g)?.engine.plain("TVMGraphExecutorSetInputAsync")?.set_input_async(index.into(), data, stream)?
+            handle(g)?.front.plain("TVMGraphExecutorSetInputAsync")?.set_input_async(index.into(), data, stream)?
         };
         Ok(0)
     })
@@ -60,7 +60,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputAsync(
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorRunAsync(g: *mut TVMGraphExecutor, stream: *mut c_void) -> c_int {
     ffi_boundary!("TVMGraphExecutorRunAsync", {
-        handle(g)?.engine.plain("TVMGraphExecutorRunAsync")?.run_async(stream)?;
+        handle(g)?.front.plain("TVMGraphExecutorRunAsync")?.run_async(stream)?;
         Ok(0)
     })
 }
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutputAsync(
         let out = unsafe { TensorRef::from_ptr(out, "out")? };
         // SAFETY: its data stays valid until the stream ran the copy (caller contract).
         unsafe {
-            handle(g)?.engine.plain("TVMGraphExecutorGetOutputAsync")?.get_output_async(index.into(), out, stream)?
+            handle(g)?.front.plain("TVMGraphExecutorGetOutputAsync")?.get_output_async(index.into(), out, stream)?
         };
         Ok(0)
     })
@@ -101,7 +101,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutputAsync(
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorSynchronize(g: *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutorSynchronize", {
-        handle(g)?.engine.plain("TVMGraphExecutorSynchronize")?.synchronize()?;
+        handle(g)?.front.plain("TVMGraphExecutorSynchronize")?.synchronize()?;
         Ok(0)
     })
 }

@@ -1,6 +1,7 @@
 //! The graph executor: graph JSON model and validation ([`json`]), the shared immutable
-//! [`plan::Plan`], per-run [`executor::Executor`] contexts, the one front door callers share
-//! ([`front`]), its asynchronous stages on streams ([`phases`]), profiling ([`profile`], traces written by [`chrome_trace`]), the
+//! [`plan::Plan`], per-run [`executor::Executor`] contexts, the calls every kind of executor
+//! answers ([`frame`]), the one front door callers share ([`front`]), its asynchronous stages on
+//! streams ([`phases`]), profiling ([`profile`], traces written by [`chrome_trace`]), the
 //! executor as a TVM module ([`module`]), and the `GraphExecutorFactory` packed by
 //! `export_library`.
 
@@ -9,6 +10,7 @@ pub mod chrome_trace;
 pub mod deps;
 pub mod executor;
 pub mod factory;
+pub mod frame;
 pub mod front;
 pub mod json;
 pub mod memory_plan;
@@ -20,14 +22,13 @@ pub mod plan;
 pub mod profile;
 pub mod runner;
 pub mod schedule;
-pub mod session;
 
 pub use executor::Executor;
-pub use front::{ExecutorFront, FrontGuard};
+pub use frame::Frame;
+pub use front::{Front, FrontGuard};
 pub use json::Graph;
 pub use plan::Plan;
 pub use plan::{Key, TensorInfo};
-pub use session::{Engine, GraphSession, SessionGuard};
 
 /// Register the graph executor with the runtime: the blob loader for the factory modules
 /// `export_library` packs, and TVM's `tvm.graph_executor*` globals. Called by [`crate::init`].

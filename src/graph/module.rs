@@ -4,7 +4,7 @@
 //! `tvm.graph_executor_factory.create`.
 
 use super::executor::Executor;
-use super::front::ExecutorFront;
+use super::front::Front;
 use super::json::Graph;
 use super::plan::Plan;
 use super::plan::{Key, TensorInfo};
@@ -21,21 +21,21 @@ use std::sync::Arc;
 
 /// Module node owning one executor.
 pub struct GraphExecutorModule {
-    front: ExecutorFront,
+    front: Front<Executor>,
     /// The last node `execute_node` ran up to (TVM's debug executor keeps its place).
     last_executed: Mutex<Option<usize>>,
 }
 
 impl GraphExecutorModule {
     /// The executor's front door (exclusive use, checked access).
-    pub fn front(&self) -> &ExecutorFront {
+    pub fn front(&self) -> &Front<Executor> {
         &self.front
     }
 }
 
 /// A new executor module over `plan`.
 pub fn executor_module(plan: Arc<Plan>) -> Result<Module> {
-    let front = ExecutorFront::new(Executor::new(plan)?);
+    let front = Front::new(Executor::new(plan)?);
     Ok(Module::from_node(GraphExecutorModule { front, last_executed: Mutex::new(None) }))
 }
 
@@ -43,7 +43,7 @@ fn module_of(m: &Module) -> &GraphExecutorModule {
     m.node().as_any().downcast_ref::<GraphExecutorModule>().expect("graph executor module")
 }
 
-fn front_of(m: &Module) -> &ExecutorFront {
+fn front_of(m: &Module) -> &Front<Executor> {
     &module_of(m).front
 }
 

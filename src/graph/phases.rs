@@ -16,7 +16,7 @@
 //!
 //! **Addresses.** The copies take the executor's entry tensors as they are at enqueue time.
 //! They move only in synchronous calls, which wait for every queued stage first
-//! ([`ExecutorFront::lock`]); the addresses kept here are forgotten then and read again by the
+//! ([`Front::lock`]); the addresses kept here are forgotten then and read again by the
 //! next stage queued. An input still backed by the plan's shared weights is made private before
 //! its first queued write, after waiting on the host for the queued stages (once per input).
 //!
@@ -24,9 +24,11 @@
 //! keeps its error (the first one) in the front until a caller is told: [`synchronize`], or the
 //! next synchronous call, which had to wait for that run anyway.
 //!
-//! [`synchronize`]: ExecutorFront::synchronize
+//! [`synchronize`]: super::front::Front::synchronize
+//! [`Front::lock`]: super::front::Front::lock
 
 use super::executor::Executor;
+use super::frame::Frame;
 use super::plan::index_in_range;
 use super::plan::Plan;
 use super::runner::Runner;
@@ -35,7 +37,7 @@ use crate::runtime::device::{device_api, DeviceApi, DeviceHandle, HostTask, Stre
 use crate::runtime::error::{Error, Result};
 use crate::runtime::ndarray::copy_from_to_on;
 use crate::runtime::tensor::TensorRef;
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -181,7 +183,7 @@ struct Addresses {
     inputs: Vec<usize>,
     outputs: Vec<usize>,
     /// Per input: still backed by the plan's shared weights.
-    shared: Vec<bool>,
+    on_weights: Vec<bool>,
 }
 
 impl Addresses {
@@ -192,12 +194,12 @@ impl Addresses {
         Addresses {
             inputs: inputs.clone().map(|eid| e.entry_data(eid) as usize).collect(),
             outputs: (0..plan.num_outputs()).map(|j| e.entry_data(plan.output_entry(j)) as usize).collect(),
-            shared: inputs.map(|eid| e.is_shared_weight(sid_of(eid))).collect(),
+            on_weights: inputs.map(|eid| e.is_shared_weight(sid_of(eid))).collect(),
         }
     }
 }
 
-/// The asynchronous side of an [`ExecutorFront`]: its pending stages and what they need.
+/// The asynchronous side of a plain executor's `Front`: its pending stages and what they need.
 /// Held under the front's caller lock.
 pub(crate) struct Phases {
     layout: Layout,
@@ -209,32 +211,37 @@ pub(crate) struct Phases {
 /// stream, run at once).
 type FailureSlot = Option<Arc<Mutex<Option<Error>>>>;
 
-/// The executor and its runner, shared with the runs queued on streams.
-pub(crate) struct FrontCore {
-    exec: Mutex<Executor>,
+/// What a front's callers share with the runs it queued on streams: the frame, its runner and
+/// the first error a queued run hit.
+pub(crate) struct Shared<F: ?Sized> {
     runner: Box<dyn Runner>,
     /// The first error a queued stage hit, kept until a caller is told.
     failure: Mutex<Option<Error>>,
     /// Whether `failure` holds one (so a synchronous call looks without locking).
     failed: AtomicBool,
+    /// Last, so an `Arc<Shared<Executor>>` coerces to an `Arc<Shared<dyn Frame>>`.
+    frame: Mutex<F>,
 }
 
-impl FrontCore {
-    /// The executor. Callers hold the front's `phases` lock and have waited for every queued
-    /// stage first, and a queued run takes it only while it runs, so this never waits long.
-    pub(super) fn exec(&self) -> MutexGuard<'_, Executor> {
-        // A panic inside a call is reported by that call; the executor's state is still whole
+impl<F> Shared<F> {
+    pub(super) fn new(frame: F, runner: Box<dyn Runner>) -> Shared<F> {
+        Shared { runner, failure: Mutex::new(None), failed: AtomicBool::new(false), frame: Mutex::new(frame) }
+    }
+}
+
+impl<F: ?Sized + Frame> Shared<F> {
+    /// The frame. Callers hold the front's caller lock and have waited for every queued stage
+    /// first, and a queued run takes it only while it runs, so this never waits long.
+    pub(super) fn frame(&self) -> MutexGuard<'_, F> {
+        // A panic inside a call is reported by that call; the frame's state is still whole
         // (every write is a full tensor copy), so later calls may go on.
-        self.exec.lock()
+        self.frame.lock()
     }
 
-    /// Run the graph once with the front's runner.
-    pub(super) fn run(&self, e: &mut Executor) -> Result<()> {
-        self.runner.run(e, None)
-    }
-
-    pub(super) fn new(exec: Executor, runner: Box<dyn Runner>) -> FrontCore {
-        FrontCore { exec: Mutex::new(exec), runner, failure: Mutex::new(None), failed: AtomicBool::new(false) }
+    /// The plain executor the stages are queued for (only a plain executor's front has them).
+    fn exec(&self) -> Result<MappedMutexGuard<'_, Executor>> {
+        MutexGuard::try_map(self.frame(), |f| f.as_any().downcast_mut::<Executor>())
+            .map_err(|_| Error::internal("stages queued on a front that is not a plain executor's"))
     }
 
     /// The front's runner.
@@ -283,28 +290,28 @@ impl Phases {
     }
 
     /// The executor's current addresses (read under the executor's lock when not known).
-    fn addresses(&mut self, core: &FrontCore) -> Result<&Addresses> {
+    fn addresses<F: ?Sized + Frame>(&mut self, shared: &Shared<F>) -> Result<&Addresses> {
         if self.addresses.is_none() {
             // Addresses are known whenever a stage is pending; wait all the same, to be sure no
             // queued run holds the executor.
             self.tracker.wait_all()?;
-            self.addresses = Some(Addresses::of(&core.exec()));
+            self.addresses = Some(Addresses::of(&*shared.exec()?));
         }
         Ok(self.addresses.as_ref().expect("just set"))
     }
 
     /// Input `i`'s storage, made private first if it is still the plan's shared weights.
-    fn writable_input(&mut self, core: &FrontCore, i: usize) -> Result<usize> {
-        if self.addresses(core)?.shared[i] {
+    fn writable_input<F: ?Sized + Frame>(&mut self, shared: &Shared<F>, i: usize) -> Result<usize> {
+        if self.addresses(shared)?.on_weights[i] {
             // Making it private repoints the executor's tensors, which a pending run reads:
             // wait for every queued stage (this happens once per input).
             self.tracker.wait_all()?;
-            let mut e = core.exec();
+            let mut e = shared.exec()?;
             let sid = self.layout.plan.graph.attrs.storage_id[self.layout.plan.input_entry(i)] as usize;
             e.make_private(sid)?;
             self.addresses = Some(Addresses::of(&e));
         }
-        Ok(self.addresses(core)?.inputs[i])
+        Ok(self.addresses(shared)?.inputs[i])
     }
 
     fn check_stream(&self, stream: StreamHandle) -> Result<()> {
@@ -321,9 +328,9 @@ impl Phases {
     ///
     /// # Safety
     /// `src`'s data must stay valid, and unwritten by others, until `stream` has run the copy.
-    pub(super) unsafe fn set_input(
+    pub(super) unsafe fn set_input<F: ?Sized + Frame>(
         &mut self,
-        core: &FrontCore,
+        shared: &Shared<F>,
         index: i64,
         src: TensorRef<'_>,
         stream: StreamHandle,
@@ -334,7 +341,7 @@ impl Phases {
         let (eid, what) = (plan.input_entry(i), || format!("set_input_async `{}`", plan.input_name(i)));
         plan.check_caller_tensor(eid, src, &what)?;
         self.check_stream(stream).map_err(|e| e.context(what()))?;
-        let data = self.writable_input(core, i)?;
+        let data = self.writable_input(shared, i)?;
         let dst = self.entry_tensor(eid, data);
         let buffer = self.layout.input_buffer[i];
         self.tracker
@@ -349,9 +356,9 @@ impl Phases {
     ///
     /// # Safety
     /// `out`'s data must stay valid, and untouched by others, until `stream` has run the copy.
-    pub(super) unsafe fn get_output(
+    pub(super) unsafe fn get_output<F: ?Sized + Frame>(
         &mut self,
-        core: &FrontCore,
+        shared: &Shared<F>,
         index: i64,
         out: TensorRef<'_>,
         stream: StreamHandle,
@@ -361,7 +368,7 @@ impl Phases {
         let (eid, what) = (plan.output_entry(j), || format!("get_output_async `{}`", plan.output_name(j)));
         plan.check_caller_tensor(eid, out, &what)?;
         self.check_stream(stream).map_err(|e| e.context(what()))?;
-        let data = self.addresses(core)?.outputs[j];
+        let data = self.addresses(shared)?.outputs[j];
         let src = self.entry_tensor(eid, data);
         let buffer = self.layout.output_buffer[j];
         self.tracker
@@ -371,10 +378,10 @@ impl Phases {
     }
 
     /// compute: queue a run on `stream` (the NULL stream: run now, returning its error).
-    pub(super) fn run(&mut self, core: &Arc<FrontCore>, stream: StreamHandle) -> Result<()> {
+    pub(super) fn run<F: ?Sized + Frame>(&mut self, shared: &Arc<Shared<F>>, stream: StreamHandle) -> Result<()> {
         self.check_stream(stream).map_err(|e| e.context("run_async"))?;
         let now: FailureSlot = stream.is_null().then(Default::default);
-        let task = run_task(core.clone(), now.clone());
+        let task = run_task(shared.clone(), now.clone());
         // On the CPU kernels run on the thread that calls them, so a run is a host task on the
         // stream. A GPU backend would instead make `stream` current (`set_stream`) and launch
         // the kernels from here, queued on the stream like the copies.
@@ -387,16 +394,17 @@ impl Phases {
     }
 }
 
-/// A run of the executor as its front runs it (on the runner's workers if any), reporting a
+/// A run of the frame as its front runs it (on the runner's workers if any), reporting a
 /// failure to `now`, or else to the front.
-fn run_task(core: Arc<FrontCore>, now: FailureSlot) -> HostTask {
+fn run_task<F: ?Sized + Frame>(shared: Arc<Shared<F>>, now: FailureSlot) -> HostTask {
     Box::new(move || {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| core.run(&mut core.exec())))
+        let run = || shared.frame().run_with(shared.runner());
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
             .unwrap_or_else(|_| Err(Error::internal("panic during a run queued on a stream")));
         let Err(e) = result else { return };
         match now {
             Some(slot) => *slot.lock() = Some(e),
-            None => core.keep_failure(e.context("run_async")),
+            None => shared.keep_failure(e.context("run_async")),
         }
     })
 }

@@ -7,7 +7,7 @@ use clap::ValueEnum;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::path::PathBuf;
-use tvm_runtime::graph::{ExecutorFront, Plan};
+use tvm_runtime::graph::{Executor, Front, Plan};
 use tvm_runtime::runtime::ndarray::NDArray;
 
 /// `NAME=FILE` of `--input`, `--output`, `--compare` and `params pack`.
@@ -164,7 +164,7 @@ fn filled(plan: &Plan, i: usize, fill: Fill, rng: &mut StdRng) -> Result<NDArray
 }
 
 /// Copy the arrays into the executor's inputs.
-pub fn feed(front: &ExecutorFront, arrays: &[(usize, NDArray)]) -> Result<(), Failure> {
+pub fn feed(front: &Front<Executor>, arrays: &[(usize, NDArray)]) -> Result<(), Failure> {
     let mut exec = front.lock()?;
     for (i, array) in arrays {
         exec.set_input(*i, array.tensor())?;

@@ -11,7 +11,7 @@ use tvm_runtime::graph::buckets::BucketSet;
 use tvm_runtime::graph::factory::GraphExecutorFactory;
 use tvm_runtime::graph::memory_plan::build_plan;
 use tvm_runtime::graph::options::{BucketOptions, ExecutorOptions, MemoryPlan};
-use tvm_runtime::graph::{ExecutorFront, Graph, Plan};
+use tvm_runtime::graph::{Executor, Front, Graph, Plan};
 use tvm_runtime::runtime::packed::Module;
 use tvm_runtime::runtime::params::load_params_file;
 
@@ -223,8 +223,8 @@ impl ExecArgs {
     }
 
     /// An executor over `model` that runs as these options say.
-    pub fn executor(&self, model: &Model) -> Result<ExecutorFront, Failure> {
-        Ok(ExecutorFront::create(model.plan.clone(), &self.options()?)?)
+    pub fn executor(&self, model: &Model) -> Result<Front<Executor>, Failure> {
+        Ok(Front::create(model.plan.clone(), &self.options()?)?)
     }
 }
 

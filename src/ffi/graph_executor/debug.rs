@@ -4,6 +4,7 @@
 use super::handle::{handle, TVMGraphExecutor};
 use crate::ffi::ptr::out_param;
 use crate::graph::profile::{chrome_trace, profile_table};
+use crate::graph::Executor;
 use crate::runtime::error::Error;
 use std::ffi::{c_char, c_int, CString};
 
@@ -23,7 +24,7 @@ pub unsafe extern "C" fn TVMGraphExecutorProfile(
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        let timings = g.engine.run_profiled()?;
+        let timings = g.front.run_profiled()?;
         let text = match format {
             0 => profile_table(&timings),
             1 => chrome_trace(&timings),
@@ -49,7 +50,7 @@ pub unsafe extern "C" fn TVMGraphExecutorScheduleDot(g: *mut TVMGraphExecutor, o
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        let plan = g.engine.plain("TVMGraphExecutorScheduleDot")?.lock()?.plan().clone();
+        let plan = g.front.plain("TVMGraphExecutorScheduleDot")?.lock_as::<Executor>()?.plan().clone();
         let dot = plan.schedule_dot();
         let mut slot = g.text.lock();
         *slot = CString::new(dot).map_err(|_| Error::internal("schedule text contains NUL"))?;

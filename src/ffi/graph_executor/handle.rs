@@ -1,7 +1,7 @@
 //! The executor handle: what a `TVMGraphExecutor` holds for C, and the table of live handles
 //! every call looks its argument up in.
 
-use crate::graph::Engine;
+use crate::graph::{Frame, Front};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::handles::HandleTable;
 use parking_lot::Mutex;
@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 /// An executor handle (opaque to C): the shared front, plus what C needs to outlive a call.
 pub struct TVMGraphExecutor {
-    pub(in crate::ffi) engine: Engine,
+    pub(in crate::ffi) front: Front<dyn Frame>,
     /// NUL-terminated input and output names handed out by the info calls.
     pub(super) input_names: Vec<CString>,
     pub(super) output_names: Vec<CString>,
@@ -33,15 +33,15 @@ pub(in crate::ffi) fn handle(g: *const TVMGraphExecutor) -> Result<Arc<TVMGraphE
     })
 }
 
-/// Make `engine` a live executor handle for C, with the C names of its inputs and outputs.
-pub(in crate::ffi) fn publish(engine: Engine) -> Result<*mut TVMGraphExecutor> {
+/// Make `front` a live executor handle for C, with the C names of its inputs and outputs.
+pub(in crate::ffi) fn publish(front: Front<dyn Frame>) -> Result<*mut TVMGraphExecutor> {
     let (input_names, output_names) = {
-        let e = engine.lock()?;
+        let e = front.lock()?;
         let inputs = (0..e.num_inputs()).map(|i| Ok(c_name(&e.input_info(i)?.name))).collect::<Result<_>>()?;
         let outputs = (0..e.num_outputs()).map(|i| Ok(c_name(&e.output_info(i)?.name))).collect::<Result<_>>()?;
         (inputs, outputs)
     };
-    let g = Arc::new(TVMGraphExecutor { input_names, output_names, engine, text: Mutex::new(CString::default()) });
+    let g = Arc::new(TVMGraphExecutor { input_names, output_names, front, text: Mutex::new(CString::default()) });
     Ok(LIVE.insert(g))
 }
 

@@ -34,7 +34,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetNumInputs(g: *const TVMGraphExecutor
     ffi_boundary!("TVMGraphExecutorGetNumInputs", {
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
-        *out = handle(g)?.engine.lock()?.num_inputs() as i32;
+        *out = handle(g)?.front.lock()?.num_inputs() as i32;
         Ok(0)
     })
 }
@@ -49,7 +49,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetNumOutputs(g: *const TVMGraphExecuto
     ffi_boundary!("TVMGraphExecutorGetNumOutputs", {
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
-        *out = handle(g)?.engine.lock()?.num_outputs() as i32;
+        *out = handle(g)?.front.lock()?.num_outputs() as i32;
         Ok(0)
     })
 }
@@ -70,7 +70,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetInputIndex(
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
         let name = unsafe { c_str!(name)? };
-        *out = g.engine.lock()?.input(Key::Name(name))? as i32;
+        *out = g.front.lock()?.input(Key::Name(name))? as i32;
         Ok(0)
     })
 }
@@ -91,7 +91,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutputIndex(
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
         let name = unsafe { c_str!(name)? };
-        *out = g.engine.lock()?.output(Key::Name(name))? as i32;
+        *out = g.front.lock()?.output(Key::Name(name))? as i32;
         Ok(0)
     })
 }
@@ -111,7 +111,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetInputInfo(
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        let e = g.engine.lock()?;
+        let e = g.front.lock()?;
         let i = e.input(Key::Index(index.into()))?;
         *out = c_info(&e.input_info(i)?, &g.input_names[i]);
         Ok(0)
@@ -133,7 +133,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutputInfo(
         // SAFETY: out-pointer (caller contract).
         let out = unsafe { out_param(out, "out")? };
         let g = handle(g)?;
-        let e = g.engine.lock()?;
+        let e = g.front.lock()?;
         let i = e.output(Key::Index(index.into()))?;
         *out = c_info(&e.output_info(i)?, &g.output_names[i]);
         Ok(0)

@@ -4,7 +4,7 @@
 use super::handle::{handle, TVMGraphExecutor};
 use crate::abi::DLTensor;
 use crate::ffi::ptr::slice;
-use crate::graph::Key;
+use crate::graph::{Executor, Key};
 use crate::runtime::tensor::TensorRef;
 use std::ffi::{c_char, c_int, c_void};
 
@@ -23,7 +23,7 @@ pub unsafe extern "C" fn TVMGraphExecutorLoadParams(
         let g = handle(g)?;
         // SAFETY: `data` holds `size` bytes (caller contract).
         let blob = unsafe { slice(data as *const u8, size, "data")? };
-        g.engine.lock()?.load_params(blob)?;
+        g.front.lock()?.load_params(blob)?;
         Ok(0)
     })
 }
@@ -45,7 +45,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInput(
         let g = handle(g)?;
         // SAFETY: C string valid for the call (caller contract).
         let name = unsafe { c_str!(name)? };
-        let mut e = g.engine.lock()?;
+        let mut e = g.front.lock()?;
         let i = e.input(Key::Name(name))?;
         e.set_input(i, data)?;
         Ok(0)
@@ -67,7 +67,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputByIndex(
         // SAFETY: the tensor is valid for the call (caller contract).
         let data = unsafe { TensorRef::from_ptr(data, "data")? };
         let g = handle(g)?;
-        let mut e = g.engine.lock()?;
+        let mut e = g.front.lock()?;
         let i = e.input(Key::Index(index.into()))?;
         e.set_input(i, data)?;
         Ok(0)
@@ -90,7 +90,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetInputZeroCopy(
         // SAFETY: the tensor is valid for the call (caller contract).
         let data = unsafe { TensorRef::from_ptr(data, "data")? };
         let g = handle(g)?;
-        let mut e = g.engine.plain("TVMGraphExecutorSetInputZeroCopy")?.lock()?;
+        let mut e = g.front.plain("TVMGraphExecutorSetInputZeroCopy")?.lock_as::<Executor>()?;
         let i = e.input(Key::Index(index.into()))?;
         // SAFETY: the caller keeps the memory alive while the executor uses it (C contract).
         unsafe { e.set_input_zero_copy(i, data)? };
@@ -114,7 +114,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(
         // SAFETY: the tensor is valid for the call (caller contract).
         let data = unsafe { TensorRef::from_ptr(data, "data")? };
         let g = handle(g)?;
-        let mut e = g.engine.plain("TVMGraphExecutorSetOutputZeroCopy")?.lock()?;
+        let mut e = g.front.plain("TVMGraphExecutorSetOutputZeroCopy")?.lock_as::<Executor>()?;
         let i = e.output(Key::Index(index.into()))?;
         // SAFETY: the caller keeps the memory alive while the executor uses it (C contract).
         unsafe { e.set_output_zero_copy(i, data)? };
@@ -129,7 +129,7 @@ pub unsafe extern "C" fn TVMGraphExecutorSetOutputZeroCopy(
 #[no_mangle]
 pub unsafe extern "C" fn TVMGraphExecutorRun(g: *mut TVMGraphExecutor) -> c_int {
     ffi_boundary!("TVMGraphExecutorRun", {
-        handle(g)?.engine.run()?;
+        handle(g)?.front.run()?;
         Ok(0)
     })
 }
@@ -145,7 +145,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetOutput(g: *mut TVMGraphExecutor, ind
         // SAFETY: the tensor is valid for the call (caller contract).
         let out = unsafe { TensorRef::from_ptr(out, "out")? };
         let g = handle(g)?;
-        let e = g.engine.lock()?;
+        let e = g.front.lock()?;
         let i = e.output(Key::Index(index.into()))?;
         e.get_output_into(i, out)?;
         Ok(0)

@@ -7,7 +7,7 @@ use crate::ffi::ptr::{out_param, slice};
 use crate::graph::factory::GraphExecutorFactory;
 use crate::graph::memory_plan::build_plan;
 use crate::graph::options::ExecutorOptions;
-use crate::graph::{Engine, ExecutorFront, Graph};
+use crate::graph::{Front, Graph};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::packed::Module;
 use std::ffi::{c_char, c_int, c_void};
@@ -127,9 +127,7 @@ pub unsafe extern "C" fn TVMGraphExecutorFree(g: *mut TVMGraphExecutor) -> c_int
             // Dropped here, or when the last in-flight call on another thread returns; no
             // queued copy touches the caller's memory once this returns.
             Some(exec) => {
-                if let Engine::Plain(front) = &exec.engine {
-                    front.wait_for_stages();
-                }
+                exec.front.wait_for_stages();
                 drop(exec)
             }
             None => return Err(Error::value(format!("graph executor {g:p} is not live (freed twice?)"))),
@@ -156,7 +154,7 @@ unsafe fn create_from_json(
     let devices = unsafe { device_list(devices, num_devices)? };
     let options = unsafe { executor_options(options)? };
     let plan = build_plan(Graph::parse(json)?, module, devices, options.memory_plan)?;
-    publish(Engine::Plain(ExecutorFront::create(Arc::new(plan), &options)?))
+    publish(Front::create(Arc::new(plan), &options)?.into())
 }
 
 /// The body of `TVMGraphExecutorCreateFromFactory` / `...WithOptions`.
@@ -174,7 +172,7 @@ unsafe fn create_from_factory(
     let devices = unsafe { device_list(devices, num_devices)? };
     let options = unsafe { executor_options(options)? };
     let plan = GraphExecutorFactory::of(&m)?.plan_with(&m, devices, options.memory_plan)?;
-    publish(Engine::Plain(ExecutorFront::create(plan, &options)?))
+    publish(Front::create(plan, &options)?.into())
 }
 
 /// Executor options from a C string (NULL: the defaults).

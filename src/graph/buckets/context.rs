@@ -8,15 +8,15 @@ use super::pad::{is_leading_block, RegionCopy};
 use super::BucketSet;
 use crate::abi::{device_type, DLDataType};
 use crate::graph::executor::Executor;
-use crate::graph::front::{in_use, ExecutorFront};
+use crate::graph::frame::Frame;
+use crate::graph::front::Front;
 use crate::graph::plan::{Key, TensorInfo};
-use crate::graph::runner::OpTiming;
+use crate::graph::runner::{OpTiming, Runner};
 use crate::runtime::dtype::data_size;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::tensor::TensorRef;
-use parking_lot::{Mutex, MutexGuard};
-use std::ops::{Deref, DerefMut};
+use std::any::Any;
 use std::sync::Arc;
 
 /// An execution context: use one per thread (several over one `Arc<BucketSet>` share the
@@ -24,7 +24,7 @@ use std::sync::Arc;
 pub struct BucketContext {
     set: Arc<BucketSet>,
     /// One executor per bucket, in the set's order.
-    fronts: Vec<ExecutorFront>,
+    fronts: Vec<Front<Executor>>,
     /// Per input, the true shape last set (None: never set; weights stay None).
     shapes: Vec<Option<Box<[i64]>>>,
     /// Shapes the info calls report: the true shape last set, or the largest bucket's. The
@@ -50,7 +50,7 @@ impl BucketContext {
                 Some(at) => arena.create_view_at(at, &[(spec.bytes / 4) as i64], DLDataType::FLOAT32),
                 None => NDArray::empty_bytes(spec.bytes, spec.device),
             })?;
-            ExecutorFront::create_over(exec, &set.options.executor)
+            Front::create_over(exec, &set.options.executor)
         });
         let fronts = fronts.collect::<Result<Vec<_>>>()?;
         let largest = set.largest();
@@ -366,39 +366,47 @@ impl BucketContext {
     }
 
     /// The executor front of bucket `b` (for profiling and schedules of one bucket).
-    pub fn bucket_front(&self, b: usize) -> Option<&ExecutorFront> {
+    pub fn bucket_front(&self, b: usize) -> Option<&Front<Executor>> {
         self.fronts.get(b)
     }
 }
 
-/// A context shared between callers, used by one at a time (a call while another thread is in
-/// one is an error, as for a plain executor).
-pub struct BucketedFront {
-    ctx: Mutex<BucketContext>,
-}
-
-/// Exclusive use of a context for one call.
-pub struct BucketGuard<'a>(MutexGuard<'a, BucketContext>);
-
-impl Deref for BucketGuard<'_> {
-    type Target = BucketContext;
-    fn deref(&self) -> &BucketContext {
-        &self.0
+impl Frame for BucketContext {
+    fn num_inputs(&self) -> usize {
+        BucketContext::num_inputs(self)
     }
-}
-
-impl DerefMut for BucketGuard<'_> {
-    fn deref_mut(&mut self) -> &mut BucketContext {
-        &mut self.0
+    fn num_outputs(&self) -> usize {
+        BucketContext::num_outputs(self)
     }
-}
-
-impl BucketedFront {
-    pub fn new(ctx: BucketContext) -> BucketedFront {
-        BucketedFront { ctx: Mutex::new(ctx) }
+    fn input(&self, key: Key<'_>) -> Result<usize> {
+        BucketContext::input(self, key)
     }
-
-    pub fn lock(&self) -> Result<BucketGuard<'_>> {
-        self.ctx.try_lock().map(BucketGuard).ok_or_else(in_use)
+    fn output(&self, key: Key<'_>) -> Result<usize> {
+        BucketContext::output(self, key)
+    }
+    fn input_info(&self, index: usize) -> Result<TensorInfo<'_>> {
+        BucketContext::input_info(self, index)
+    }
+    fn output_info(&self, index: usize) -> Result<TensorInfo<'_>> {
+        BucketContext::output_info(self, index)
+    }
+    fn set_input(&mut self, index: usize, src: TensorRef<'_>) -> Result<()> {
+        BucketContext::set_input(self, index, src)
+    }
+    fn get_output_into(&self, index: usize, out: TensorRef<'_>) -> Result<()> {
+        BucketContext::get_output_into(self, index, out)
+    }
+    fn load_params(&mut self, blob: &[u8]) -> Result<()> {
+        BucketContext::load_params(self, blob)
+    }
+    /// Runs the current bucket with its own runner (`_runner`, the front's, is not used).
+    fn run_with(&mut self, _runner: &dyn Runner) -> Result<()> {
+        BucketContext::run(self)
+    }
+    fn run_profiled_with(&mut self, _runner: &dyn Runner) -> Result<Vec<OpTiming>> {
+        BucketContext::run_profiled(self)
+    }
+    fn as_any(&mut self) -> &mut dyn Any {
+        self
     }
 }

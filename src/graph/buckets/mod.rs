@@ -19,7 +19,7 @@ pub mod manifest;
 pub mod pad;
 pub mod policy;
 
-pub use context::{BucketContext, BucketGuard, BucketedFront};
+pub use context::BucketContext;
 
 use super::factory::GraphExecutorFactory;
 use super::memory_plan::build_plan;
