@@ -1,8 +1,9 @@
 //! Relax VM executables (`relax.build` / `tvm.compile` + `export_library`): what `inspect`,
-//! `run`, `bench` and `profile` do with them, through TVM's module functions as any user of the runtime
-//! calls them (`vm_load_executable`, `vm_initialization`, the function by name, the
-//! executable's `describe`). Each command asks [`open`] first; a model that is not a VM
-//! executable goes on to the graph path unchanged.
+//! `run`, `bench` and `profile` do with them. Through TVM's module functions, as any user of
+//! the runtime calls them (`vm_load_executable`, `vm_initialization`, the function by name, the
+//! executable's `describe`); `profile` alone builds a session of its own from the VM's public
+//! `Session` and `Frame`, to time the kernels. Each command asks [`open`] first; a model that
+//! is not a VM executable goes on to the graph path unchanged.
 
 use crate::fail::{Failure, FileContext};
 use crate::inputs::{Fill, InputArgs};
