@@ -12,6 +12,12 @@ fn main() {
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
+    // Programs that link the runtime statically (the CLI, tests, examples, benches) export its
+    // C functions dynamically: kernel libraries of the tvm-ffi releases import
+    // `TVMFFIErrorSetRaisedFromCStrParts` from the global scope (see runtime/dso.rs).
+    for kind in ["bins", "tests", "examples", "benches"] {
+        println!("cargo:rustc-link-arg-{kind}=-rdynamic");
+    }
 
     let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml is valid");
     let bindings = cbindgen::Builder::new()

@@ -18,6 +18,7 @@ import struct
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "tests", "data", "tvm-0.18")
 CORPUS = os.path.join(HERE, "corpus")
+RELAX_027 = os.path.join(HERE, "..", "tests", "data", "relax-0.27")
 
 NDARRAY_MAGIC = 0xDD5E40F096B4A13F
 LIST_MAGIC = 0xF7E58D4F05049CB7
@@ -247,7 +248,7 @@ def hand_made_executable():
 
 
 def main():
-    for t in ("graph_json", "params", "blob", "elf", "relax_exec"):
+    for t in ("graph_json", "params", "blob", "elf", "relax_exec", "library_bin"):
         shutil.rmtree(os.path.join(CORPUS, t), ignore_errors=True)
     # Real files from TVM 0.18.
     for model in ("mlp", "seed000", "seed004"):
@@ -262,6 +263,13 @@ def main():
     for model in ("mlp", "seed000", "seed004"):
         with open(os.path.join(DATA, model, "mblob.bin"), "rb") as f:
             write("blob", f"tvm_{model}.bin", f.read())
+
+    # Library bins of the tvm-ffi releases (apache-tvm 0.27 files).
+    for model in sorted(os.listdir(RELAX_027)):
+        lib = os.path.join(RELAX_027, model, "lib.so")
+        if os.path.isfile(lib):
+            with open(lib, "rb") as f:
+                write("library_bin", f"tvm027_{model}.bin", elf_symbol(f.read(), "__tvm_ffi__library_bin"))
 
     # Hand-made graphs.
     for name, text in hand_made_graphs().items():

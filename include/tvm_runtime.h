@@ -1141,6 +1141,24 @@ int TVMPipelineGetTraceInto(TVMPipeline *p, char *buf, size_t capacity, size_t *
  */
 int TVMPipelineFree(TVMPipeline *p);
 
+/*
+ Raise an error of `kind` with `message` on the calling thread.
+
+ # Safety
+ `kind` and `message` are NULL or NUL-terminated strings.
+ */
+void TVMFFIErrorSetRaisedFromCStr(const char *kind, const char *message);
+
+/*
+ Raise an error of `kind` whose message is the `num_parts` strings of `message_parts` joined
+ (what compiled kernels call: their messages are made of constant pieces).
+
+ # Safety
+ `kind` is NULL or a NUL-terminated string; `message_parts` is NULL or points to `num_parts`
+ pointers, each NULL or a NUL-terminated string.
+ */
+void TVMFFIErrorSetRaisedFromCStrParts(const char *kind, const char **message_parts, int32_t num_parts);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -9,6 +9,8 @@
 #   blob        load_import_tree (the __tvm_dev_mblob) with a library of no-op kernels; factories
 #               found in it are instantiated (plan + params) and run
 #   elf         the ELF check of a shared library before dlopen (runtime::elf::check)
+#   library_bin the __tvm_ffi__library_bin of a tvm-ffi release's library (load_library_bin), with
+#               every binary loader reachable
 #   relax_exec  vm::Executable::parse (Relax VM executables of both generations), then as_text,
 #               stats and describe
 #
@@ -32,7 +34,7 @@ FUZZ="$REPO/fuzz"
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(graph_json params blob elf relax_exec)
+[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(graph_json params blob elf relax_exec library_bin)
 
 skip() {
   echo "fuzz: skipped: $*"

@@ -75,3 +75,16 @@ fn type_codes_match_tvm() {
     assert_eq!(device_type::AOCL, 32);
     assert_eq!(device_type::MICRO_DEV, 35);
 }
+
+/// tvm-ffi's `TVMFFIAny` (16 bytes: type index, padding, 8-byte union) and `TVMFFIByteArray`.
+#[test]
+fn tvm_ffi_any_layout() {
+    assert_eq!(size_of::<TVMFFIAny>(), 16);
+    assert_eq!(align_of::<TVMFFIAny>(), 8);
+    assert_eq!(offset_of!(TVMFFIAny, type_index), 0);
+    assert_eq!(offset_of!(TVMFFIAny, zero_padding), 4);
+    assert_eq!(offset_of!(TVMFFIAny, value), 8);
+    assert_eq!(size_of::<TVMFFIByteArray>(), 16);
+    let dev = TVMFFIAny::pod(ffi_type_index::DEVICE, DLDevice { device_type: 1, device_id: 3 });
+    assert_eq!(dev.value, 1 | (3 << 32));
+}

@@ -15,6 +15,7 @@ pub mod graph_phases;
 pub mod module;
 pub mod object;
 pub mod pipeline;
+pub mod tvm_ffi;
 mod ptr;
 
 pub(crate) use boundary::*;

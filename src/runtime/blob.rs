@@ -31,7 +31,7 @@ pub fn register_binary_loader(type_key: &str, loader: BinaryLoader) {
     LOADERS.write().insert(type_key.to_string(), loader);
 }
 
-fn binary_loader(type_key: &str) -> Result<BinaryLoader> {
+pub(super) fn binary_loader(type_key: &str) -> Result<BinaryLoader> {
     let loaders = LOADERS.read();
     loaders.get(type_key).copied().ok_or_else(|| {
         let mut known: Vec<&str> = loaders.keys().map(|s| s.as_str()).collect();
@@ -45,7 +45,7 @@ fn binary_loader(type_key: &str) -> Result<BinaryLoader> {
 }
 
 /// CSR import edges: `row_ptr[i]..row_ptr[i + 1]` indexes module `i`'s children.
-type ImportTree = (Vec<u64>, Vec<u64>);
+pub(super) type ImportTree = (Vec<u64>, Vec<u64>);
 
 /// Rebuild the module tree from a blob (`data` starts at the u64 length prefix). `lib` is the
 /// library module of the `.so` the blob came from. Returns the root module.
@@ -103,7 +103,7 @@ fn read_entries(r: &mut Reader<'_>, lib: &Module) -> Result<(Vec<Module>, Option
 }
 
 /// Make each module import its children as the CSR tree says; the first module is the root.
-fn link_import_tree(modules: Vec<Module>, (row_ptr, children): ImportTree) -> Result<Module> {
+pub(super) fn link_import_tree(modules: Vec<Module>, (row_ptr, children): ImportTree) -> Result<Module> {
     check_import_tree(modules.len(), &row_ptr, &children)?;
     for (i, m) in modules.iter().enumerate() {
         for &c in &children[row_ptr[i] as usize..row_ptr[i + 1] as usize] {

@@ -5,9 +5,10 @@
 //! dlopen'd `.so` in the loader), so symbol lookup, context-pointer setup and kernel wrapping are
 //! shared.
 
+use super::ffi_library::{wrap_ffi_kernel, KERNEL_PREFIX};
 use super::error::{error_from_callee, last_error_generation, Error, Result};
 use super::packed::{Module, ModuleNode, PackedFunc, Value};
-use crate::abi::{type_code as tc, TVMBackendPackedCFunc, TVMValue};
+use crate::abi::{type_code as tc, TVMBackendPackedCFunc, TVMFFISafeCallType, TVMValue};
 use once_cell::sync::{Lazy, OnceCell};
 use parking_lot::{Mutex, RwLock};
 use std::any::Any;
@@ -45,7 +46,15 @@ impl ModuleNode for LibraryModule {
         "library"
     }
 
+    /// A kernel exported with the tvm-ffi convention (`__tvm_ffi_<name>`, the releases since
+    /// apache-tvm 0.25) if there is one, else the packed-function symbol `<name>` (TVM 0.18).
     fn get_function(&self, name: &str, this: &Module) -> Result<Option<PackedFunc>> {
+        if let Some(p) = self.symbols.function(&format!("{KERNEL_PREFIX}{name}")) {
+            // SAFETY: `__tvm_ffi_<name>` functions of a TVM library follow the tvm-ffi
+            // safe-call convention (what apache-tvm's codegen exports under that prefix).
+            let f = unsafe { std::mem::transmute::<*mut c_void, TVMFFISafeCallType>(p) };
+            return Ok(Some(wrap_ffi_kernel(f, this.clone())));
+        }
         Ok(self.get_backend_function(name).map(|f| wrap_backend_func(f, this.clone())))
     }
 
@@ -127,7 +136,7 @@ pub fn context_functions() -> Result<ContextFunctions> {
 }
 
 /// Store the runtime's functions into the library's `__TVM*` context-function pointers and
-/// point `__tvm_module_ctx` at the module, so kernels can call back into the runtime.
+/// point `__tvm_module_ctx` (and tvm-ffi's `__tvm_ffi__library_ctx`) at the module, so kernels can call back into the runtime.
 pub fn init_library_context(symbols: &dyn SymbolSource, module: &Module, functions: ContextFunctions) {
     for &(name, addr) in functions.entries {
         if let Some(slot) = symbols.symbol(name) {
@@ -136,7 +145,8 @@ pub fn init_library_context(symbols: &dyn SymbolSource, module: &Module, functio
             unsafe { *(slot as *mut usize) = addr };
         }
     }
-    if let Some(slot) = symbols.symbol("__tvm_module_ctx") {
+    for ctx in ["__tvm_module_ctx", super::ffi_library::LIBRARY_CTX] {
+        let Some(slot) = symbols.symbol(ctx) else { continue };
         // SAFETY: `__tvm_module_ctx` is a writable `void*` global; compiled code passes it back
         // to `TVMBackendGetFuncFromEnv`. The module outlives the code (the code is kept alive by
         // the module), so the pointer stays valid while kernels can run.

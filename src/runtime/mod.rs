@@ -15,6 +15,7 @@ pub mod dtype;
 pub mod elf;
 pub mod env_capi;
 pub mod error;
+pub mod ffi_library;
 pub mod handles;
 pub mod library;
 pub mod live;

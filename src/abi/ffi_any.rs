@@ -1,0 +1,75 @@
+//! The tvm-ffi calling convention's value (`TVMFFIAny`, apache-tvm-ffi 0.1.x `tvm/ffi/c_api.h`),
+//! used by kernels that apache-tvm 0.25 and later export as `__tvm_ffi_<name>`:
+//! `int (*)(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result)`.
+
+use std::ffi::{c_char, c_void};
+
+/// `TVMFFITypeIndex`: what a [`TVMFFIAny`] holds (the on-stack kinds, then objects from 64).
+pub mod ffi_type_index {
+    pub const NONE: i32 = 0;
+    pub const INT: i32 = 1;
+    pub const BOOL: i32 = 2;
+    pub const FLOAT: i32 = 3;
+    pub const OPAQUE_PTR: i32 = 4;
+    pub const DATA_TYPE: i32 = 5;
+    pub const DEVICE: i32 = 6;
+    pub const DLTENSOR_PTR: i32 = 7;
+    pub const RAW_STR: i32 = 8;
+    pub const BYTE_ARRAY_PTR: i32 = 9;
+    /// First type index of heap objects (`kTVMFFIStaticObjectBegin`).
+    pub const STATIC_OBJECT_BEGIN: i32 = 64;
+}
+
+/// `TVMFFIAny`: a type index, 4 bytes of padding (the length of a small string), 8 bytes of value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TVMFFIAny {
+    pub type_index: i32,
+    pub zero_padding: u32,
+    /// `v_int64`, `v_float64` (as bits), `v_ptr`, `v_c_str`, `v_dtype`, `v_device`: the 8 bytes
+    /// of the value union, read and written through the accessors below.
+    pub value: u64,
+}
+
+impl TVMFFIAny {
+    pub const NONE: TVMFFIAny = TVMFFIAny { type_index: ffi_type_index::NONE, zero_padding: 0, value: 0 };
+
+    pub fn int(type_index: i32, v: i64) -> TVMFFIAny {
+        TVMFFIAny { type_index, zero_padding: 0, value: v as u64 }
+    }
+    pub fn float(v: f64) -> TVMFFIAny {
+        TVMFFIAny { type_index: ffi_type_index::FLOAT, zero_padding: 0, value: v.to_bits() }
+    }
+    pub fn ptr(type_index: i32, p: *const c_void) -> TVMFFIAny {
+        TVMFFIAny { type_index, zero_padding: 0, value: p as usize as u64 }
+    }
+    /// A POD value of at most 8 bytes (`DLDataType`, `DLDevice`) stored at the union's start.
+    pub fn pod<T: Copy>(type_index: i32, v: T) -> TVMFFIAny {
+        assert!(std::mem::size_of::<T>() <= 8);
+        let mut value = 0u64;
+        // SAFETY: T fits in the 8 bytes of `value` (asserted) and is plain data.
+        unsafe { std::ptr::copy_nonoverlapping(&v as *const T as *const u8, &mut value as *mut u64 as *mut u8, std::mem::size_of::<T>()) };
+        TVMFFIAny { type_index, zero_padding: 0, value }
+    }
+    pub fn as_i64(&self) -> i64 {
+        self.value as i64
+    }
+    pub fn as_f64(&self) -> f64 {
+        f64::from_bits(self.value)
+    }
+    pub fn as_ptr(&self) -> *mut c_void {
+        self.value as usize as *mut c_void
+    }
+}
+
+/// `TVMFFIByteArray`: bytes the callee does not own.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TVMFFIByteArray {
+    pub data: *const c_char,
+    pub size: usize,
+}
+
+/// A kernel exported as `__tvm_ffi_<name>`.
+pub type TVMFFISafeCallType =
+    unsafe extern "C" fn(handle: *mut c_void, args: *const TVMFFIAny, num_args: i32, result: *mut TVMFFIAny) -> i32;

@@ -1,0 +1,142 @@
+//! Libraries written by the tvm-ffi releases of TVM (apache-tvm 0.25 and later): the modules
+//! packed in `__tvm_ffi__library_bin`, and kernels exported as `__tvm_ffi_<name>` with the
+//! tvm-ffi calling convention, called as ordinary packed functions.
+//!
+//! Library bin layout: `<nbytes: u64> <indptr: vec<u64>> <children: vec<u64>>`, then per module
+//! `<kind: str>` and, except for `_lib` (the library itself), `<bytes: str>`, handed to the
+//! binary loader registered for `kind` (the same registry `__tvm_dev_mblob` uses).
+
+use super::blob::{binary_loader, link_import_tree};
+use super::byteio::{Input, Reader};
+use super::error::{error_from_callee, last_error_generation, Error, Result};
+use super::packed::{Args, Module, PackedFunc, Value};
+use crate::abi::{ffi_type_index as ti, TVMFFIAny, TVMFFIByteArray, TVMFFISafeCallType};
+use std::ffi::{c_char, c_void, CString};
+
+/// The symbol holding the packed modules.
+pub const LIBRARY_BIN: &str = "__tvm_ffi__library_bin";
+/// The `void*` slot the library module's address goes into.
+pub const LIBRARY_CTX: &str = "__tvm_ffi__library_ctx";
+/// What a kernel `<name>` is exported as.
+pub const KERNEL_PREFIX: &str = "__tvm_ffi_";
+
+/// Rebuild the module tree of a library bin (`data` starts at the u64 length); `lib` is the
+/// library module. Returns the root module.
+pub fn load_library_bin(data: &[u8], lib: Module) -> Result<Module> {
+    let mut outer = Reader::new(data, "tvm-ffi library bin");
+    let n = outer.u64("library bin length")?;
+    let n = usize::try_from(n)
+        .ok()
+        .filter(|&n| n <= outer.remaining())
+        .ok_or_else(|| outer.error(format!("length {n} exceeds the {} bytes available", outer.remaining())))?;
+    let mut r = Reader::new(outer.bytes(n, "library bin payload")?, "tvm-ffi library bin");
+    let indptr = r.u64s("import tree indptr")?;
+    let children = r.u64s("import tree child indices")?;
+    let count = indptr.len().checked_sub(1).ok_or_else(|| r.error("empty import tree indptr"))?;
+    // Each module is at least a kind's length.
+    if count > r.remaining() / 8 {
+        return Err(r.error(format!("{count} modules cannot fit in {} bytes", r.remaining())));
+    }
+    let mut modules = Vec::with_capacity(count);
+    for i in 0..count {
+        modules.push(read_module(&mut r, i, &lib)?);
+    }
+    link_import_tree(modules, (indptr, children))
+}
+
+fn read_module(r: &mut Reader<'_>, i: usize, lib: &Module) -> Result<Module> {
+    let kind = r.string(&format!("kind of module {i}"))?;
+    if kind == "_lib" {
+        return Ok(lib.clone());
+    }
+    let field = format!("bytes of module {i} (`{kind}`)");
+    let len = r.count(&field, 1)?;
+    let bytes = r.bytes(len, &field)?;
+    let loader = binary_loader(&kind)?;
+    loader(&mut Reader::new(bytes, "module bytes")).map_err(|e| e.context(format!("loading module {i} (`{kind}`)")))
+}
+
+/// Wrap the tvm-ffi kernel `f` as a packed function; `keep_alive` owns its code.
+pub fn wrap_ffi_kernel(f: TVMFFISafeCallType, keep_alive: Module) -> PackedFunc {
+    PackedFunc::from_fn(move |args, ret| {
+        let _owner = &keep_alive;
+        let mut conv = Converted::default();
+        let values = (0..args.len()).map(|i| conv.push(&args, i)).collect::<Result<Vec<_>>>()?;
+        let n = i32::try_from(values.len()).map_err(|_| Error::value("too many arguments"))?;
+        let mut result = TVMFFIAny::NONE;
+        let generation = last_error_generation();
+        // SAFETY: `values` (and the strings and byte arrays they point into, held by `conv`)
+        // live across the call; the kernel follows the tvm-ffi convention and writes only
+        // `result`, which is ours.
+        let status = unsafe { f(std::ptr::null_mut(), values.as_ptr(), n, &mut result) };
+        if status != 0 {
+            return Err(error_from_callee(generation, || {
+                Error::runtime(format!("kernel returned {status} without raising an error"))
+            }));
+        }
+        *ret = from_any(&result)?;
+        Ok(())
+    })
+}
+
+/// Storage the converted arguments point into, alive for one call.
+#[derive(Default)]
+struct Converted {
+    strings: Vec<CString>,
+    bytes: Vec<(Box<TVMFFIByteArray>, Box<[u8]>)>,
+}
+
+impl Converted {
+    fn push(&mut self, args: &Args<'_>, i: usize) -> Result<TVMFFIAny> {
+        Ok(match args.to_value(i)? {
+            Value::Null => TVMFFIAny::NONE,
+            Value::Int(v) => TVMFFIAny::int(ti::INT, v),
+            Value::Bool(b) => TVMFFIAny::int(ti::BOOL, b as i64),
+            Value::Float(v) => TVMFFIAny::float(v),
+            Value::Handle(p) => TVMFFIAny::ptr(ti::OPAQUE_PTR, p),
+            Value::DataType(t) => TVMFFIAny::pod(ti::DATA_TYPE, t),
+            Value::Device(d) => TVMFFIAny::pod(ti::DEVICE, d),
+            Value::DLTensor(t) => TVMFFIAny::ptr(ti::DLTENSOR_PTR, t.as_ptr() as *const c_void),
+            Value::NDArray(a) => TVMFFIAny::ptr(ti::DLTENSOR_PTR, a.as_dltensor_ptr() as *const c_void),
+            Value::Str(s) => self.string(CString::new(s).map_err(|_| arg_error(i, "a string with a NUL byte"))?),
+            Value::RawStr(s) => self.string(s),
+            Value::Bytes(b) => self.byte_array(b),
+            other => return Err(arg_error(i, other.type_name())),
+        })
+    }
+
+    fn string(&mut self, s: CString) -> TVMFFIAny {
+        let any = TVMFFIAny::ptr(ti::RAW_STR, s.as_ptr() as *const c_void);
+        self.strings.push(s);
+        any
+    }
+
+    fn byte_array(&mut self, b: Vec<u8>) -> TVMFFIAny {
+        // The byte array and the bytes it points at are boxed: neither moves while `self` grows.
+        let data: Box<[u8]> = b.into_boxed_slice();
+        let arr = Box::new(TVMFFIByteArray { data: data.as_ptr() as *const c_char, size: data.len() });
+        let any = TVMFFIAny::ptr(ti::BYTE_ARRAY_PTR, &*arr as *const TVMFFIByteArray as *const c_void);
+        self.bytes.push((arr, data));
+        any
+    }
+}
+
+fn arg_error(i: usize, what: &str) -> Error {
+    Error::type_error(format!("argument {i}: a {what} cannot be passed to a tvm-ffi kernel"))
+}
+
+/// A kernel's result as our value (kernels return nothing, or a plain value).
+fn from_any(a: &TVMFFIAny) -> Result<Value> {
+    Ok(match a.type_index {
+        ti::NONE => Value::Null,
+        ti::INT => Value::Int(a.as_i64()),
+        ti::BOOL => Value::Bool(a.as_i64() != 0),
+        ti::FLOAT => Value::Float(a.as_f64()),
+        ti::OPAQUE_PTR => Value::Handle(a.as_ptr()),
+        t => {
+            return Err(Error::type_error(format!(
+                "a tvm-ffi kernel returned a value of type index {t}, which this runtime does not take from kernels"
+            )))
+        }
+    })
+}
