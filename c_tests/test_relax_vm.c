@@ -6,7 +6,8 @@
  * shape; every output against the one TVM recorded. Bad calls fail with a message and leave
  * the VM usable. Every handle is freed (the sanitizers and valgrind run this program too).
  *
- * The data comes from the build: TVM_TEST_RELAX_DATA_DIR (tests/data/relax-0.18).
+ * The data comes from the build: TVM_TEST_RELAX_DATA_DIR (tests/data/relax-0.18); apache-tvm
+ * 0.27's mlp and tuple (tvm-ffi kernels) from relax-0.27 beside it.
  */
 #include <math.h>
 #include <stdint.h>
@@ -75,10 +76,11 @@ static int matches_file(DLTensor* t, const char* dir, const char* name, const in
   return ok;
 }
 
-/* The VM module of the library `model` (loaded, vm_load_executable, vm_initialization(cpu, 0, allocator)). */
-static void* load_vm(const char* model, int allocator, void** lib_out) {
+/* The VM module of the library `model` of the data set in `set_dir` (loaded,
+ * vm_load_executable, vm_initialization(cpu, 0, allocator)). */
+static void* load_vm_in(const char* set_dir, const char* model, int allocator, void** lib_out) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/%s/lib.so", TVM_TEST_RELAX_DATA_DIR, model);
+  snprintf(path, sizeof path, "%s/%s/lib.so", set_dir, model);
   void* lib = NULL;
   REQUIRE_OK(TVMModLoadFromFile(path, "so", &lib));
   void* load = get_function(lib, "vm_load_executable");
@@ -98,6 +100,10 @@ static void* load_vm(const char* model, int allocator, void** lib_out) {
   TVMFuncFree(init);
   *lib_out = lib;
   return vm;
+}
+
+static void* load_vm(const char* model, int allocator, void** lib_out) {
+  return load_vm_in(TVM_TEST_RELAX_DATA_DIR, model, allocator, lib_out);
 }
 
 /* ---- the models ----------------------------------------------------------------------------- */
@@ -228,7 +234,56 @@ static void second_function(void) {
   CHECK_OK(TVMModFree(lib));
 }
 
+/* apache-tvm 0.27's libraries (tvm-ffi kernels): the mlp, and the tuple model's Array. */
+static void tvm_ffi_libraries(void) {
+  const char* mlp_dir = TVM_TEST_RELAX_DATA_DIR "/../relax-0.27/mlp";
+  void* lib = NULL;
+  void* vm = load_vm_in(TVM_TEST_RELAX_DATA_DIR "/../relax-0.27", "mlp", 2, &lib);
+  void* main_fn = get_function(vm, "main");
+  const int64_t xshape[2] = {4, 32}, yshape[2] = {4, 10};
+  DLTensor* x = array_from_file(mlp_dir, "main0_in0.bin", xshape, 2);
+  TVMValue ret;
+  int code = 0;
+  CHECK_OK(call_arrays(main_fn, &x, 1, &ret, &code));
+  CHECK(code == kTVMNDArrayHandle && matches_file((DLTensor*)ret.v_handle, mlp_dir, "main0_out0.bin", yshape, 2));
+  if (code == kTVMNDArrayHandle) CHECK_OK(TVMArrayFree((DLTensor*)ret.v_handle));
+  CHECK_OK(TVMArrayFree(x));
+  CHECK_OK(TVMFuncFree(main_fn));
+  CHECK_OK(TVMModFree(vm));
+  CHECK_OK(TVMModFree(lib));
+
+  const char* dir = TVM_TEST_RELAX_DATA_DIR "/../relax-0.27/tuple";
+  vm = load_vm_in(TVM_TEST_RELAX_DATA_DIR "/../relax-0.27", "tuple", 2, &lib);
+  main_fn = get_function(vm, "main");
+  const int64_t shape[2] = {4, 8}, sum_shape[1] = {4};
+  DLTensor* xy[2] = {array_from_file(dir, "main0_in0.bin", shape, 2), array_from_file(dir, "main0_in1.bin", shape, 2)};
+  REQUIRE_OK(call_arrays(main_fn, xy, 2, &ret, &code));
+  REQUIRE(code == kTVMObjectHandle);
+  void* tuple_obj = ret.v_handle;
+  void* item_fn = get_global("runtime.ArrayGetItem");
+  TVMValue args[2];
+  int codes[2] = {kTVMObjectHandle, kDLInt};
+  args[0].v_handle = tuple_obj;
+  const char* files[2] = {"main0_out0.bin", "main0_out1.bin"};
+  const int64_t* shapes[2] = {shape, sum_shape};
+  for (int i = 0; i < 2; ++i) {
+    args[1].v_int64 = i;
+    CHECK_OK(TVMFuncCall(item_fn, args, codes, 2, &ret, &code));
+    REQUIRE(code == kTVMNDArrayHandle);
+    CHECK(matches_file((DLTensor*)ret.v_handle, dir, files[i], shapes[i], 2 - i));
+    CHECK_OK(TVMArrayFree((DLTensor*)ret.v_handle));
+  }
+  CHECK_OK(TVMObjectFree(tuple_obj));
+  CHECK_OK(TVMFuncFree(item_fn));
+  CHECK_OK(TVMArrayFree(xy[0]));
+  CHECK_OK(TVMArrayFree(xy[1]));
+  CHECK_OK(TVMFuncFree(main_fn));
+  CHECK_OK(TVMModFree(vm));
+  CHECK_OK(TVMModFree(lib));
+}
+
 int main(void) {
+  tvm_ffi_libraries();
   mlp(2);
   mlp(1);
   tuple();
