@@ -313,6 +313,7 @@ fn c_and_cpp_tests_pass() {
         ("TVM_TEST_ADDONE_SO", build.join("addone.so")),
         ("TVM_TEST_MLP_DATA_DIR", repo.join("tests/data/tvm-0.18/mlp")),
         ("TVM_TEST_SEED004_DATA_DIR", repo.join("tests/data/tvm-0.18/seed004")),
+        ("TVM_TEST_RELAX_DATA_DIR", repo.join("tests/data/relax-0.18")),
     ];
     let tests = find_tests(&c_tests);
     assert!(tests.iter().any(|t| t.cxx_std.is_some()), "no C++ tests found in {}", c_tests.display());

@@ -497,14 +497,16 @@ fn run_threads(vm: &Module, case: &Case, threads: usize, calls: usize) -> Vec<Ve
 
 #[test]
 fn many_threads_on_one_vm_match_one_thread() {
-    for model in ["mlp", "dyn", "two_funcs", "tuple"] {
-        let m = models("relax-0.18").into_iter().find(|m| m.name == model).unwrap();
+    let runs = [("relax-0.18", "mlp"), ("relax-0.18", "dyn"), ("relax-0.18", "two_funcs"), ("relax-0.18", "tuple")];
+    let runs = runs.into_iter().chain([("relax-0.27", "cnn"), ("relax-0.27", "dyn"), ("relax-0.27", "two_funcs")]);
+    for (version, model) in runs {
+        let m = models(version).into_iter().find(|m| m.name == model).unwrap();
         let vm = load_vm(&m.lib);
         for case in &m.cases {
             let one = run_threads(&vm, case, 1, 1).remove(0);
             let many = run_threads(&vm, case, 8, 25);
             assert_eq!(many.len(), 200);
-            assert!(many.iter().all(|b| *b == one), "{model} {}: a threaded result differs", case.name);
+            assert!(many.iter().all(|b| *b == one), "{version} {model} {}: a threaded result differs", case.name);
         }
     }
 }

@@ -52,7 +52,11 @@ fn a_kernel_is_called_as_a_packed_function() {
     let add = lib.get_function("add", false).unwrap().expect("the __tvm_ffi_add kernel as `add`");
     let (x, y) = (floats("one_kernel/main0_in0.bin"), floats("one_kernel/main0_in1.bin"));
     let out = NDArray::empty(&[4, 4], F32, CPU).unwrap();
-    let r = add.call(&[Value::NDArray(array(&[4, 4], &x)), Value::NDArray(array(&[4, 4], &y)), Value::NDArray(out.clone())]);
+    let r = add.call(&[
+        Value::NDArray(array(&[4, 4], &x)),
+        Value::NDArray(array(&[4, 4], &y)),
+        Value::NDArray(out.clone()),
+    ]);
     assert!(matches!(r, Ok(Value::Null)), "{r:?}");
     let want: Vec<f32> = x.iter().zip(&y).map(|(a, b)| a + b).collect();
     assert_eq!(values(&out), want);

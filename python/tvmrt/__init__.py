@@ -11,6 +11,9 @@ with the API a TVM user knows::
     m.run()
     y = m.get_output(0).numpy()
 
+    vm = tvmrt.relax.VirtualMachine(tvmrt.load_module("relax_model.so"), dev)   # the Relax VM
+    y = vm["main"](np.zeros((4, 32), "float32")).numpy()
+
 The library is found through ``TVM_RUNTIME_LIBRARY`` (a path to the file; a relative one is
 taken from the current directory), next to the package, or in ``target/release/`` of the
 repository checkout.
@@ -20,7 +23,7 @@ Errors are :class:`TVMError`; as in TVM, an error the runtime reports as ``Value
 that Python exception (see :mod:`tvmrt.error`), so ``except ValueError`` catches a wrong dtype.
 """
 
-from . import error, graph_executor, ndarray
+from . import error, graph_executor, ndarray, packed, relax
 from . import ndarray as nd
 from ._lib import TVMError, library_path
 from .graph_executor import (
@@ -46,6 +49,7 @@ from .ndarray import (
     from_dlpack,
     is_aligned,
 )
+from .packed import Function, get_global_func
 from .pipeline import Pipeline
 
 __version__ = "0.1.0"
@@ -71,10 +75,14 @@ __all__ = [
     "empty_aligned",
     "error",
     "from_dlpack",
+    "Function",
+    "get_global_func",
     "graph_executor",
     "is_aligned",
     "library_path",
     "load_module",
     "nd",
     "ndarray",
+    "packed",
+    "relax",
 ]

@@ -22,15 +22,49 @@ def _random(shape, dtype: str, rng: np.random.Generator) -> np.ndarray:
     return rng.integers(0, 10, shape).astype(dt)
 
 
+def _vm_main(lib, args) -> int:
+    """A Relax VM library: its functions, then `main` once on random data (when its shapes are
+    fixed) and timed."""
+    from .relax import VirtualMachine
+
+    vm = VirtualMachine(lib, cpu(0))
+    desc = vm.describe()
+    print(f"model: {args.model}  (Relax VM, {desc['format']}; runtime: {library_path})")
+    for f in desc["functions"]:
+        params = ", ".join(f"{p['name']}: {p['dtype']} {p['shape']}" for p in f["params"])
+        print(f"  {f['name']}({params})")
+    main_fn = next((f for f in desc["functions"] if f["name"] == "main"), None)
+    fixed = main_fn is not None and all(
+        p["dtype"] and p["shape"] is not None and all(isinstance(d, int) for d in p["shape"]) for p in main_fn["params"]
+    )
+    if not fixed:
+        print("\nmain has symbolic or unknown shapes: not run (call it with tvmrt.relax.VirtualMachine)")
+        return 0
+    rng = np.random.default_rng(args.seed)
+    inputs = [_random(tuple(p["shape"]), p["dtype"], rng) for p in main_fn["params"]]
+    t0 = time.perf_counter()
+    out = vm["main"](*inputs)
+    print(f"\nmain on random data (seed {args.seed}): {(time.perf_counter() - t0) * 1e3:.3f} ms")
+    for i, y in enumerate(out if isinstance(out, list) else [out]):
+        flat = y.numpy().reshape(-1)
+        print(f"  output {i} {list(y.shape)} {y.dtype}: {np.array2string(flat[:8], precision=4, separator=', ')}")
+    if args.runs > 1:
+        r = vm.time_evaluator("main", cpu(0), number=1, repeat=args.runs)(*inputs)
+        print(f"\n{args.runs} runs: median {r.median * 1e3:.3f} ms, mean {r.mean * 1e3:.3f} ms, std {r.std * 1e3:.3f} ms")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tvmrt", description=__doc__)
-    ap.add_argument("model", help="an export_library .so (a GraphExecutorFactory module)")
+    ap.add_argument("model", help="an export_library .so (a GraphExecutorFactory module or a Relax VM executable)")
     ap.add_argument("--runs", type=int, default=1, help="runs to time after the first (default 1)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     ap.add_argument("--options", default=None, help='executor options, "key=value,..."')
     args = ap.parse_args(argv)
     try:
         lib = load_module(args.model)
+        if lib.is_vm_executable():
+            return _vm_main(lib, args)
         g = lib["default"](cpu(0), options=args.options)
         inputs = g.inputs()
         data = [t for t in inputs if not t.is_param]

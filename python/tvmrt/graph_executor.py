@@ -45,6 +45,13 @@ __all__ = [
 
 Options = Union[None, str, Mapping[str, Any]]
 
+#: Type keys of Relax VM executables: TVM 0.18's and the tvm-ffi releases'.
+VM_EXECUTABLE_KEYS = ("relax.Executable", "relax.VMExecutable")
+VM_EXECUTABLE_HINT = (
+    "{what} is a Relax VM executable, not a graph executor factory: run it with "
+    "tvmrt.relax.VirtualMachine(lib, tvmrt.cpu())"
+)
+
 
 def _options(options: Options) -> Optional[bytes]:
     if options is None:
@@ -82,7 +89,9 @@ def _devices(dev: Union[None, Device, Sequence[Device]]) -> Tuple[Any, int]:
 
 class Module:
     """A loaded module (TVM's ``tvm.runtime.Module``), e.g. an ``export_library`` ``.so``.
-    ``module["default"](dev)`` creates a graph executor from a factory module."""
+    ``module["default"](dev)`` creates a graph executor from a factory module; ``module[name]``
+    is any other function of the module (a :class:`tvmrt.packed.Function`). A Relax VM
+    executable runs through :class:`tvmrt.relax.VirtualMachine`."""
 
     def __init__(self, handle: c_void_p, path: str = "") -> None:
         self._handle: Optional[c_void_p] = handle
@@ -127,15 +136,34 @@ class Module:
             return True
         return False
 
+    @property
+    def type_key(self) -> str:
+        """The module's kind: ``GraphExecutorFactory``, ``library``, ``relax.Executable`` ..."""
+        from .packed import get_global_func
+
+        return get_global_func("runtime.ModuleGetTypeKey")(self)
+
+    def is_vm_executable(self) -> bool:
+        """Whether this is a Relax VM executable (``relax.build`` / ``tvm.compile`` output)."""
+        return self.type_key in VM_EXECUTABLE_KEYS
+
     def __getitem__(self, name: str) -> Any:
         if not isinstance(name, str):
             raise error.TypeError(f"function names are strings, got {type(name).__name__}")
+        if name == "default" and self.is_vm_executable():
+            raise error.AttributeError(VM_EXECUTABLE_HINT.format(what=f"{self.path or 'the module'}"))
         if name == "default":
             return _FactoryFunction(self)
-        raise error.AttributeError(
-            f"module function {name!r}: only the factory's 'default' function is available from Python "
-            "(use module['default'](dev) for a graph executor)"
-        )
+        from .packed import Function
+
+        f = c_void_p()
+        check(lib.TVMModGetFunction(self._h(), name.encode(), 0, byref(f)))
+        if not f.value:
+            key = self.type_key
+            hint = " (a graph executor: module['default'](dev))" if key == "GraphExecutorFactory" else ""
+            where = f"module {self.path}" if self.path else "module"
+            raise error.AttributeError(f"{where} ({key}) has no function {name!r}{hint}")
+        return Function(f, name)
 
     get_function = __getitem__
 
@@ -665,6 +693,8 @@ def create(
     ``memory_plan`` (see ``TVMGraphExecutorCreateFromFactoryWithOptions``)."""
     if not isinstance(module, Module):
         raise error.TypeError(f"create wants a tvmrt.Module (load_module(path)), got {type(module).__name__}")
+    if module.is_vm_executable():
+        raise error.TypeError(VM_EXECUTABLE_HINT.format(what=module.path or "the module"))
     devs, n = _devices(dev)
     g = c_void_p()
     opts = _options(options)

@@ -4,6 +4,7 @@
 use crate::fail::Failure;
 use crate::inputs::{feed, Fill, InputArgs};
 use crate::model::{describe, device, ExecArgs, Model, ModelArgs};
+use crate::vm::{self, VmArgs};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -20,10 +21,12 @@ pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
     #[command(flatten)]
-    inputs: InputArgs,
+    pub(crate) vm: VmArgs,
+    #[command(flatten)]
+    pub(crate) inputs: InputArgs,
     /// Unmeasured runs first
     #[arg(long, value_name = "N", default_value_t = 10)]
-    warmup: u64,
+    pub(crate) warmup: u64,
     /// Measured runs
     #[arg(long, value_name = "N", default_value_t = 100, conflicts_with = "duration",
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -32,12 +35,12 @@ pub struct Args {
     #[arg(long, value_name = "TIME")]
     duration: Option<humantime::Duration>,
     #[command(flatten)]
-    exec: ExecArgs,
+    pub(crate) exec: ExecArgs,
     #[command(flatten)]
     pipeline: PipelineArgs,
     /// Print JSON instead of text
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// The request pipeline (`TVMPipelineCreate`): any of these runs the benchmark on it.
@@ -88,7 +91,7 @@ impl PipelineArgs {
 
 /// When measuring stops.
 #[derive(Clone, Copy)]
-enum Stop {
+pub(crate) enum Stop {
     Runs(u64),
     After(Duration),
 }
@@ -126,12 +129,42 @@ struct Latency {
 }
 
 pub fn main(args: Args) -> Result<(), Failure> {
+    if let Some(model) = vm::open(&args.model)? {
+        return vm::bench(&args, &model);
+    }
+    args.vm.graph_only()?;
     let model = args.model.load(args.exec.memory_plan())?;
-    let stop = args.duration.map_or(Stop::Runs(args.runs), |d| Stop::After(d.into()));
-    let show_progress = !args.json && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    let (stop, show_progress) = args.stop();
     let (executor, latencies, wall) = measure(&args, &model, stop, show_progress)?;
+    report(&args, model.source, executor, latencies, wall)
+}
+
+impl Args {
+    /// When measuring stops, and whether to show a progress bar.
+    pub(crate) fn stop(&self) -> (Stop, bool) {
+        let stop = self.duration.map_or(Stop::Runs(self.runs), |d| Stop::After(d.into()));
+        (stop, !self.json && std::io::stdout().is_terminal() && std::io::stderr().is_terminal())
+    }
+
+    /// Refuse the pipeline's options (for a Relax VM).
+    pub(crate) fn no_pipeline(&self) -> Result<(), Failure> {
+        match self.pipeline.options()? {
+            Some(_) => Err(Failure::usage("--core-groups, --threads-per-group and --in-flight are graph executor options")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Print what was measured, as text or JSON.
+pub(crate) fn report(
+    args: &Args,
+    model: String,
+    executor: String,
+    latencies: Vec<Duration>,
+    wall: Duration,
+) -> Result<(), Failure> {
     let report = Report {
-        model: model.source,
+        model,
         executor,
         warmup_runs: args.warmup,
         runs: latencies.len(),
@@ -190,7 +223,7 @@ fn advance(bar: &ProgressBar, stop: Stop, started: Instant) {
 }
 
 /// Warm up, then time `step` until `stop`; the latencies and the wall time.
-fn measure_executor(
+pub(crate) fn measure_executor(
     warmup: u64,
     stop: Stop,
     show_progress: bool,

@@ -9,7 +9,8 @@ use tvm_runtime::graph::buckets::BucketSet;
 use tvm_runtime::graph::options::ExecutorOptions;
 use tvm_runtime::graph::Plan;
 
-/// Show a model's inputs, outputs, ops, kernels, weights and storage plan
+/// Show a model's inputs, outputs, ops, kernels, weights and storage plan (a Relax VM
+/// executable's functions, their parameters' dtypes and shapes)
 #[derive(clap::Args, Debug)]
 #[command(after_help = crate::EXIT_CODES)]
 pub struct Args {
@@ -102,6 +103,9 @@ struct Slot {
 }
 
 pub fn main(args: Args) -> Result<(), Failure> {
+    if let Some(model) = crate::vm::open(&args.model)? {
+        return crate::vm::inspect(&model, args.json);
+    }
     let report = match args.model.model.as_deref().filter(|p| is_manifest(p)) {
         Some(manifest) => {
             let mut options = ExecutorOptions::parse(None).map_err(Failure::usage)?;

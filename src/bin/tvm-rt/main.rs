@@ -13,6 +13,7 @@ mod profile;
 mod run;
 mod table;
 mod tensors;
+mod vm;
 
 use clap::{Parser, Subcommand};
 use fail::Failure;
@@ -26,8 +27,8 @@ Exit codes:
      input name, a wrong shape or dtype
   3  the runtime failed while running the model";
 
-/// Inspect, run, benchmark and profile compiled TVM models (export_library .so files, or graph
-/// JSON + kernel library + params).
+/// Inspect, run, benchmark and profile compiled TVM models (export_library .so files of graph
+/// executor factories or Relax VM executables, or graph JSON + kernel library + params).
 #[derive(Parser)]
 #[command(name = "tvm-rt", version, after_help = EXIT_CODES)]
 struct Cli {

@@ -62,7 +62,7 @@ impl ModelArgs {
     }
 }
 
-fn existing_file(path: &Path) -> Result<&str, Failure> {
+pub fn existing_file(path: &Path) -> Result<&str, Failure> {
     if path.is_dir() {
         return Err(Failure::file(path, "is a directory, not a file"));
     }
@@ -83,7 +83,7 @@ fn as_typed(path: &Path) -> PathBuf {
     }
 }
 
-fn load_module(path: &Path) -> Result<Module, Failure> {
+pub fn load_module(path: &Path) -> Result<Module, Failure> {
     existing_file(path)?;
     // UTF-8: checked by existing_file.
     Module::load_from_file(&as_typed(path).to_string_lossy(), "so").in_file(path)

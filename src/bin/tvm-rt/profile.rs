@@ -18,13 +18,15 @@ pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
     #[command(flatten)]
-    inputs: InputArgs,
+    pub(crate) vm: crate::vm::VmArgs,
+    #[command(flatten)]
+    pub(crate) inputs: InputArgs,
     /// Unprofiled runs first
     #[arg(long, value_name = "N", default_value_t = 5)]
-    warmup: usize,
+    pub(crate) warmup: usize,
     /// Profiled runs; each op's time is its median over them
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
-    runs: u32,
+    pub(crate) runs: u32,
     /// Show only the N slowest ops (0: all)
     #[arg(long, value_name = "N", default_value_t = 0)]
     top: usize,
@@ -35,7 +37,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    exec: ExecArgs,
+    pub(crate) exec: ExecArgs,
 }
 
 #[derive(Serialize)]
@@ -68,6 +70,10 @@ struct Row {
 }
 
 pub fn main(args: Args) -> Result<(), Failure> {
+    if let Some(model) = crate::vm::open(&args.model)? {
+        return crate::vm::profile(&args, &model);
+    }
+    args.vm.graph_only()?;
     let model = args.model.load(args.exec.memory_plan())?;
     let options = args.exec.options()?;
     let front = args.exec.executor(&model)?;
@@ -79,14 +85,19 @@ pub fn main(args: Args) -> Result<(), Failure> {
     for _ in 0..args.runs {
         runs.push(front.run_profiled()?);
     }
+    report(&args, model.source, describe(&options), &runs)
+}
+
+/// Print the tables (or JSON) of the profiled runs and write the trace of the last.
+pub(crate) fn report(args: &Args, model: String, executor: String, runs: &[Vec<OpTiming>]) -> Result<(), Failure> {
     if let Some(path) = &args.trace {
         let last = runs.last().expect("at least one run");
         std::fs::write(path, chrome_trace(last)).in_file(path)?;
     }
-    let ops = op_rows(&runs);
+    let ops = op_rows(runs);
     let report = Report {
-        model: model.source,
-        executor: describe(&options),
+        model,
+        executor,
         runs: args.runs,
         total_us: ops.iter().map(|r| r.time_us).sum(),
         kernels: kernel_rows(&ops),

@@ -5,6 +5,7 @@ use crate::fail::{Failure, FileContext};
 use crate::inputs::{feed, name_and_path, InputArgs, Shapes};
 use crate::model::{is_manifest, load_buckets, ExecArgs, Model, ModelArgs};
 use crate::tensors::{describe, read_npy, values_f64, write_npy};
+use crate::vm::{self, VmArgs};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tvm_runtime::abi::{dtype_code, DLDataType};
@@ -19,28 +20,34 @@ pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
     #[command(flatten)]
-    inputs: InputArgs,
-    /// Write every output to DIR/<output name>.npy
+    pub(crate) vm: VmArgs,
+    #[command(flatten)]
+    pub(crate) inputs: InputArgs,
+    /// Write every output to DIR/<output name>.npy (a Relax VM function's: DIR/<function>_<index>.npy)
     #[arg(long, value_name = "DIR")]
-    output_dir: Option<PathBuf>,
+    pub(crate) output_dir: Option<PathBuf>,
     /// Write one output (by name or index) to a .npy file (repeatable)
     #[arg(long = "output", short = 'o', value_name = "NAME=FILE.npy", value_parser = name_and_path)]
-    outputs: Vec<(String, PathBuf)>,
+    pub(crate) outputs: Vec<(String, PathBuf)>,
     /// Compare an output (by name or index) with the array in a .npy file (repeatable); exit code 1
     /// when an element differs by more than atol + rtol * |expected|
     #[arg(long = "compare", short = 'c', value_name = "NAME=FILE.npy", value_parser = name_and_path)]
-    compares: Vec<(String, PathBuf)>,
+    pub(crate) compares: Vec<(String, PathBuf)>,
     /// Relative tolerance of --compare
     #[arg(long, default_value_t = 1e-5)]
-    rtol: f64,
+    pub(crate) rtol: f64,
     /// Absolute tolerance of --compare
     #[arg(long, default_value_t = 1e-8)]
-    atol: f64,
+    pub(crate) atol: f64,
     #[command(flatten)]
-    exec: ExecArgs,
+    pub(crate) exec: ExecArgs,
 }
 
 pub fn main(args: Args) -> Result<(), Failure> {
+    if let Some(model) = vm::open(&args.model)? {
+        return vm::run(&args, &model);
+    }
+    args.vm.graph_only()?;
     let (model, buckets) = match args.model.model.as_deref().filter(|p| is_manifest(p)) {
         Some(manifest) => {
             let set = load_buckets(manifest, args.exec.options()?)?;
@@ -135,7 +142,7 @@ fn output_named(plan: &Plan, name: &str) -> Result<usize, Failure> {
 }
 
 /// "float32 [1, 10]: 0.1 0.2 ... (min 0.01, max 0.3)"
-fn summary(a: &NDArray) -> Result<String, Failure> {
+pub(crate) fn summary(a: &NDArray) -> Result<String, Failure> {
     let head = describe(a.dtype(), a.shape());
     let Some(values) = values_f64(a)? else { return Ok(head) };
     let shown: Vec<String> = values.iter().take(8).map(|v| format!("{v:.6}")).collect();
@@ -146,7 +153,7 @@ fn summary(a: &NDArray) -> Result<String, Failure> {
 }
 
 /// Output file names: the output's name with path separators replaced.
-fn file_name(name: &str) -> String {
+pub(crate) fn file_name(name: &str) -> String {
     name.chars().map(|c| if matches!(c, '/' | '\\' | ':') { '_' } else { c }).collect::<String>() + ".npy"
 }
 
@@ -161,7 +168,7 @@ fn write_all(plan: &Plan, outputs: &[NDArray], dir: &Path) -> Result<(), Failure
 }
 
 /// Compare `got` with `want` element by element, numpy's `allclose` rule; print the result.
-fn compare(name: &str, got: &NDArray, want: &NDArray, path: &Path, (rtol, atol): (f64, f64)) -> Result<bool, Failure> {
+pub(crate) fn compare(name: &str, got: &NDArray, want: &NDArray, path: &Path, (rtol, atol): (f64, f64)) -> Result<bool, Failure> {
     if got.dtype() != want.dtype() || got.shape() != want.shape() {
         return Err(Failure::file(
             path,
