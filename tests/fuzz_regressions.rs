@@ -51,16 +51,19 @@ fn blob_regressions_fail_cleanly() {
     }
 }
 
-/// Hostile Relax VM executables: each must be refused with an error, never a panic.
+/// Hostile Relax VM executables: each is refused with an error, or, if it is well formed, is
+/// printed and described without a panic (one such file asked `describe` for a rank of 2^53).
 #[test]
-fn relax_exec_regressions_are_refused() {
+fn relax_exec_regressions_fail_cleanly() {
     for (name, data) in inputs("relax_exec") {
-        let r = std::panic::catch_unwind(|| tvm_runtime::vm::Executable::parse(&data).map(|_| ()));
-        match r {
-            Ok(Err(_)) => {}
-            Ok(Ok(())) => panic!("{name}: a hostile executable was accepted"),
-            Err(_) => panic!("{name}: the executable parser panicked"),
-        }
+        let r = std::panic::catch_unwind(|| {
+            if let Ok(exec) = tvm_runtime::vm::Executable::parse(&data) {
+                let _ = exec.as_text();
+                let _ = exec.stats();
+                let _ = tvm_runtime::vm::describe::describe(&exec);
+            }
+        });
+        assert!(r.is_ok(), "{name}: the executable parser, printer or describe panicked");
     }
 }
 

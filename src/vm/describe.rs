@@ -43,6 +43,9 @@ fn checks<'a>(exec: &'a Executable, f: &'a FuncInfo, name: &'a str, i: usize) ->
     })
 }
 
+/// The largest rank `describe` spells out dimension by dimension.
+const MAX_DESCRIBED_RANK: i64 = 64;
+
 fn param(exec: &Executable, f: &FuncInfo, i: usize) -> Json {
     let name = f.param_names.get(i).cloned().unwrap_or_else(|| format!("arg{i}"));
     let info = checks(exec, f, "vm.builtin.check_tensor_info", i).next();
@@ -53,8 +56,9 @@ fn param(exec: &Executable, f: &FuncInfo, i: usize) -> Json {
         },
         _ => None,
     });
+    // A rank is only believed up to DLPack's practical limit: the number comes from the file.
     let ndim = info.and_then(|a| match a.get(1) {
-        Some(Arg::Immediate(n)) if *n >= 0 => Some(*n as usize),
+        Some(Arg::Immediate(n)) if (0..=MAX_DESCRIBED_RANK).contains(n) => Some(*n as usize),
         _ => None,
     });
     let shape = checks(exec, f, "vm.builtin.match_shape", i)
