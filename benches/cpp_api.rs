@@ -15,18 +15,6 @@ use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The directory holding this build's libtvm_runtime.so: the bench binary's own `deps/` (cargo
-/// builds the cdylib there as the library target's crate types), else `<profile>/`.
-fn library_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("path of the bench binary");
-    let deps = exe.parent().expect("bench binary has a parent directory").to_path_buf();
-    let profile = deps.parent().unwrap_or(&deps).to_path_buf();
-    [deps, profile]
-        .into_iter()
-        .find(|d| d.join("libtvm_runtime.so").is_file())
-        .expect("libtvm_runtime.so next to the bench binary (built with the library target)")
-}
-
 fn build_program(out: &Path, lib_dir: &Path) {
     let status = Command::new(std::env::var("CXX").unwrap_or_else(|_| "c++".into()))
         .args(["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"])

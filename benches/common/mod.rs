@@ -330,3 +330,15 @@ pub fn run_self(env: &[(&str, &str)]) -> String {
 pub fn child_measure(env: &[(&str, &str)]) -> f64 {
     run_self(env).lines().last().unwrap().trim().parse::<f64>().unwrap()
 }
+
+/// The directory holding this build's libtvm_runtime.so: the bench binary's own `deps/` (cargo
+/// builds the cdylib there as the library target's crate types), else `<profile>/`.
+pub fn library_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("path of the bench binary");
+    let deps = exe.parent().expect("bench binary has a parent directory").to_path_buf();
+    let profile = deps.parent().unwrap_or(&deps).to_path_buf();
+    [deps, profile]
+        .into_iter()
+        .find(|d| d.join("libtvm_runtime.so").is_file())
+        .expect("libtvm_runtime.so next to the bench binary (built with the library target)")
+}
