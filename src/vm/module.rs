@@ -2,9 +2,10 @@
 //! `relax.VMExecutable` for tvm-ffi's: what the blob of a `.so` decodes to; its import is the
 //! kernel library) and the VM module `vm_load_executable` makes, with TVM's function names.
 //!
-//! A VM module holds one session (made by `vm_initialization`) and a stack of idle frames: a call
-//! takes a frame (or makes one), runs, and puts it back, so threads calling one VM at once each
-//! run on their own frame over the shared session.
+//! A VM module holds one session (made by `vm_initialization`) and stacks of idle frames, one per
+//! thread slot: a call takes a frame from its thread's stack (or makes one), runs, and puts it
+//! back, so threads calling one VM at once each run on their own frame over the shared session
+//! without contending for a lock.
 
 use super::describe::describe;
 use super::executable::{Executable, Format, FuncKind, MAGIC_V1, MAGIC_V2};
