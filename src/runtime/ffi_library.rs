@@ -9,8 +9,8 @@
 use super::blob::{binary_loader, link_import_tree};
 use super::byteio::{Input, Reader};
 use super::error::{error_from_callee, last_error_generation, Error, Result};
-use super::packed::{Args, Module, PackedFunc, Value};
 use super::ndarray::NDArray;
+use super::packed::{Args, Module, PackedFunc, Value};
 use crate::abi::{ffi_type_index as ti, type_code as tc, TVMFFIAny, TVMFFIByteArray, TVMFFISafeCallType};
 use std::ffi::{c_char, c_void, CString};
 

@@ -271,7 +271,8 @@ impl Context for Run<'_> {
             .ok_or_else(|| Error::value(format!("storage of {bytes} bytes")))?;
         let pooled = self.s.allocator == AllocatorKind::Pooled;
         if pooled {
-            if let Some(b) = self.x.pool.iter().find(|b| b.ref_count() == 1 && b.nbytes() == size && b.device() == device)
+            if let Some(b) =
+                self.x.pool.iter().find(|b| b.ref_count() == 1 && b.nbytes() == size && b.device() == device)
             {
                 // The pool held the only reference: whoever released the others is done with it.
                 std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
