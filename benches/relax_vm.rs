@@ -88,6 +88,9 @@ fn run(client: &Path, model: &Model, func: &str, seconds: &str, threads: usize) 
         .arg(threads.to_string())
         .args(&model.args)
         .env("TVM_NUM_THREADS", "1")
+        // Each client finds its runtime by its rpath; cargo's LD_LIBRARY_PATH (our target dir)
+        // would otherwise hand the peer our libtvm_runtime.so in place of TVM's.
+        .env_remove("LD_LIBRARY_PATH")
         .output()
         .expect("running a bench client");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();

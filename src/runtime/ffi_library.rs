@@ -9,8 +9,9 @@
 use super::blob::{binary_loader, link_import_tree};
 use super::byteio::{Input, Reader};
 use super::error::{error_from_callee, last_error_generation, Error, Result};
+use super::ndarray::NDArray;
 use super::packed::{Args, Module, PackedFunc, Value};
-use crate::abi::{ffi_type_index as ti, TVMFFIAny, TVMFFIByteArray, TVMFFISafeCallType};
+use crate::abi::{ffi_type_index as ti, type_code as tc, TVMFFIAny, TVMFFIByteArray, TVMFFISafeCallType};
 use std::ffi::{c_char, c_void, CString};
 
 /// The symbol holding the packed modules.
@@ -61,7 +62,17 @@ pub fn wrap_ffi_kernel(f: TVMFFISafeCallType, keep_alive: Module) -> PackedFunc 
     PackedFunc::from_fn(move |args, ret| {
         let _owner = &keep_alive;
         let mut conv = Converted::default();
-        let values = (0..args.len()).map(|i| conv.push(&args, i)).collect::<Result<Vec<_>>>()?;
+        let mut inline = [TVMFFIAny::NONE; INLINE_ARGS];
+        let mut spilled = Vec::new();
+        let values = if args.len() <= INLINE_ARGS {
+            &mut inline[..args.len()]
+        } else {
+            spilled.resize(args.len(), TVMFFIAny::NONE);
+            &mut spilled[..]
+        };
+        for (i, v) in values.iter_mut().enumerate() {
+            *v = conv.push(&args, i)?;
+        }
         let n = i32::try_from(values.len()).map_err(|_| Error::value("too many arguments"))?;
         let mut result = TVMFFIAny::NONE;
         let generation = last_error_generation();
@@ -79,6 +90,9 @@ pub fn wrap_ffi_kernel(f: TVMFFISafeCallType, keep_alive: Module) -> PackedFunc 
     })
 }
 
+/// Arguments a kernel call converts on the stack (more spill to the heap).
+const INLINE_ARGS: usize = 16;
+
 /// Storage the converted arguments point into, alive for one call.
 #[derive(Default)]
 struct Converted {
@@ -88,6 +102,22 @@ struct Converted {
 
 impl Converted {
     fn push(&mut self, args: &Args<'_>, i: usize) -> Result<TVMFFIAny> {
+        let (code, value) = (args.codes()[i], args.values()[i]);
+        // The common kernel arguments, converted without taking a reference or allocating.
+        match code {
+            tc::INT => {
+                // SAFETY: the type code says the union holds an int.
+                return Ok(TVMFFIAny::int(ti::INT, unsafe { value.v_int64 }));
+            }
+            tc::NDARRAY_HANDLE if !unsafe { value.v_handle }.is_null() => {
+                // SAFETY: the type code says the union holds an NDArray handle, checked by
+                // `header_of_handle` (as `to_value` does) before it is passed on.
+                let p = unsafe { value.v_handle } as *mut crate::abi::DLTensor;
+                unsafe { NDArray::header_of_handle(p) }?;
+                return Ok(TVMFFIAny::ptr(ti::DLTENSOR_PTR, p as *const c_void));
+            }
+            _ => {}
+        }
         Ok(match args.to_value(i)? {
             Value::Null => TVMFFIAny::NONE,
             Value::Int(v) => TVMFFIAny::int(ti::INT, v),

@@ -81,8 +81,8 @@ pub fn run(b: Builtin, frame: &mut impl Context, args: &mut Vec<VmValue>) -> Res
         MatchPrimValue => {
             want(b, a, 5)?;
             let ctx = err_ctx(a, 4)?;
-            let what = format!("{ctx} match_cast error, PrimValue");
-            match_dim(&heap(a, 1)?, int(a, 2)?, int(a, 3)?, int(a, 0)?, &what).map(|_| VmValue::Null)
+            let what = || format!("{ctx} match_cast error, PrimValue");
+            match_dim(&heap(a, 1)?, int(a, 2)?, int(a, 3)?, int(a, 0)?, what).map(|_| VmValue::Null)
         }
         MakeShape => make_shape(a),
         MakePrimValue => {
@@ -117,7 +117,7 @@ pub fn run(b: Builtin, frame: &mut impl Context, args: &mut Vec<VmValue>) -> Res
         Reshape => {
             want(b, a, 2)?;
             let t = tensor(a, 0)?;
-            Ok(VmValue::Tensor(t.create_view(&shape(a, 1)?, t.dtype())?))
+            Ok(VmValue::Tensor(t.create_view(shape(a, 1)?, t.dtype())?))
         }
         NullValue => want(b, a, 0).map(|_| VmValue::Null),
         ReadIfCond => {
@@ -157,23 +157,23 @@ fn int(a: &[VmValue], i: usize) -> Result<i64> {
     }
 }
 
-fn tensor(a: &[VmValue], i: usize) -> Result<NDArray> {
+fn tensor(a: &[VmValue], i: usize) -> Result<&NDArray> {
     match get(a, i)? {
-        VmValue::Tensor(t) => Ok(t.clone()),
+        VmValue::Tensor(t) => Ok(t),
         v => Err(mismatch(i, "Tensor", v)),
     }
 }
 
-fn shape(a: &[VmValue], i: usize) -> Result<std::sync::Arc<[i64]>> {
+fn shape(a: &[VmValue], i: usize) -> Result<&[i64]> {
     match get(a, i)? {
-        VmValue::Shape(s) => Ok(s.clone()),
+        VmValue::Shape(s) => Ok(s),
         v => Err(mismatch(i, "Shape", v)),
     }
 }
 
-fn tuple(a: &[VmValue], i: usize) -> Result<std::sync::Arc<[VmValue]>> {
+fn tuple(a: &[VmValue], i: usize) -> Result<&[VmValue]> {
     match get(a, i)? {
-        VmValue::Tuple(t) => Ok(t.clone()),
+        VmValue::Tuple(t) => Ok(t),
         v => Err(mismatch(i, "Tuple", v)),
     }
 }
@@ -194,18 +194,18 @@ fn func(a: &[VmValue], i: usize) -> Result<Callable> {
 }
 
 /// The error context string a check carries (may be absent).
-fn err_ctx(a: &[VmValue], i: usize) -> Result<String> {
+fn err_ctx(a: &[VmValue], i: usize) -> Result<&str> {
     match get(a, i)? {
-        VmValue::Str(s) => Ok(s.to_string()),
-        VmValue::Null => Ok(String::new()),
+        VmValue::Str(s) => Ok(s),
+        VmValue::Null => Ok(""),
         v => Err(mismatch(i, "String", v)),
     }
 }
 
 /// The shape heap: an int64 CPU tensor (or none, for functions without symbolic shapes).
-struct Heap(Option<NDArray>);
+struct Heap<'a>(Option<&'a NDArray>);
 
-fn heap(a: &[VmValue], i: usize) -> Result<Heap> {
+fn heap(a: &[VmValue], i: usize) -> Result<Heap<'_>> {
     match get(a, i)? {
         VmValue::Null => Ok(Heap(None)),
         VmValue::Tensor(t)
@@ -214,13 +214,13 @@ fn heap(a: &[VmValue], i: usize) -> Result<Heap> {
                 && t.dl_tensor.byte_offset == 0
                 && t.device().device_type == 1 =>
         {
-            Ok(Heap(Some(t.clone())))
+            Ok(Heap(Some(t)))
         }
         v => Err(mismatch(i, "the shape heap (an int64 CPU tensor)", v)),
     }
 }
 
-impl Heap {
+impl Heap<'_> {
     /// Pointer to slot `slot`, checked against the heap's length.
     fn slot(&self, slot: i64) -> Result<*mut i64> {
         let t = self.0.as_ref().ok_or_else(|| Error::value("shape heap slot used but the function has no heap"))?;
@@ -243,13 +243,14 @@ impl Heap {
     }
 }
 
-/// One `match_shape` / `match_prim_value` step: `code` against `value` with operand `r`.
-fn match_dim(heap: &Heap, code: i64, r: i64, value: i64, what: &str) -> Result<()> {
+/// One `match_shape` / `match_prim_value` step: `code` against `value` with operand `r`;
+/// `what` names the checked value (built only for an error).
+fn match_dim(heap: &Heap, code: i64, r: i64, value: i64, what: impl Fn() -> String) -> Result<()> {
     match code {
-        0 if value != r => Err(Error::value(format!("{what} is {value} but {r} is required"))),
+        0 if value != r => Err(Error::value(format!("{} is {value} but {r} is required", what()))),
         1 => heap.set(r, value),
         3 if value != heap.get(r)? => {
-            Err(Error::value(format!("{what} is {value} but an earlier match bound it to {}", heap.get(r)?)))
+            Err(Error::value(format!("{} is {value} but an earlier match bound it to {}", what(), heap.get(r)?)))
         }
         0 | 2 | 3 => Ok(()),
         c => Err(Error::value(format!("unknown match_shape code {c}"))),
@@ -271,9 +272,9 @@ fn pairs_fit(len: usize, fixed: usize, n: usize) -> bool {
 
 /// `match_shape(value, heap, ndim, (code, operand) * ndim, err_ctx)`.
 fn match_shape(a: &[VmValue]) -> Result<()> {
-    let dims: std::sync::Arc<[i64]> = match get(a, 0)? {
-        VmValue::Tensor(t) => t.shape().into(),
-        VmValue::Shape(s) => s.clone(),
+    let dims: &[i64] = match get(a, 0)? {
+        VmValue::Tensor(t) => t.shape(),
+        VmValue::Shape(s) => s,
         v => return Err(mismatch(0, "Tensor or Shape", v)),
     };
     let (heap, n) = (heap(a, 1)?, int(a, 2)?);
@@ -288,8 +289,8 @@ fn match_shape(a: &[VmValue]) -> Result<()> {
         )));
     }
     for (i, &d) in dims.iter().enumerate() {
-        let what = format!("{ctx} match_cast error, shape[{i}]");
-        match_dim(&heap, int(a, 3 + 2 * i)?, int(a, 4 + 2 * i)?, d, &what)?;
+        let what = || format!("{ctx} match_cast error, shape[{i}]");
+        match_dim(&heap, int(a, 3 + 2 * i)?, int(a, 4 + 2 * i)?, d, what)?;
     }
     Ok(())
 }
@@ -393,7 +394,7 @@ fn alloc_storage(frame: &mut impl Context, a: &[VmValue]) -> Result<VmValue> {
         v => return Err(Error::unsupported(format!("storage in memory scope {:?} (only \"global\")", v.kind()))),
     }
     let elem = (hint.bits as usize * hint.lanes as usize).div_ceil(8);
-    let bytes = num_elements(&dims)?
+    let bytes = num_elements(dims)?
         .checked_mul(elem)
         .ok_or_else(|| Error::value(format!("storage of shape {dims:?} and dtype {hint} overflows")))?;
     Ok(VmValue::Storage(frame.alloc_storage(bytes, index)?))
@@ -409,7 +410,7 @@ fn alloc_tensor(a: &[VmValue]) -> Result<VmValue> {
         v => return Err(mismatch(0, "Storage", v)),
     };
     let offset = usize::try_from(int(a, 1)?).map_err(|_| Error::value("negative tensor offset in storage"))?;
-    Ok(VmValue::Tensor(storage.create_view_at(offset, &shape(a, 2)?, dtype(a, 3)?)?))
+    Ok(VmValue::Tensor(storage.create_view_at(offset, shape(a, 2)?, dtype(a, 3)?)?))
 }
 
 fn make_closure(frame: &impl Context, a: &[VmValue]) -> Result<VmValue> {
@@ -430,7 +431,7 @@ fn call_tir_dyn(frame: &mut impl Context, args: &mut Vec<VmValue>) -> Result<VmV
         return Err(Error::value("vm.builtin.call_tir_dyn expects a kernel and a shape"));
     }
     let f = func(args, 0)?;
-    let dims = shape(args, args.len() - 1)?;
+    let dims = shape(args, args.len() - 1)?.to_vec();
     args.pop();
     let call: Vec<VmValue> = args.drain(1..).chain(dims.iter().map(|&d| VmValue::Int(d))).collect();
     frame.call_value(&f, call)

@@ -11,6 +11,7 @@ use crate::abi::{DLDataType, DLDevice};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::packed::{Args, PackedFunc, Value};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Deepest VM-to-VM call nesting before a call is refused (the interpreter recurses).
@@ -22,43 +23,85 @@ const POOL_GRANULE: usize = 64;
 
 pub struct Frame {
     pub session: Arc<Session>,
+    scratch: Scratch,
+}
+
+/// What a frame reuses across its calls.
+#[derive(Default)]
+struct Scratch {
     pool: Vec<NDArray>,
     spare_regs: Vec<Vec<VmValue>>,
     spare_args: Vec<Vec<VmValue>>,
     spare_c: Vec<CArgs>,
     depth: usize,
+    /// The session's constants, strings and shapes copied so that builtins taking them
+    /// share no reference count with other threads' frames (made on first use).
+    constants: Vec<VmValue>,
+}
+
+/// A frame at work: its session borrowed (a call touches no shared reference count) and its
+/// scratch.
+pub struct Run<'a> {
+    s: &'a Arc<Session>,
+    x: &'a mut Scratch,
 }
 
 impl Frame {
     pub fn new(session: Arc<Session>) -> Frame {
-        Frame {
-            session,
-            pool: Vec::new(),
-            spare_regs: Vec::new(),
-            spare_args: Vec::new(),
-            spare_c: Vec::new(),
-            depth: 0,
-        }
+        Frame { session, scratch: Scratch::default() }
+    }
+
+    fn run_cx(&mut self) -> Run<'_> {
+        Run { s: &self.session, x: &mut self.scratch }
     }
 
     /// Call the VM function `name` with caller values; the result as a caller value.
     pub fn call(&mut self, name: &str, args: &[Value]) -> Result<Value> {
         let f = self.session.vm_function(name)?;
-        let args = args.iter().map(|v| VmValue::from_value(v.clone())).collect::<Result<Vec<_>>>()?;
-        let out = self.invoke(f, args)?;
-        self.to_value(out)
+        let mut vals = self.scratch.spare_args.pop().unwrap_or_default();
+        for v in args {
+            vals.push(VmValue::from_value(v.clone())?);
+        }
+        self.finish_call(f, vals)
+    }
+
+    /// Call VM function `f` (a table index) with packed-call arguments.
+    pub fn call_args(&mut self, f: usize, args: Args<'_>) -> Result<Value> {
+        let mut vals = self.scratch.spare_args.pop().unwrap_or_default();
+        for i in 0..args.len() {
+            vals.push(VmValue::from_value(args.to_value(i)?)?);
+        }
+        self.finish_call(f, vals)
+    }
+
+    fn finish_call(&mut self, f: usize, mut vals: Vec<VmValue>) -> Result<Value> {
+        let out = self.run_cx().invoke(f, &mut vals);
+        vals.clear();
+        self.scratch.spare_args.push(vals);
+        self.to_value(out?)
     }
 
     /// A register value as a caller value (closures become packed functions over this session).
     pub fn to_value(&self, v: VmValue) -> Result<Value> {
-        let s = self.session.clone();
-        v.into_value(&move |c| closure_func(&s, c))
+        v.into_value(&|c| closure_func(&self.session, c))
     }
 
     /// Run VM function `f` (a table index) on register values.
-    pub fn invoke(&mut self, f: usize, args: Vec<VmValue>) -> Result<VmValue> {
-        let session = self.session.clone();
-        let info = match session.exec.functions.get(f) {
+    pub fn invoke(&mut self, f: usize, mut args: Vec<VmValue>) -> Result<VmValue> {
+        self.run_cx().invoke(f, &mut args)
+    }
+
+    /// Call a function value (a table entry, a closure or a packed function) on `args`.
+    pub fn call_value(&mut self, c: &Callable, args: Vec<VmValue>) -> Result<VmValue> {
+        self.run_cx().call_value(c, args)
+    }
+}
+
+impl Run<'_> {
+    /// Run VM function `f` (a table index) on register values (`args` is left empty).
+    fn invoke(&mut self, f: usize, args: &mut Vec<VmValue>) -> Result<VmValue> {
+        let s = self.s;
+        let info = match s.exec.functions.get(f) {
             Some(info) if info.kind == super::executable::FuncKind::Vm => info,
             _ => return Err(Error::value(format!("function index {f} is not a VM function of the executable"))),
         };
@@ -72,23 +115,24 @@ impl Frame {
                 args.len()
             )));
         }
-        if self.depth >= MAX_DEPTH {
+        if self.x.depth >= MAX_DEPTH {
             return Err(Error::runtime(format!("VM calls nested deeper than {MAX_DEPTH} (calling `{}`)", info.name)));
         }
-        let mut regs = self.spare_regs.pop().unwrap_or_default();
+        let mut regs = self.x.spare_regs.pop().unwrap_or_default();
         regs.resize(info.register_file_size, VmValue::Null);
-        for (r, a) in regs.iter_mut().zip(args) {
+        for (r, a) in regs.iter_mut().zip(args.drain(..)) {
             *r = a;
         }
-        self.depth += 1;
-        let out = self.run(&session, f, &mut regs);
-        self.depth -= 1;
+        self.x.depth += 1;
+        let out = self.run(f, &mut regs);
+        self.x.depth -= 1;
         regs.clear();
-        self.spare_regs.push(regs);
+        self.x.spare_regs.push(regs);
         out
     }
 
-    fn run(&mut self, s: &Session, f: usize, regs: &mut [VmValue]) -> Result<VmValue> {
+    fn run(&mut self, f: usize, regs: &mut [VmValue]) -> Result<VmValue> {
+        let s = self.s;
         let info = &s.exec.functions[f];
         let code = s.exec.code_of(info);
         let mut pc = 0usize;
@@ -98,7 +142,7 @@ impl Frame {
                 .ok_or_else(|| Error::runtime(format!("VM function `{}` ran past its last instruction", info.name)))?;
             match *instr {
                 Instr::Call { dst, func, args } => {
-                    let out = self.call_instr(s, func as usize, s.exec.call_args(args), regs).map_err(|e| {
+                    let out = self.call_instr(func as usize, s.exec.call_args(args), regs).map_err(|e| {
                         e.context(format!(
                             "in `{}` at instruction {pc} (`{}`)",
                             info.name, s.exec.functions[func as usize].name
@@ -112,7 +156,7 @@ impl Frame {
                 Instr::Ret { result } => return Ok(std::mem::take(&mut regs[result as usize])),
                 Instr::Goto { offset } => pc = (pc as i64 + offset) as usize,
                 Instr::If { cond, false_offset } => {
-                    if condition(&read(regs, cond))? {
+                    if condition(&operand(s, regs, Arg::Register(cond)))? {
                         pc += 1;
                     } else {
                         pc = (pc as i64 + false_offset) as usize;
@@ -122,17 +166,23 @@ impl Frame {
         }
     }
 
-    fn call_instr(&mut self, s: &Session, func: usize, args: &[Arg], regs: &[VmValue]) -> Result<VmValue> {
-        let mut vals = self.spare_args.pop().unwrap_or_default();
-        vals.extend(args.iter().map(|a| match *a {
-            Arg::Register(r) => read(regs, r),
-            Arg::Immediate(v) => VmValue::Int(v),
-            Arg::Const(c) => s.constants[c as usize].clone(),
-            Arg::Func(f) => VmValue::Func(Callable::Function(f)),
+    fn call_instr(&mut self, func: usize, args: &[Arg], regs: &[VmValue]) -> Result<VmValue> {
+        let s = self.s;
+        if let Callee::Packed(f) = &s.callees[func] {
+            return self.call_packed_with(f, args.len(), |i| operand(s, regs, args[i]));
+        }
+        if self.x.constants.len() != s.constants.len() {
+            self.x.constants = s.constants.iter().map(unshared).collect();
+        }
+        let mut vals = self.x.spare_args.pop().unwrap_or_default();
+        let consts = &self.x.constants;
+        vals.extend(args.iter().map(|&a| match a {
+            Arg::Const(c) => consts[c as usize].clone(),
+            a => operand(s, regs, a).into_owned(),
         }));
         let out = self.call_callee(&s.callees[func], &mut vals);
         vals.clear();
-        self.spare_args.push(vals);
+        self.x.spare_args.push(vals);
         out
     }
 
@@ -141,32 +191,44 @@ impl Frame {
         match callee {
             Callee::Builtin(b) => builtins::run(*b, self, args),
             Callee::Packed(f) => self.call_packed(f, args),
-            Callee::Bytecode(i) => self.invoke(*i, std::mem::take(args)),
+            Callee::Bytecode(i) => self.invoke(*i, args),
         }
     }
 
     /// Call a packed function (a kernel) with register values in the C representation.
-    pub fn call_packed(&mut self, f: &PackedFunc, args: &[VmValue]) -> Result<VmValue> {
-        let mut c = self.spare_c.pop().unwrap_or_default();
-        let s = self.session.clone();
+    fn call_packed(&mut self, f: &PackedFunc, args: &[VmValue]) -> Result<VmValue> {
+        self.call_packed_with(f, args.len(), |i| Cow::Borrowed(&args[i]))
+    }
+
+    /// Call a packed function on the `n` values `arg(0..n)` yields, converted to the C
+    /// representation in this frame's reused buffers.
+    fn call_packed_with<'v>(
+        &mut self,
+        f: &PackedFunc,
+        n: usize,
+        arg: impl Fn(usize) -> Cow<'v, VmValue>,
+    ) -> Result<VmValue> {
+        let mut c = self.x.spare_c.pop().unwrap_or_default();
+        let s = self.s;
         let out = (|| {
-            for a in args {
-                c.push(a, &|cl| closure_func(&s, cl))?;
+            for i in 0..n {
+                c.push(&arg(i), &|cl| closure_func(s, cl))?;
             }
-            // SAFETY: every value was made by `CArgs::push` from a live value that `args` or `c`
-            // keeps alive for the call, with the matching type code.
+            // SAFETY: every value was made by `CArgs::push` from a live value that the
+            // registers, the session's constants or `c` keep alive for the call, with the
+            // matching type code.
             let cargs = unsafe { Args::new(&c.values, &c.codes) };
             let mut ret = Value::Null;
             f.call_into(cargs, &mut ret)?;
             VmValue::from_value(ret)
         })();
         c.clear();
-        self.spare_c.push(c);
+        self.x.spare_c.push(c);
         out
     }
 
     pub fn device(&self, index: i64) -> Result<DLDevice> {
-        let devs = &self.session.devices;
+        let devs = &self.s.devices;
         let i = if index == -1 { devs.len() as i64 - 1 } else { index };
         usize::try_from(i)
             .ok()
@@ -176,7 +238,28 @@ impl Frame {
     }
 }
 
-impl Context for Frame {
+/// A copy of `v` sharing no reference count with it, for strings and shapes.
+fn unshared(v: &VmValue) -> VmValue {
+    match v {
+        VmValue::Str(t) => VmValue::Str(Arc::from(&**t)),
+        VmValue::Shape(d) => VmValue::Shape(Arc::from(&**d)),
+        other => other.clone(),
+    }
+}
+
+/// A call argument's value: registers and constants borrowed, immediates made.
+fn operand<'v>(s: &'v Session, regs: &'v [VmValue], a: Arg) -> Cow<'v, VmValue> {
+    match a {
+        Arg::Register(Reg::Index(i)) => Cow::Borrowed(&regs[i as usize]),
+        Arg::Register(Reg::Void) => Cow::Owned(VmValue::Null),
+        Arg::Register(Reg::Vm) => Cow::Owned(VmValue::Vm),
+        Arg::Immediate(v) => Cow::Owned(VmValue::Int(v)),
+        Arg::Const(c) => Cow::Borrowed(&s.constants[c as usize]),
+        Arg::Func(f) => Cow::Owned(VmValue::Func(Callable::Function(f))),
+    }
+}
+
+impl Context for Run<'_> {
     /// A storage buffer of at least `bytes` on device `index` of the session (-1: the last,
     /// the host), from this frame's pool when the allocator is pooled.
     fn alloc_storage(&mut self, bytes: usize, index: i64) -> Result<NDArray> {
@@ -186,9 +269,10 @@ impl Context for Frame {
             .checked_next_multiple_of(POOL_GRANULE)
             .filter(|&s| s <= i64::MAX as usize)
             .ok_or_else(|| Error::value(format!("storage of {bytes} bytes")))?;
-        let pooled = self.session.allocator == AllocatorKind::Pooled;
+        let pooled = self.s.allocator == AllocatorKind::Pooled;
         if pooled {
-            if let Some(b) = self.pool.iter().find(|b| b.ref_count() == 1 && b.nbytes() == size && b.device() == device)
+            if let Some(b) =
+                self.x.pool.iter().find(|b| b.ref_count() == 1 && b.nbytes() == size && b.device() == device)
             {
                 // The pool held the only reference: whoever released the others is done with it.
                 std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
@@ -196,8 +280,8 @@ impl Context for Frame {
             }
         }
         let buf = NDArray::empty(&[size as i64], DLDataType::new(crate::abi::dtype_code::UINT, 8, 1), device)?;
-        if pooled && self.pool.len() < MAX_POOLED {
-            self.pool.push(buf.clone());
+        if pooled && self.x.pool.len() < MAX_POOLED {
+            self.x.pool.push(buf.clone());
         }
         Ok(buf)
     }
@@ -206,27 +290,19 @@ impl Context for Frame {
     fn call_value(&mut self, c: &Callable, mut args: Vec<VmValue>) -> Result<VmValue> {
         match c {
             Callable::Function(f) => {
-                let callee = self.session.callees[*f as usize].clone();
-                self.call_callee(&callee, &mut args)
+                let s = self.s;
+                self.call_callee(&s.callees[*f as usize], &mut args)
             }
             Callable::Closure(bound) => {
                 args.extend(bound.1.iter().cloned());
-                self.invoke(bound.0 as usize, args)
+                self.invoke(bound.0 as usize, &mut args)
             }
             Callable::Packed(f) => self.call_packed(f, &args),
         }
     }
 
     fn is_vm_function(&self, f: u32) -> bool {
-        matches!(self.session.callees[f as usize], Callee::Bytecode(_))
-    }
-}
-
-fn read(regs: &[VmValue], r: Reg) -> VmValue {
-    match r {
-        Reg::Index(i) => regs[i as usize].clone(),
-        Reg::Void => VmValue::Null,
-        Reg::Vm => VmValue::Vm,
+        matches!(self.s.callees[f as usize], Callee::Bytecode(_))
     }
 }
 

@@ -2,9 +2,10 @@
 //! `relax.VMExecutable` for tvm-ffi's: what the blob of a `.so` decodes to; its import is the
 //! kernel library) and the VM module `vm_load_executable` makes, with TVM's function names.
 //!
-//! A VM module holds one session (made by `vm_initialization`) and a stack of idle frames: a call
-//! takes a frame (or makes one), runs, and puts it back, so threads calling one VM at once each
-//! run on their own frame over the shared session.
+//! A VM module holds one session (made by `vm_initialization`) and stacks of idle frames, one per
+//! thread slot: a call takes a frame from its thread's stack (or makes one), runs, and puts it
+//! back, so threads calling one VM at once each run on their own frame over the shared session
+//! without contending for a lock.
 
 use super::describe::describe;
 use super::executable::{Executable, Format, FuncKind, MAGIC_V1, MAGIC_V2};
@@ -18,6 +19,7 @@ use crate::runtime::packed::{Args, Module, ModuleNode, PackedFunc, Value};
 use parking_lot::{Mutex, RwLock};
 use std::any::Any;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// The executable module.
@@ -88,9 +90,11 @@ pub fn vm_module(exec_module: Module) -> Result<Module> {
         exec,
         exec_module,
         session: RwLock::new(None),
-        frames: Mutex::new(Vec::new()),
+        generation: AtomicU64::new(0),
+        slots: std::array::from_fn(|_| Slot::default()),
         state: Mutex::new(Stateful::default()),
         saved: RwLock::new(HashMap::new()),
+        any_saved: AtomicBool::new(false),
     }))
 }
 
@@ -113,9 +117,32 @@ pub struct VmModule {
     exec: Arc<Executable>,
     exec_module: Module,
     session: RwLock<Option<Arc<Session>>>,
-    frames: Mutex<Vec<Frame>>,
+    /// Bumped by every `vm_initialization`: idle frames of an earlier one are dropped.
+    generation: AtomicU64,
+    /// Idle frames, one stack per thread slot, so that threads calling at once touch no
+    /// shared lock or counter.
+    slots: [Slot; SLOTS],
     state: Mutex<Stateful>,
     saved: RwLock<HashMap<String, Saved>>,
+    /// Whether `saved` ever held a function (a call skips its lock until then).
+    any_saved: AtomicBool,
+}
+
+/// How many stacks of idle frames a VM keeps.
+const SLOTS: usize = 16;
+
+/// Idle frames with the generation they were made in, alone on their cache lines.
+#[derive(Default)]
+#[repr(align(128))]
+struct Slot(Mutex<Vec<(u64, Frame)>>);
+
+/// This thread's slot number.
+fn thread_slot() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SLOTS;
+    }
+    SLOT.with(|s| *s)
 }
 
 /// The names of the VM module's own functions (the executable's functions are looked up after).
@@ -143,7 +170,10 @@ impl VmModule {
     pub fn initialize(&self, devices: &[DLDevice], allocator: AllocatorKind) -> Result<Arc<Session>> {
         let s = Arc::new(Session::new(self.exec.clone(), self.exec_module.clone(), devices, allocator)?);
         *self.session.write() = Some(s.clone());
-        self.frames.lock().clear();
+        self.generation.fetch_add(1, Ordering::Release);
+        for slot in &self.slots {
+            slot.0.lock().clear();
+        }
         Ok(s)
     }
 
@@ -158,21 +188,23 @@ impl VmModule {
 
     /// Run `f` on an idle frame of the current session (a new one if none is idle).
     pub fn with_frame<T>(&self, f: impl FnOnce(&mut Frame) -> Result<T>) -> Result<T> {
-        let session = self.session()?;
-        let mut frame = self
-            .frames
-            .lock()
-            .pop()
-            .filter(|fr| Arc::ptr_eq(&fr.session, &session))
-            .unwrap_or_else(|| Frame::new(session.clone()));
+        // Read before the session: a frame tagged with a generation holds that generation's
+        // session or a later one.
+        let generation = self.generation.load(Ordering::Acquire);
+        let slot = &self.slots[thread_slot()];
+        let idle = slot.0.lock().pop().filter(|(g, _)| *g == generation);
+        let (g, mut frame) = match idle {
+            Some(idle) => idle,
+            None => (generation, Frame::new(self.session()?)),
+        };
         let out = f(&mut frame);
-        self.frames.lock().push(frame);
+        slot.0.lock().push((g, frame));
         out
     }
 
     /// Call the VM function (or saved function) `name` with caller values.
     pub fn call(&self, name: &str, args: &[Value]) -> Result<Value> {
-        let saved = self.saved.read().get(name).cloned();
+        let saved = self.saved_function(name);
         self.with_frame(|fr| match saved {
             Some(s) => {
                 let mut vals = args.iter().map(|v| VmValue::from_value(v.clone())).collect::<Result<Vec<_>>>()?;
@@ -186,6 +218,25 @@ impl VmModule {
             }
             None => fr.call(name, args),
         })
+    }
+
+    /// The function saved as `name`, if any.
+    fn saved_function(&self, name: &str) -> Option<Saved> {
+        if !self.any_saved.load(Ordering::Acquire) {
+            return None;
+        }
+        self.saved.read().get(name).cloned()
+    }
+
+    /// [`VmModule::call`] on packed-call arguments; `index` is the VM function `name` names.
+    fn call_args(&self, name: &str, index: Option<usize>, args: Args<'_>) -> Result<Value> {
+        match index {
+            Some(f) if !self.any_saved.load(Ordering::Acquire) => self.with_frame(|fr| fr.call_args(f, args)),
+            _ => {
+                let vals = (0..args.len()).map(|i| args.to_value(i)).collect::<Result<Vec<_>>>()?;
+                self.call(name, &vals)
+            }
+        }
     }
 
     fn func_info(&self, name: &str) -> Result<&super::executable::FuncInfo> {
@@ -254,6 +305,7 @@ impl VmModule {
         let func = self.session()?.vm_function(&name)?;
         let vals = (3..args.len()).map(|i| VmValue::from_value(args.to_value(i)?)).collect::<Result<Vec<_>>>()?;
         self.saved.write().insert(save_as, Saved { func, args: vals, include_return });
+        self.any_saved.store(true, Ordering::Release);
         Ok(())
     }
 
@@ -269,7 +321,7 @@ impl VmModule {
         };
         let vals = (1..args.len()).map(|i| VmValue::from_value(args.to_value(i)?)).collect::<Result<Vec<_>>>()?;
         self.with_frame(|fr| {
-            let out = super::builtins::Context::call_value(fr, &callee, vals)?;
+            let out = fr.call_value(&callee, vals)?;
             fr.to_value(out)
         })
     }
@@ -346,10 +398,8 @@ impl ModuleNode for VmModule {
         if !self.has(&name) {
             return Ok(None);
         }
-        Ok(Some(PackedFunc::from_typed(move |args| {
-            let vals = (0..args.len()).map(|i| args.to_value(i)).collect::<Result<Vec<_>>>()?;
-            VmModule::of(&this)?.call(&name, &vals)
-        })))
+        let index = self.exec.function(&name).filter(|&i| self.exec.functions[i].kind == FuncKind::Vm);
+        Ok(Some(PackedFunc::from_typed(move |args| VmModule::of(&this)?.call_args(&name, index, args))))
     }
 
     fn as_any(&self) -> &dyn Any {
