@@ -1,7 +1,8 @@
-//! Libraries written by the tvm-ffi releases (tests/data/relax-0.27, apache-tvm 0.27): the module
-//! tree of `__tvm_ffi__library_bin`, `__tvm_ffi_<name>` kernels called directly as packed
-//! functions, a kernel's own error raised through `TVMFFIErrorSetRaisedFromCStrParts`, and
-//! malformed library bins.
+//! Libraries written by the tvm-ffi releases (tests/data/relax-0.27 and tir-0.27, apache-tvm
+//! 0.27): the module tree of `__tvm_ffi__library_bin`, `__tvm_ffi_<name>` kernels called directly
+//! as packed functions (with or without a library bin, a parallel one among them), a kernel's own
+//! error raised through `TVMFFIErrorSetRaisedFromCStrParts`, libraries whose kernels need context
+//! pointers the runtime cannot fill, and malformed library bins.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -76,6 +77,44 @@ fn a_kernel_that_raises_is_an_error_with_its_message_and_the_kernel_still_works(
     let err = add.call(&[Value::NDArray(ok.clone())]).unwrap_err();
     assert!(err.to_string().contains("arg") || err.to_string().contains("num"), "{err}");
     add.call(&[Value::NDArray(ok.clone()), Value::NDArray(ok.clone()), Value::NDArray(ok)]).unwrap();
+}
+
+fn load_tir(file: &str) -> tvm_runtime::runtime::error::Result<Module> {
+    tvm_runtime::init();
+    let path = repo().join("tests/data/tir-0.27").join(file);
+    Module::load_from_file(path.to_str().unwrap(), "")
+}
+
+/// A library of plain TIR has no library bin: the library module is the root, and its kernel
+/// (a `parallel` loop, run through `__TVMBackendParallelLaunch`) is called like the others.
+#[test]
+fn a_plain_tir_library_runs_its_parallel_kernel() {
+    const N: usize = 64;
+    let lib = load_tir("parallel_matmul.so").unwrap();
+    assert_eq!(lib.type_key(), "library");
+    assert!(lib.imports().is_empty());
+    let matmul = lib.get_function("matmul", false).unwrap().expect("the __tvm_ffi_matmul kernel");
+    let a: Vec<f32> = (0..N * N).map(|i| ((i * 7 % 13) as f32 - 6.0) / 4.0).collect();
+    let b: Vec<f32> = (0..N * N).map(|i| ((i * 5 % 11) as f32 - 5.0) / 8.0).collect();
+    let c = NDArray::empty(&[N as i64, N as i64], F32, CPU).unwrap();
+    let shape = [N as i64, N as i64];
+    let args = [Value::NDArray(array(&shape, &a)), Value::NDArray(array(&shape, &b)), Value::NDArray(c.clone())];
+    matmul.call(&args).unwrap();
+    // Every product and partial sum is a multiple of 1/32 below 2^10: exact in f32, in any order.
+    let want: Vec<f32> = (0..N * N).map(|ij| (0..N).map(|k| a[ij / N * N + k] * b[k * N + ij % N]).sum()).collect();
+    assert_eq!(values(&c), want);
+    let small = NDArray::empty(&[N as i64, 4], F32, CPU).unwrap();
+    let err = matmul.call(&[args[0].clone(), args[1].clone(), Value::NDArray(small)]).unwrap_err();
+    assert!(err.to_string().contains("C.shape[1]"), "the kernel's own message: {err}");
+}
+
+/// Kernels that call packed functions go through context pointers the runtime does not fill;
+/// the library is refused, naming one, instead of its kernels calling NULL.
+#[test]
+fn a_library_whose_kernels_call_packed_functions_is_refused() {
+    let err = load_tir("call_packed.so").expect_err("refused");
+    let msg = err.to_string();
+    assert!(msg.contains("call_packed.so") && msg.contains("__TVMFFIFunctionCall"), "{msg}");
 }
 
 /// A library bin with the given import tree and modules (kind, optional bytes).

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import tvmrt
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,31 +43,42 @@ def array(shape):
     check(lib.TVMArrayAlloc((ctypes.c_int64 * len(shape))(*shape), len(shape), 2, 32, 1, 1, 0, ctypes.byref(h)))
     return h.value
 
+path, name, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
 mod = ctypes.c_void_p()
-check(lib.TVMModLoadFromFile(sys.argv[2].encode(), b"so", ctypes.byref(mod)))
-get_import = ctypes.c_void_p()
-check(lib.TVMFuncGetGlobal(b"runtime.ModuleGetImport", ctypes.byref(get_import)))
-rc, ret = call(get_import, [mod.value, 0], [9, 0])
-check(rc)
-add = ctypes.c_void_p()
-check(lib.TVMModGetFunction(ctypes.c_void_p(ret.v_handle), b"add", 0, ctypes.byref(add)))
-small, a, b = array([2, 4]), array([4, 4]), array([4, 4])
-rc, _ = call(add, [small, a, b], [7, 7, 7])
+check(lib.TVMModLoadFromFile(path.encode(), b"so", ctypes.byref(mod)))
+kernels = mod
+if path.endswith("lib.so"):  # a Relax library: the kernels are in the root's import
+    get_import = ctypes.c_void_p()
+    check(lib.TVMFuncGetGlobal(b"runtime.ModuleGetImport", ctypes.byref(get_import)))
+    rc, ret = call(get_import, [mod.value, 0], [9, 0])
+    check(rc)
+    kernels = ctypes.c_void_p(ret.v_handle)
+kernel = ctypes.c_void_p()
+check(lib.TVMModGetFunction(kernels, name.encode(), 0, ctypes.byref(kernel)))
+small, a, b = array([2, n]), array([n, n]), array([n, n])
+rc, _ = call(kernel, [small, a, b], [7, 7, 7])
 print("rc", rc)
 print("error", lib.TVMGetLastError().decode().splitlines()[0])
-rc, _ = call(add, [a, a, b], [7, 7, 7])
+rc, _ = call(kernel, [a, a, b], [7, 7, 7])
 print("rc", rc)
 '''
 
+# (library, kernel, n, first argument's name): the kernel takes three f32[n, n] tensors.
+CASES = [
+    ("relax-0.27/one_kernel/lib.so", "add", 4, "x"),
+    # Plain TIR: no library bin, so the runtime's symbols are made global when the kernel is looked up.
+    ("tir-0.27/parallel_matmul.so", "matmul", 64, "A"),
+]
 
-def test_kernel_errors_reach_the_caller_when_the_runtime_is_loaded_locally():
-    lib = REPO / "tests/data/relax-0.27/one_kernel/lib.so"
+
+@pytest.mark.parametrize("lib, kernel, n, arg", CASES, ids=[c[1] for c in CASES])
+def test_kernel_errors_reach_the_caller_when_the_runtime_is_loaded_locally(lib, kernel, n, arg):
     out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tvmrt.library_path), str(lib)],
+        [sys.executable, "-c", SCRIPT, str(tvmrt.library_path), str(REPO / "tests/data" / lib), kernel, str(n)],
         capture_output=True, text=True, timeout=60,
     )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "rc -1"
-    assert lines[1].startswith("error ValueError: Invalid x.shape[0] on argument #0"), lines[1]
+    assert lines[1].startswith(f"error ValueError: Invalid {arg}.shape[0] on argument #0"), lines[1]
     assert lines[2] == "rc 0"

@@ -8,8 +8,8 @@
 
 use super::blob::{blob_bytes, load_import_tree};
 use super::elf;
-use super::ffi_library;
 use super::error::{Error, Result};
+use super::ffi_library;
 use super::library::{init_library_context, LibraryModule, SymbolSource};
 use super::object::{ObjPtr, ObjectHeader};
 use super::packed::Module;
@@ -189,11 +189,12 @@ pub fn load_so(path: &str) -> Result<Module> {
         }
     };
     let symbols = lib_module.node().as_any().downcast_ref::<LibraryModule>().expect("library module").symbols().clone();
+    check_context_pointers(&*symbols).map_err(|e| e.context(format!("cannot load `{path}`")))?;
     if let Some(addr) = symbols.symbol(ffi_library::LIBRARY_BIN) {
-        make_own_symbols_global();
-        check_ffi_exports_visible(path)?;
+        ffi_library::expose_runtime_exports(&format!("`{path}`"))?;
         let bin = blob_bytes(addr)?;
-        let root = ffi_library::load_library_bin(bin, lib_module).map_err(|e| e.context(format!("loading `{path}`")))?;
+        let root =
+            ffi_library::load_library_bin(bin, lib_module).map_err(|e| e.context(format!("loading `{path}`")))?;
         release_pages(bin);
         return Ok(root);
     }
@@ -205,6 +206,17 @@ pub fn load_so(path: &str) -> Result<Module> {
             Ok(root)
         }
         None => Ok(lib_module),
+    }
+}
+
+/// Refuse a library whose kernels call the runtime through a context pointer it cannot fill.
+fn check_context_pointers(symbols: &dyn SymbolSource) -> Result<()> {
+    match ffi_library::UNFILLED_CONTEXT.iter().find(|name| symbols.symbol(name).is_some()) {
+        Some(name) => Err(Error::unsupported(format!(
+            "its kernels call packed functions through `{name}` (T.call_packed or an external function), \
+             which this runtime does not provide yet"
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -231,49 +243,3 @@ fn lib_handle(lib: Library) -> (Library, usize) {
     // SAFETY: `raw` came from `into_raw` just above; ownership returns to the new value.
     (unsafe { Library::from_raw(raw) }, raw as usize)
 }
-
-/// Make this runtime's exported symbols visible to libraries loaded later (once): kernels of the
-/// tvm-ffi releases import `TVMFFIErrorSetRaisedFromCStrParts` without naming the library that
-/// provides it, and find it only in the global scope, which a library opened RTLD_LOCAL (Python's
-/// ctypes default, most dlopen users) is not part of. Re-opening our own image with
-/// RTLD_NOLOAD | RTLD_GLOBAL promotes it without loading anything. Kernels bind lazily, so doing
-/// this after their library was opened and before any of them runs is enough. A program that
-/// links the runtime statically exports the symbols itself (link with `-rdynamic`).
-fn make_own_symbols_global() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-        // SAFETY: `info` is a valid out-pointer; the address is a function of this image.
-        let found = unsafe { libc::dladdr(make_own_symbols_global as *const c_void, &mut info) };
-        if found == 0 || info.dli_fname.is_null() {
-            return;
-        }
-        // SAFETY: RTLD_NOLOAD only changes the flags of an image already mapped (ours); the
-        // extra reference it takes is dropped at once, the promotion stays.
-        unsafe {
-            let h = libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD | libc::RTLD_GLOBAL);
-            if !h.is_null() {
-                libc::dlclose(h);
-            }
-        }
-    });
-}
-
-/// Refuse a tvm-ffi library when the functions its kernels import are not in the global scope
-/// (a program that links the runtime statically without `-rdynamic`): the first kernel error
-/// would otherwise end the process with "symbol lookup error" instead of being reported.
-fn check_ffi_exports_visible(path: &str) -> Result<()> {
-    for name in [c"TVMFFIErrorSetRaisedFromCStrParts", c"TVMFFIErrorSetRaisedFromCStr"] {
-        // SAFETY: a lookup in the global scope by a NUL-terminated name.
-        if unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }.is_null() {
-            return Err(Error::unsupported(format!(
-                "cannot load `{path}`: its kernels (built by a tvm-ffi release of TVM) call `{}`, which this \
-                 process does not export globally; link the program with -rdynamic, or load libtvm_runtime.so \
-                 as a shared library",
-                name.to_string_lossy()
-            )));
-        }
-    }
-    Ok(())
-}
-

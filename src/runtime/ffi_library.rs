@@ -13,6 +13,7 @@ use super::ndarray::NDArray;
 use super::packed::{Args, Module, PackedFunc, Value};
 use crate::abi::{ffi_type_index as ti, type_code as tc, TVMFFIAny, TVMFFIByteArray, TVMFFISafeCallType};
 use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The symbol holding the packed modules.
 pub const LIBRARY_BIN: &str = "__tvm_ffi__library_bin";
@@ -56,6 +57,70 @@ fn read_module(r: &mut Reader<'_>, i: usize, lib: &Module) -> Result<Module> {
     let loader = binary_loader(&kind)?;
     loader(&mut Reader::new(bytes, "module bytes")).map_err(|e| e.context(format!("loading module {i} (`{kind}`)")))
 }
+
+/// The runtime exports tvm-ffi kernels import without naming the library that provides them.
+const KERNEL_IMPORTS: [&std::ffi::CStr; 2] = [c"TVMFFIErrorSetRaisedFromCStrParts", c"TVMFFIErrorSetRaisedFromCStr"];
+
+/// Make the functions tvm-ffi kernels import reachable from them, or say why they cannot be:
+/// called before any kernel of a tvm-ffi library can run (when its library bin is read, and
+/// when one of its `__tvm_ffi_<name>` kernels is looked up, since libraries of plain TIR carry no
+/// bin). `what` names the library or kernel in the error.
+///
+/// The kernels find their imports only in the global scope, which this library is not part of
+/// when it was opened RTLD_LOCAL (Python's ctypes default, most dlopen users). Re-opening our own
+/// image with RTLD_NOLOAD | RTLD_GLOBAL promotes it without loading anything; kernels bind
+/// lazily, so promoting before the first call is enough. A program that links the runtime
+/// statically exports the symbols itself only when linked with `-rdynamic`; without, the first
+/// kernel error would end the process with "symbol lookup error", so such kernels are refused.
+pub fn expose_runtime_exports(what: &str) -> Result<()> {
+    static VISIBLE: AtomicBool = AtomicBool::new(false);
+    if VISIBLE.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    make_own_symbols_global();
+    for name in KERNEL_IMPORTS {
+        // SAFETY: a lookup in the global scope by a NUL-terminated name.
+        if unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }.is_null() {
+            return Err(Error::unsupported(format!(
+                "cannot use {what}: its kernels (built by a tvm-ffi release of TVM) call `{}`, which this \
+                 process does not export globally; link the program with -rdynamic, or load libtvm_runtime.so \
+                 as a shared library",
+                name.to_string_lossy()
+            )));
+        }
+    }
+    VISIBLE.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Promote this library's symbols to the global scope (once; see [`expose_runtime_exports`]).
+fn make_own_symbols_global() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: Dl_info is plain data; all-zero is a valid value for dladdr to overwrite.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid out-pointer; the address is a function of this image.
+        let found = unsafe { libc::dladdr(make_own_symbols_global as *const c_void, &mut info) };
+        if found == 0 || info.dli_fname.is_null() {
+            return;
+        }
+        // SAFETY: RTLD_NOLOAD only changes the flags of an image already mapped (ours); the
+        // extra reference it takes is dropped at once, the promotion stays.
+        unsafe {
+            let h = libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD | libc::RTLD_GLOBAL);
+            if !h.is_null() {
+                libc::dlclose(h);
+            }
+        }
+    });
+}
+
+/// Context pointers tvm-ffi codegen emits for kernels that call packed functions
+/// (`T.call_packed`, external functions such as BLAS wrappers). This runtime does not fill them
+/// (it has no tvm-ffi function objects), so the loader refuses libraries that have one: their
+/// kernels would call through NULL.
+pub const UNFILLED_CONTEXT: [&str; 3] =
+    ["__TVMFFIFunctionCall", "__TVMFFIEnvModLookupFromImports", "__TVMFFIHandleInitOnce"];
 
 /// Wrap the tvm-ffi kernel `f` as a packed function; `keep_alive` owns its code.
 pub fn wrap_ffi_kernel(f: TVMFFISafeCallType, keep_alive: Module) -> PackedFunc {

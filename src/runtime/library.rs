@@ -5,8 +5,8 @@
 //! dlopen'd `.so` in the loader), so symbol lookup, context-pointer setup and kernel wrapping are
 //! shared.
 
-use super::ffi_library::{wrap_ffi_kernel, KERNEL_PREFIX};
 use super::error::{error_from_callee, last_error_generation, Error, Result};
+use super::ffi_library::{expose_runtime_exports, wrap_ffi_kernel, KERNEL_PREFIX};
 use super::packed::{Module, ModuleNode, PackedFunc, Value};
 use crate::abi::{type_code as tc, TVMBackendPackedCFunc, TVMFFISafeCallType, TVMValue};
 use once_cell::sync::{Lazy, OnceCell};
@@ -50,6 +50,7 @@ impl ModuleNode for LibraryModule {
     /// apache-tvm 0.25) if there is one, else the packed-function symbol `<name>` (TVM 0.18).
     fn get_function(&self, name: &str, this: &Module) -> Result<Option<PackedFunc>> {
         if let Some(p) = self.symbols.function(&format!("{KERNEL_PREFIX}{name}")) {
+            expose_runtime_exports(&format!("kernel `{name}`"))?;
             // SAFETY: `__tvm_ffi_<name>` functions of a TVM library follow the tvm-ffi
             // safe-call convention (what apache-tvm's codegen exports under that prefix).
             let f = unsafe { std::mem::transmute::<*mut c_void, TVMFFISafeCallType>(p) };
