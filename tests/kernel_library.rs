@@ -182,3 +182,33 @@ fn system_library_with_a_packed_blob_runs_the_model() {
     assert_close(&out.values(), &f32s(&tvm_data("mlp", "output_0.bin")), 1e-5);
     std::mem::forget(lib); // registered symbols stay valid for the process
 }
+
+/// The imports the loader reads before `dlopen` (to decide whether the runtime must be global):
+/// a library calling runtime functions by name lists them; what it defines is not listed.
+#[test]
+fn a_librarys_imports_are_read_from_its_dynamic_symbols() {
+    use tvm_runtime::runtime::elf::{undefined_symbols, Expected, FileBytes};
+    let dir = scratch("kernel_library");
+    let src = dir.join("c_host.c");
+    std::fs::write(
+        &src,
+        "#include <stdint.h>\n#include <tvm/runtime/c_backend_api.h>\n\
+         __attribute__((visibility(\"default\"))) int c_host_entry(int64_t n) {\n\
+           void* w = TVMBackendAllocWorkspace(1, 0, (uint64_t)n, 0, 8);\n\
+           if (!w) { TVMAPISetLastError(\"no workspace\"); return -1; }\n\
+           return TVMBackendFreeWorkspace(1, 0, w);\n}\n",
+    )
+    .unwrap();
+    let so = build_so(&dir.join("c_host.so"), &[src], None);
+    let file = std::fs::File::open(&so).unwrap();
+    let bytes = FileBytes { len: file.metadata().unwrap().len(), file };
+    let imports = undefined_symbols(&bytes, Expected::host()).unwrap();
+    for name in ["TVMBackendAllocWorkspace", "TVMBackendFreeWorkspace", "TVMAPISetLastError"] {
+        assert!(imports.iter().any(|n| n == name), "{name} missing from {imports:?}");
+    }
+    assert!(!imports.iter().any(|n| n == "c_host_entry"), "a defined symbol listed: {imports:?}");
+    let kernels = std::fs::File::open(kernels_only_so()).unwrap();
+    let bytes = FileBytes { len: kernels.metadata().unwrap().len(), file: kernels };
+    let imports = undefined_symbols(&bytes, Expected::host()).unwrap();
+    assert!(!imports.iter().any(|n| n.starts_with("TVM")), "context pointers only, yet {imports:?}");
+}

@@ -2,7 +2,7 @@
 opened RTLD_LOCAL (ctypes' default, and most dlopen users'): the kernels import
 ``TVMFFIErrorSetRaisedFromCStrParts`` from the global scope, which the runtime arranges; a kernel's
 own error then comes back as the call's error instead of ending the process. Run in a fresh
-interpreter, since ``tvmrt`` itself opens the library RTLD_GLOBAL."""
+interpreter over the C API alone, so nothing but the runtime decides what is global."""
 
 from __future__ import annotations
 

@@ -14,9 +14,9 @@ with the API a TVM user knows::
     vm = tvmrt.relax.VirtualMachine(tvmrt.load_module("relax_model.so"), dev)   # the Relax VM
     y = vm["main"](np.zeros((4, 32), "float32")).numpy()
 
-The library is found through ``TVM_RUNTIME_LIBRARY`` (a path to the file; a relative one is
-taken from the current directory), next to the package, or in ``target/release/`` of the
-repository checkout.
+The library ships inside the package (``pip install ./python`` builds it); ``TVM_RUNTIME_LIBRARY``
+(a path to the file; a relative one is taken from the current directory) overrides it, and a
+source checkout that is not installed uses its ``target/release/``.
 
 Errors are :class:`TVMError`; as in TVM, an error the runtime reports as ``ValueError: ...``
 (``TypeError``, ``IndexError``, ``KeyError``, ``AttributeError``, ...) raises a class that is also
@@ -52,7 +52,25 @@ from .ndarray import (
 from .packed import Function, get_global_func
 from .pipeline import Pipeline
 
-__version__ = "0.1.0"
+
+
+def _version() -> str:
+    """The installed distribution's version (the crate's, from Cargo.toml); from a source
+    checkout that is not installed, Cargo.toml's own."""
+    from importlib import metadata
+    from pathlib import Path
+
+    try:
+        return metadata.version("tvmrt")
+    except metadata.PackageNotFoundError:
+        cargo = Path(__file__).resolve().parents[2] / "Cargo.toml"
+        for line in cargo.read_text().splitlines() if cargo.is_file() else []:
+            if line.startswith("version"):
+                return line.split('"')[1]
+        return "unknown"
+
+
+__version__ = _version()
 
 __all__ = [
     "ALIGNMENT",

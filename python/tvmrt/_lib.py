@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
 from ctypes import (
     POINTER,
     Structure,
@@ -38,20 +37,19 @@ _LIB_NAMES = ["libtvm_runtime.so", "libtvm_runtime.dylib"]
 
 
 def _candidates() -> List[Path]:
-    out: List[Path] = []
+    """Where the library is looked for, in order: ``TVM_RUNTIME_LIBRARY`` alone when set; the
+    package's own copy (an installed wheel); ``target/release`` of the checkout this package file
+    lies in (running from a source checkout). Never the current directory or its parents."""
     env = os.environ.get(ENV_VAR)
     if env:
         # Absolute: given "./libtvm_runtime.so", ctypes would drop the "./" and let the loader
         # search its path instead of the current directory.
-        out.append(Path(env).absolute())
-        return out
+        return [Path(env).absolute()]
     here = Path(__file__).resolve().parent
-    out.extend(here / n for n in _LIB_NAMES)
-    # A checkout: <repo>/python/tvmrt/_lib.py -> <repo>/target/release; also the current
-    # directory and its parents (installed from a checkout and run from inside it).
-    for base in [here, *here.parents, Path.cwd(), *Path.cwd().parents]:
-        for n in _LIB_NAMES:
-            out.append(base / "target" / "release" / n)
+    out = [here / n for n in _LIB_NAMES]
+    checkout = here.parent.parent
+    if (checkout / "Cargo.toml").is_file():
+        out.extend(checkout / "target" / "release" / n for n in _LIB_NAMES)
     return out
 
 
@@ -68,16 +66,21 @@ def _find_library() -> Path:
                 f"{cands[0] / _LIB_NAMES[0]}"
             )
         raise TVMError(f"{ENV_VAR}={env}: no such file: {cands[0]}")
+    looked = ", ".join(str(c) for c in cands)
     raise TVMError(
-        "libtvm_runtime.so not found: build it with `cargo build --release` and set "
-        f"{ENV_VAR} to its path (looked next to the package and in target/release/ of the "
-        "package's and the current directory's checkouts)"
+        f"libtvm_runtime.so not found (looked for {looked}): install the package with "
+        f"`pip install ./python`, which builds the library into it, or set {ENV_VAR} to the "
+        "library's path"
     )
 
 
 library_path: Path = _find_library()
+# RTLD_LOCAL (ctypes' default): the runtime's symbols stay out of the global scope, so a process
+# can also `import tvm` without either library's exports binding the other's models. A model
+# library that imports runtime functions by name (TVM's C host code, tvm-ffi kernels) gets them
+# because the runtime promotes itself to the global scope before opening such a library.
 try:
-    lib = ctypes.CDLL(str(library_path), mode=getattr(os, "RTLD_GLOBAL", 0) if sys.platform != "win32" else 0)
+    lib = ctypes.CDLL(str(library_path))
 except OSError as e:  # pragma: no cover - depends on the machine
     raise TVMError(f"cannot load {library_path}: {e}") from e
 

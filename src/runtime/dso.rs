@@ -133,11 +133,12 @@ fn file_dlopen_opens(path: &str) -> Option<(PathBuf, std::fs::Metadata)> {
 /// Refuse a library `dlopen` could not map safely: the loader trusts the file, and a truncated
 /// library faults inside it (SIGBUS) instead of failing. The ELF header and tables of the file
 /// dlopen will open are checked first ([`elf::check`]); a directory or a device is refused too.
-fn check_library_file(path: &str) -> Result<()> {
+/// Returns the library's imports (its undefined dynamic symbols; empty where they cannot be read).
+fn check_library_file(path: &str) -> Result<Vec<String>> {
     if !cfg!(all(target_os = "linux", target_pointer_width = "64")) {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    let Some((file, meta)) = file_dlopen_opens(path) else { return Ok(()) };
+    let Some((file, meta)) = file_dlopen_opens(path) else { return Ok(Vec::new()) };
     let found = if file.as_os_str() == path { String::new() } else { format!(" (found as {})", file.display()) };
     let fail = |what: &dyn std::fmt::Display| Error::value(format!("cannot load library `{path}`{found}: {what}"));
     if meta.is_dir() {
@@ -148,13 +149,17 @@ fn check_library_file(path: &str) -> Result<()> {
     }
     let file =
         std::fs::File::open(&file).map_err(|e| Error::io(format!("cannot load library `{path}`{found}: {e}")))?;
-    elf::check(&elf::FileBytes { file, len: meta.len() }, elf::Expected::host()).map_err(|e| fail(&e))
+    let bytes = elf::FileBytes { file, len: meta.len() };
+    elf::check(&bytes, elf::Expected::host()).map_err(|e| fail(&e))?;
+    // The loader reads no section headers: tables it would not need are not a reason to refuse.
+    Ok(elf::undefined_symbols(&bytes, elf::Expected::host()).unwrap_or_default())
 }
 
 /// `runtime.module.loadfile_so`: load a compiled library and the modules packed in it.
 pub fn load_so(path: &str) -> Result<Module> {
     let functions = super::library::context_functions()?;
-    check_library_file(path)?;
+    let imports = check_library_file(path)?;
+    ffi_library::expose_for_imports(&imports);
     // SAFETY: loading a library runs its initializers; that is what the caller asked for.
     let lib = unsafe { Library::open(Some(path), RTLD_LAZY | RTLD_LOCAL) }.map_err(|e| {
         let reason = std::error::Error::source(&e).map(|s| format!(": {s}")).unwrap_or_default();

@@ -381,6 +381,65 @@ fn check_sections(data: &(impl Bytes + ?Sized), h: &Header) -> Check {
     in_file(what, h.shoff, size, len)
 }
 
+/// `SHT_DYNSYM`: the section type of the dynamic symbol table.
+const SHT_DYNSYM: u32 = 11;
+/// Size of one ELF64 symbol table entry.
+const SYM_SIZE: u64 = 24;
+/// The most bytes of symbol and string tables read: far above any model library's.
+const MAX_TABLE: u64 = 64 << 20;
+
+/// The names of the dynamic symbols `data` uses but does not define (its imports), read from
+/// the section headers (`SHT_DYNSYM` and its string table). A library without section headers
+/// gives an empty list; tables that do not fit the file or exceed 64 MiB are an error. Call
+/// after [`check`] accepted the file.
+pub fn undefined_symbols(data: &(impl Bytes + ?Sized), expected: Expected) -> Check<Vec<String>> {
+    let h = read_header(data, expected)?;
+    if h.shoff == 0 || h.shnum == 0 || h.shentsize as u64 != SHDR_SIZE {
+        return Ok(Vec::new());
+    }
+    let sections = read_table(data, h.shoff, h.shnum as u64 * SHDR_SIZE, "the section header table")?;
+    let section = |i: u64| sections.get((i * SHDR_SIZE) as usize..((i + 1) * SHDR_SIZE) as usize);
+    let mut out = Vec::new();
+    for i in 0..h.shnum as u64 {
+        let s = Fields { b: section(i).expect("inside the table"), le: h.le };
+        if s.u32(4) != SHT_DYNSYM {
+            continue;
+        }
+        let strings = section(s.u32(40) as u64)
+            .ok_or_else(|| ElfError::Invalid(format!("section {i} (.dynsym) links to a missing string table")))?;
+        let st = Fields { b: strings, le: h.le };
+        let names = read_table(data, st.u64(24), st.u64(32), "the dynamic string table")?;
+        let symbols = read_table(data, s.u64(24), s.u64(32), "the dynamic symbol table")?;
+        for sym in symbols.chunks_exact(SYM_SIZE as usize) {
+            let f = Fields { b: sym, le: h.le };
+            if f.u16(6) == 0 && f.u32(0) != 0 {
+                out.push(name_at(&names, f.u32(0) as usize)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `size` bytes at `offset`, when inside the file and at most [`MAX_TABLE`].
+fn read_table(data: &(impl Bytes + ?Sized), offset: u64, size: u64, what: &str) -> Check<Vec<u8>> {
+    in_file(|| what.to_string(), offset, size, data.size())?;
+    if size > MAX_TABLE {
+        return invalid(format!("{what} is {size} bytes (at most {MAX_TABLE} are read)"));
+    }
+    let mut b = vec![0u8; size as usize];
+    data.read_at(offset, &mut b).map_err(ElfError::Io)?;
+    Ok(b)
+}
+
+/// The NUL-terminated name at `at` of a string table.
+fn name_at(table: &[u8], at: usize) -> Check<String> {
+    let rest = table.get(at..).unwrap_or_default();
+    match rest.iter().position(|&c| c == 0) {
+        Some(end) => Ok(String::from_utf8_lossy(&rest[..end]).into_owned()),
+        None => invalid(format!("a symbol name at {at} runs past the end of the dynamic string table")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

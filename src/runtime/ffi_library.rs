@@ -93,26 +93,64 @@ pub fn expose_runtime_exports(what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Promote the runtime's symbols to the global scope before opening a library that imports one
+/// of them by name (`imports`: its undefined dynamic symbols). TVM's C host code calls
+/// `TVMBackendAllocWorkspace`, `TVMAPISetLastError`, ... directly rather than through context
+/// pointers; opened with RTLD_LOCAL, the runtime would not satisfy those calls and the first
+/// one would end the process. Libraries that import nothing of ours leave the scope as it is.
+pub fn expose_for_imports(imports: &[String]) {
+    let ours = |name: &String| {
+        let (Ok(c), Some(h)) = (std::ffi::CString::new(name.as_str()), own_image()) else { return false };
+        // SAFETY: a lookup by a NUL-terminated name in a handle of this image (kept open).
+        let addr = unsafe { libc::dlsym(h as *mut c_void, c.as_ptr()) };
+        // The lookup also searches our dependencies (libc, ...): keep what this image defines.
+        !addr.is_null()
+            && image_of(addr).map(|i| i.dli_fbase) == image_of(own_file_name as *const c_void).map(|i| i.dli_fbase)
+    };
+    if imports.iter().any(ours) {
+        make_own_symbols_global();
+    }
+}
+
+/// A handle of the image this code is in (the shared library, or the program that links the
+/// runtime statically), opened once with RTLD_NOLOAD and kept.
+fn own_image() -> Option<usize> {
+    static HANDLE: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *HANDLE.get_or_init(|| {
+        // SAFETY: RTLD_NOLOAD maps nothing: it returns a reference to an image already mapped
+        // (ours), kept for the life of the process.
+        let h = unsafe { libc::dlopen(own_file_name()?, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        (!h.is_null()).then_some(h as usize)
+    })
+}
+
 /// Promote this library's symbols to the global scope (once; see [`expose_runtime_exports`]).
 fn make_own_symbols_global() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        // SAFETY: Dl_info is plain data; all-zero is a valid value for dladdr to overwrite.
-        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-        // SAFETY: `info` is a valid out-pointer; the address is a function of this image.
-        let found = unsafe { libc::dladdr(make_own_symbols_global as *const c_void, &mut info) };
-        if found == 0 || info.dli_fname.is_null() {
-            return;
-        }
+        let Some(name) = own_file_name() else { return };
         // SAFETY: RTLD_NOLOAD only changes the flags of an image already mapped (ours); the
         // extra reference it takes is dropped at once, the promotion stays.
         unsafe {
-            let h = libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD | libc::RTLD_GLOBAL);
+            let h = libc::dlopen(name, libc::RTLD_LAZY | libc::RTLD_NOLOAD | libc::RTLD_GLOBAL);
             if !h.is_null() {
                 libc::dlclose(h);
             }
         }
     });
+}
+
+/// The file name the loader knows this image by (a string the loader owns for the image's life).
+fn own_file_name() -> Option<*const libc::c_char> {
+    image_of(own_file_name as *const c_void).map(|i| i.dli_fname).filter(|n| !n.is_null())
+}
+
+/// What the loader knows of the image that holds `addr`.
+fn image_of(addr: *const c_void) -> Option<libc::Dl_info> {
+    // SAFETY: Dl_info is plain data; all-zero is a valid value for dladdr to overwrite.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a valid out-pointer; dladdr only reads the loader's tables.
+    (unsafe { libc::dladdr(addr, &mut info) } != 0).then_some(info)
 }
 
 /// Context pointers tvm-ffi codegen emits for kernels that call packed functions
