@@ -135,17 +135,18 @@ pub unsafe extern "C" fn TVMPipelineSubmit(
     })
 }
 
-/// A C callback and its user data, called once from a pipeline thread.
-struct CCallback {
+/// A request's C completion callback and its user data, called once from a pipeline thread
+/// (the C form of [`Completion`]).
+struct CompletionCallback {
     f: NonNullFn<TVMPipelineCallback>,
     user_data: *mut c_void,
 }
 
 // SAFETY: the submitter hands `user_data` to the callback it registers knowing the callback runs
 // on a pipeline thread (documented at `TVMPipelineSubmitWithCallback`).
-unsafe impl Send for CCallback {}
+unsafe impl Send for CompletionCallback {}
 
-impl CCallback {
+impl CompletionCallback {
     fn call(self, id: u64, result: Result<()>) {
         let (status, message) = match result {
             Ok(()) => (0, CString::default()),
@@ -181,7 +182,7 @@ pub unsafe extern "C" fn TVMPipelineSubmitWithCallback(
         let f = callback.ok_or_else(|| Error::value("`callback` is NULL"))?;
         let p = handle(p)?;
         let (ins, outs) = unsafe { request_tensors(inputs, num_inputs, outputs, num_outputs)? };
-        let cb = CCallback { f, user_data };
+        let cb = CompletionCallback { f, user_data };
         let on_done: Completion = Box::new(move |id, result| cb.call(id, result));
         // SAFETY: the data stays valid until the callback is called (C contract).
         *out_request = unsafe { p.pipeline.submit(&ins, &outs, Some(on_done))? };
