@@ -1,7 +1,10 @@
 //! The Relax VM against apache-tvm's own (the PyPI package's `libtvm_runtime.so` +
 //! `libtvm_ffi.so`), on the same files (tests/data/relax-0.27, written by apache-tvm 0.27):
-//! load (file -> first call done), per-call latency, peak RSS of the whole process, and calls/s
-//! from 1 and 2 threads on one VM (ours only: TVM's VM object is single-threaded).
+//! load (file -> first call done, in the process), start (the whole process, spawn to exit, of a
+//! client that loads, calls once and exits: it counts what "load" cannot see, TVM's static
+//! initializers run before main, where ours run lazily inside the load), per-call latency, peak
+//! RSS of the whole process, and calls/s from 1 and 2 threads on one VM (ours only: TVM's VM
+//! object is single-threaded).
 //!
 //! Each side is a small C program (benches/relax_vm/ours.c over our C API, peer.c over the
 //! tvm-ffi C API, measuring code shared in client.h), run as its own process so RSS and load
@@ -68,6 +71,7 @@ fn build_peer(scratch: &Path) -> Result<PathBuf, String> {
 #[derive(Default, Clone)]
 struct Sample {
     load_us: f64,
+    start_us: f64,
     call_us: f64,
     p90_us: f64,
     calls_per_s: f64,
@@ -80,7 +84,23 @@ fn field(line: &str, key: &str) -> f64 {
 }
 
 fn run(client: &Path, model: &Model, func: &str, seconds: &str, threads: usize) -> Sample {
+    let (text, _) = spawn(client, model, func, seconds, threads);
+    let line = text.lines().last().unwrap_or_default();
+    let (_, start) = spawn(client, model, func, "0", 0);
+    Sample {
+        load_us: field(line, "load_us"),
+        start_us: start.as_secs_f64() * 1e6,
+        call_us: field(line, "call_us"),
+        p90_us: field(line, "call_us_p90"),
+        calls_per_s: field(line, "calls_per_s"),
+        maxrss_kb: field(line, "maxrss_kb"),
+    }
+}
+
+/// One client process: its standard output and its wall time from spawn to exit.
+fn spawn(client: &Path, model: &Model, func: &str, seconds: &str, threads: usize) -> (String, std::time::Duration) {
     let lib = repo().join("tests/data/relax-0.27").join(model.name).join("lib.so");
+    let t0 = std::time::Instant::now();
     let out = Command::new(client)
         .arg(&lib)
         .arg(func)
@@ -93,16 +113,10 @@ fn run(client: &Path, model: &Model, func: &str, seconds: &str, threads: usize) 
         .env_remove("LD_LIBRARY_PATH")
         .output()
         .expect("running a bench client");
+    let wall = t0.elapsed();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{} on {}: {}{}", client.display(), model.name, text, String::from_utf8_lossy(&out.stderr));
-    let line = text.lines().last().unwrap_or_default();
-    Sample {
-        load_us: field(line, "load_us"),
-        call_us: field(line, "call_us"),
-        p90_us: field(line, "call_us_p90"),
-        calls_per_s: field(line, "calls_per_s"),
-        maxrss_kb: field(line, "maxrss_kb"),
-    }
+    (text, wall)
 }
 
 fn med(samples: &[Sample], f: fn(&Sample) -> f64) -> f64 {
@@ -118,8 +132,9 @@ fn main() {
     let peer = build_peer(&dir).map_err(|e| println!("apache-tvm not measured: {e}")).ok();
     println!("relax_vm: {reps} alternating runs per side, {seconds} s of calls each, medians; TVM_NUM_THREADS=1");
     println!(
-        "{:<11} {:>12} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9}",
-        "model", "side", "call us", "p90 us", "call x", "load us", "load x", "rss MB", "rss x", "1 thr/s", "2 thr x"
+        "{:<11} {:>12} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>9}",
+        "model", "side", "call us", "p90 us", "call x", "load us", "load x", "start us", "start x", "rss MB", "rss x",
+        "1 thr/s", "2 thr x"
     );
     for model in models() {
         let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -140,7 +155,7 @@ fn report(name: &str, ours: &[Sample], peer: &[Sample], one: f64, two: f64) {
         let ratio = |f: fn(&Sample) -> f64| base.map(|b| format!("{:.2}", med(s, f) / med(b, f))).unwrap_or_default();
         let (t1, t2) = threads.map(|(a, b)| (format!("{a:.0}"), format!("{:.2}", b / a))).unwrap_or_default();
         println!(
-            "{:<11} {:>12} {:>10.3} {:>10.3} {:>9} {:>10.0} {:>10} {:>9.1} {:>10} {:>10} {:>9}",
+            "{:<11} {:>12} {:>10.3} {:>10.3} {:>9} {:>10.0} {:>10} {:>10.0} {:>9} {:>9.1} {:>10} {:>10} {:>9}",
             name,
             side,
             med(s, |x| x.call_us),
@@ -148,6 +163,8 @@ fn report(name: &str, ours: &[Sample], peer: &[Sample], one: f64, two: f64) {
             ratio(|x| x.call_us),
             med(s, |x| x.load_us),
             ratio(|x| x.load_us),
+            med(s, |x| x.start_us),
+            ratio(|x| x.start_us),
             med(s, |x| x.maxrss_kb) / 1024.0,
             ratio(|x| x.maxrss_kb),
             t1,

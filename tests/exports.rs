@@ -94,6 +94,14 @@ fn exports_no_rust_symbols() {
     assert!(mangled.is_empty(), "Rust symbols leak from the C library: {mangled:?}");
 }
 
+/// Every export begins with `TVM`: the loader relies on it to tell, from a model library's
+/// imports, whether the library calls the runtime by name (`ffi_library::expose_for_imports`).
+#[test]
+fn every_export_begins_with_tvm() {
+    let other: Vec<_> = dynamic_symbols().into_iter().filter(|s| !s.starts_with("TVM")).collect();
+    assert!(other.is_empty(), "exports not named TVM*: {other:?}");
+}
+
 type ArrayAlloc = unsafe extern "C" fn(*const i64, i32, i32, i32, i32, i32, i32, *mut *mut std::ffi::c_void) -> i32;
 type ArrayFree = unsafe extern "C" fn(*mut std::ffi::c_void) -> i32;
 type GetGlobal = unsafe extern "C" fn(*const std::ffi::c_char, *mut *mut std::ffi::c_void) -> i32;

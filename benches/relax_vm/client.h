@@ -3,6 +3,7 @@
  * functions; this file reads the inputs, times, and prints one JSON line.
  *
  * usage: <client> LIB FUNC SECONDS THREADS FILE SHAPE [FILE SHAPE ...]
+ * (SECONDS 0: load, one call and exit, for the harness to time the whole process)
  *   SHAPE is like 4x32 (float32 inputs); THREADS > 1 measures calls/s from that many threads
  *   calling the same function at once (only where the runtime allows it). */
 #define _GNU_SOURCE
@@ -107,6 +108,10 @@ int main(int argc, char** argv) {
   void* ctx = client_load(argv[1], argv[2], inputs, n);
   client_call(ctx);
   double load_us = now_us() - t0;
+  if (seconds <= 0) { /* load only: the harness times the whole process */
+    printf("{\"client\": \"%s\", \"load_us\": %.1f}\n", client_name(), load_us);
+    return 0;
+  }
 
   /* per-call latency: batches of calls, each batch about 1 ms, for `seconds` */
   long per_batch = 1;

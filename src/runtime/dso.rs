@@ -24,15 +24,20 @@ use std::sync::Arc;
 
 /// A dlopen'd library; closed when the last module or function using it is released.
 pub struct DsoLibrary {
-    lib: Library,
+    /// Keeps the library mapped (closed on drop); symbols are read through `image`.
+    _lib: Library,
     /// The dlopen handle, identifying the mapped image.
     image: usize,
 }
 
 impl SymbolSource for DsoLibrary {
     fn symbol(&self, name: &str) -> Option<*mut c_void> {
-        // SAFETY: we only read the symbol's address; interpreting it is the caller's business.
-        unsafe { self.lib.get::<*mut c_void>(name.as_bytes()) }.ok().map(|s| s.into_raw()).filter(|p| !p.is_null())
+        let name = std::ffi::CString::new(name).ok()?;
+        // SAFETY: `image` is this library's live dlopen handle; we only read the symbol's address
+        // (interpreting it is the caller's business). Plain dlsym: a miss is common here (probing
+        // for optional symbols), and libloading would format dlerror's message for each one.
+        let addr = unsafe { libc::dlsym(self.image as *mut c_void, name.as_ptr()) };
+        (!addr.is_null()).then_some(addr)
     }
     fn function(&self, name: &str) -> Option<*mut c_void> {
         let addr = self.symbol(name)?;
@@ -182,7 +187,7 @@ pub fn load_so(path: &str) -> Result<Module> {
             // Already loaded: `lib` (one more dlopen reference) is closed on drop here.
             Some(m) => m,
             None => {
-                let source = Arc::new(DsoLibrary { lib, image });
+                let source = Arc::new(DsoLibrary { _lib: lib, image });
                 let module = Module::from_node(LibraryModule::new(source.clone()));
                 init_library_context(&*source, &module, functions);
                 live.insert(
