@@ -29,7 +29,10 @@ fn models() -> Vec<Model> {
     let dir = repo().join("tests/data/relax-0.27");
     let input = |m: &str, f: &str, shape: &str| vec![dir.join(m).join(f).display().to_string(), shape.to_string()];
     vec![
-        Model { name: "one_kernel", args: [input("one_kernel", "main0_in0.bin", "4x4"), input("one_kernel", "main0_in1.bin", "4x4")].concat() },
+        Model {
+            name: "one_kernel",
+            args: [input("one_kernel", "main0_in0.bin", "4x4"), input("one_kernel", "main0_in1.bin", "4x4")].concat(),
+        },
         Model { name: "mlp", args: input("mlp", "main0_in0.bin", "4x32") },
         Model { name: "cnn", args: input("cnn", "main0_in0.bin", "1x3x16x16") },
     ]
@@ -115,7 +118,14 @@ fn spawn(client: &Path, model: &Model, func: &str, seconds: &str, threads: usize
         .expect("running a bench client");
     let wall = t0.elapsed();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{} on {}: {}{}", client.display(), model.name, text, String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{} on {}: {}{}",
+        client.display(),
+        model.name,
+        text,
+        String::from_utf8_lossy(&out.stderr)
+    );
     (text, wall)
 }
 
@@ -133,8 +143,19 @@ fn main() {
     println!("relax_vm: {reps} alternating runs per side, {seconds} s of calls each, medians; TVM_NUM_THREADS=1");
     println!(
         "{:<11} {:>12} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>9}",
-        "model", "side", "call us", "p90 us", "call x", "load us", "load x", "start us", "start x", "rss MB", "rss x",
-        "1 thr/s", "2 thr x"
+        "model",
+        "side",
+        "call us",
+        "p90 us",
+        "call x",
+        "load us",
+        "load x",
+        "start us",
+        "start x",
+        "rss MB",
+        "rss x",
+        "1 thr/s",
+        "2 thr x"
     );
     for model in models() {
         let (mut a, mut b) = (Vec::new(), Vec::new());

@@ -48,7 +48,13 @@ impl TVMFFIAny {
         assert!(std::mem::size_of::<T>() <= 8);
         let mut value = 0u64;
         // SAFETY: T fits in the 8 bytes of `value` (asserted) and is plain data.
-        unsafe { std::ptr::copy_nonoverlapping(&v as *const T as *const u8, &mut value as *mut u64 as *mut u8, std::mem::size_of::<T>()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                &v as *const T as *const u8,
+                &mut value as *mut u64 as *mut u8,
+                std::mem::size_of::<T>(),
+            )
+        };
         TVMFFIAny { type_index, zero_padding: 0, value }
     }
     pub fn as_i64(&self) -> i64 {

@@ -15,7 +15,7 @@ pub mod graph_phases;
 pub mod module;
 pub mod object;
 pub mod pipeline;
-pub mod tvm_ffi;
 mod ptr;
+pub mod tvm_ffi;
 
 pub(crate) use boundary::*;

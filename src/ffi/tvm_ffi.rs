@@ -54,7 +54,12 @@ pub unsafe extern "C" fn TVMFFIErrorSetRaisedFromCStrParts(
     ffi_boundary!("TVMFFIErrorSetRaisedFromCStrParts", {
         let n = if message_parts.is_null() { 0 } else { num_parts.max(0) as usize };
         // SAFETY: `message_parts` holds `num_parts` pointers (caller contract); n is 0 if NULL.
-        let parts = unsafe { std::slice::from_raw_parts(if n == 0 { std::ptr::NonNull::dangling().as_ptr() } else { message_parts as *const *const c_char }, n) };
+        let parts = unsafe {
+            std::slice::from_raw_parts(
+                if n == 0 { std::ptr::NonNull::dangling().as_ptr() } else { message_parts as *const *const c_char },
+                n,
+            )
+        };
         // SAFETY: each part is NULL or a NUL-terminated string (caller contract).
         let message: String = parts.iter().map(|&p| unsafe { text(p) }).collect();
         // SAFETY: the caller's contract.

@@ -106,7 +106,8 @@ pub fn expose_for_imports(imports: &[String]) {
         // SAFETY: a lookup by a NUL-terminated name in a handle of this image (kept open).
         let addr = unsafe { libc::dlsym(h as *mut c_void, c.as_ptr()) };
         // The lookup also searches our dependencies: keep what this image defines.
-        !addr.is_null() && image_of(addr).map(|i| i.dli_fbase) == image_of(own_file_name as *const c_void).map(|i| i.dli_fbase)
+        !addr.is_null()
+            && image_of(addr).map(|i| i.dli_fbase) == image_of(own_file_name as *const c_void).map(|i| i.dli_fbase)
     };
     if imports.iter().filter(|n| n.starts_with("TVM")).any(|n| ours(&n)) {
         make_own_symbols_global();

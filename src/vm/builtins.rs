@@ -64,10 +64,36 @@ pub trait Context {
     fn is_vm_function(&self, f: u32) -> bool;
 }
 
-/// Run builtin `b` on `args` (which it may consume).
-pub fn run(b: Builtin, frame: &mut impl Context, args: &mut Vec<VmValue>) -> Result<VmValue> {
+impl Builtin {
+    /// Whether the builtin takes ownership of its arguments (moves them into its result or a
+    /// call); the others only read them and run on borrowed registers ([`run`]).
+    pub fn consumes_args(self) -> bool {
+        matches!(self, Builtin::InvokeClosure | Builtin::CallTirDyn | Builtin::Copy | Builtin::MakeTuple)
+    }
+}
+
+/// Run builtin `b` on `args`, which it may consume.
+pub fn run_owned(b: Builtin, frame: &mut impl Context, args: &mut Vec<VmValue>) -> Result<VmValue> {
     use Builtin::*;
-    let a = &*args;
+    match b {
+        InvokeClosure => {
+            let f = func(&args.iter().collect::<Vec<_>>(), 1)?;
+            let rest = args.drain(..).skip(2).collect();
+            frame.call_value(&f, rest)
+        }
+        CallTirDyn => call_tir_dyn(frame, args),
+        Copy => {
+            want(b, &args.iter().collect::<Vec<_>>(), 1)?;
+            Ok(args.swap_remove(0))
+        }
+        MakeTuple => Ok(VmValue::Tuple(std::mem::take(args).into())),
+        _ => run(b, frame, &args.iter().collect::<Vec<_>>()),
+    }
+}
+
+/// Run builtin `b`, one that does not consume its arguments, on borrowed ones.
+pub fn run(b: Builtin, frame: &mut impl Context, a: &[&VmValue]) -> Result<VmValue> {
+    use Builtin::*;
     match b {
         AllocShapeHeap => {
             want(b, a, 2)?;
@@ -95,7 +121,7 @@ pub fn run(b: Builtin, frame: &mut impl Context, args: &mut Vec<VmValue>) -> Res
         CheckPrimValueInfo => check_prim_value_info(a).map(|_| VmValue::Null),
         CheckFuncInfo => {
             want(b, a, 2)?;
-            match &a[0] {
+            match a[0] {
                 VmValue::Func(_) => Ok(VmValue::Null),
                 v => Err(Error::type_error(format!("{} expect a Function but get {}", err_ctx(a, 1)?, v.kind()))),
             }
@@ -103,17 +129,7 @@ pub fn run(b: Builtin, frame: &mut impl Context, args: &mut Vec<VmValue>) -> Res
         AllocStorage => alloc_storage(frame, a),
         AllocTensor => alloc_tensor(a),
         MakeClosure => make_closure(frame, a),
-        InvokeClosure => {
-            let f = func(a, 1)?;
-            let rest = args.drain(..).skip(2).collect();
-            frame.call_value(&f, rest)
-        }
-        CallTirDyn => call_tir_dyn(frame, args),
         ShapeOf => Ok(VmValue::Shape(tensor(a, 0)?.shape().into())),
-        Copy => {
-            want(b, a, 1)?;
-            Ok(args.swap_remove(0))
-        }
         Reshape => {
             want(b, a, 2)?;
             let t = tensor(a, 0)?;
@@ -122,7 +138,7 @@ pub fn run(b: Builtin, frame: &mut impl Context, args: &mut Vec<VmValue>) -> Res
         NullValue => want(b, a, 0).map(|_| VmValue::Null),
         ReadIfCond => {
             want(b, a, 1)?;
-            read_if_cond(&a[0]).map(|c| VmValue::Int(c as i64))
+            read_if_cond(a[0]).map(|c| VmValue::Int(c as i64))
         }
         TupleGetItem => {
             want(b, a, 2)?;
@@ -131,54 +147,56 @@ pub fn run(b: Builtin, frame: &mut impl Context, args: &mut Vec<VmValue>) -> Res
                 Error::index(format!("tuple index {i} out of range for a tuple of {} elements", items.len()))
             })
         }
-        MakeTuple => Ok(VmValue::Tuple(std::mem::take(args).into())),
+        InvokeClosure | CallTirDyn | Copy | MakeTuple => {
+            Err(Error::internal(format!("{} consumes its arguments: run it with run_owned", b.name())))
+        }
     }
 }
 
-fn want(b: Builtin, a: &[VmValue], n: usize) -> Result<()> {
+fn want(b: Builtin, a: &[&VmValue], n: usize) -> Result<()> {
     if a.len() != n {
         return Err(Error::value(format!("{} expects {n} arguments, got {}", b.name(), a.len())));
     }
     Ok(())
 }
 
-fn get(a: &[VmValue], i: usize) -> Result<&VmValue> {
-    a.get(i).ok_or_else(|| Error::index(format!("builtin argument {i} requested but only {} given", a.len())))
+fn get<'a>(a: &[&'a VmValue], i: usize) -> Result<&'a VmValue> {
+    a.get(i).copied().ok_or_else(|| Error::index(format!("builtin argument {i} requested but only {} given", a.len())))
 }
 
 fn mismatch(i: usize, want: &str, got: &VmValue) -> Error {
     Error::type_error(format!("builtin argument {i}: expected {want}, got {}", got.kind()))
 }
 
-fn int(a: &[VmValue], i: usize) -> Result<i64> {
+fn int(a: &[&VmValue], i: usize) -> Result<i64> {
     match get(a, i)? {
         VmValue::Int(v) => Ok(*v),
         v => Err(mismatch(i, "int", v)),
     }
 }
 
-fn tensor(a: &[VmValue], i: usize) -> Result<&NDArray> {
+fn tensor<'a>(a: &[&'a VmValue], i: usize) -> Result<&'a NDArray> {
     match get(a, i)? {
         VmValue::Tensor(t) => Ok(t),
         v => Err(mismatch(i, "Tensor", v)),
     }
 }
 
-fn shape(a: &[VmValue], i: usize) -> Result<&[i64]> {
+fn shape<'a>(a: &[&'a VmValue], i: usize) -> Result<&'a [i64]> {
     match get(a, i)? {
         VmValue::Shape(s) => Ok(s),
         v => Err(mismatch(i, "Shape", v)),
     }
 }
 
-fn tuple(a: &[VmValue], i: usize) -> Result<&[VmValue]> {
+fn tuple<'a>(a: &[&'a VmValue], i: usize) -> Result<&'a [VmValue]> {
     match get(a, i)? {
         VmValue::Tuple(t) => Ok(t),
         v => Err(mismatch(i, "Tuple", v)),
     }
 }
 
-fn dtype(a: &[VmValue], i: usize) -> Result<DLDataType> {
+fn dtype(a: &[&VmValue], i: usize) -> Result<DLDataType> {
     match get(a, i)? {
         VmValue::DType(t) => Ok(*t),
         VmValue::Str(s) => DLDataType::parse(s),
@@ -186,7 +204,7 @@ fn dtype(a: &[VmValue], i: usize) -> Result<DLDataType> {
     }
 }
 
-fn func(a: &[VmValue], i: usize) -> Result<Callable> {
+fn func(a: &[&VmValue], i: usize) -> Result<Callable> {
     match get(a, i)? {
         VmValue::Func(f) => Ok(f.clone()),
         v => Err(mismatch(i, "Function", v)),
@@ -194,7 +212,7 @@ fn func(a: &[VmValue], i: usize) -> Result<Callable> {
 }
 
 /// The error context string a check carries (may be absent).
-fn err_ctx(a: &[VmValue], i: usize) -> Result<&str> {
+fn err_ctx<'a>(a: &[&'a VmValue], i: usize) -> Result<&'a str> {
     match get(a, i)? {
         VmValue::Str(s) => Ok(s),
         VmValue::Null => Ok(""),
@@ -205,7 +223,7 @@ fn err_ctx(a: &[VmValue], i: usize) -> Result<&str> {
 /// The shape heap: an int64 CPU tensor (or none, for functions without symbolic shapes).
 struct Heap<'a>(Option<&'a NDArray>);
 
-fn heap(a: &[VmValue], i: usize) -> Result<Heap<'_>> {
+fn heap<'a>(a: &[&'a VmValue], i: usize) -> Result<Heap<'a>> {
     match get(a, i)? {
         VmValue::Null => Ok(Heap(None)),
         VmValue::Tensor(t)
@@ -271,7 +289,7 @@ fn pairs_fit(len: usize, fixed: usize, n: usize) -> bool {
 }
 
 /// `match_shape(value, heap, ndim, (code, operand) * ndim, err_ctx)`.
-fn match_shape(a: &[VmValue]) -> Result<()> {
+fn match_shape(a: &[&VmValue]) -> Result<()> {
     let dims: &[i64] = match get(a, 0)? {
         VmValue::Tensor(t) => t.shape(),
         VmValue::Shape(s) => s,
@@ -296,7 +314,7 @@ fn match_shape(a: &[VmValue]) -> Result<()> {
 }
 
 /// `make_shape(heap, ndim, (code, operand) * ndim)`.
-fn make_shape(a: &[VmValue]) -> Result<VmValue> {
+fn make_shape(a: &[&VmValue]) -> Result<VmValue> {
     let (heap, n) = (heap(a, 0)?, int(a, 1)?);
     let n = usize::try_from(n)
         .ok()
@@ -307,7 +325,7 @@ fn make_shape(a: &[VmValue]) -> Result<VmValue> {
 }
 
 /// `check_tensor_info(arg, ndim, [dtype,] err_ctx)`.
-fn check_tensor_info(a: &[VmValue]) -> Result<()> {
+fn check_tensor_info(a: &[&VmValue]) -> Result<()> {
     let (want_dtype, ctx) = match a.len() {
         3 => (None, err_ctx(a, 2)?),
         4 => (
@@ -319,7 +337,7 @@ fn check_tensor_info(a: &[VmValue]) -> Result<()> {
         ),
         n => return Err(Error::value(format!("vm.builtin.check_tensor_info expects 3 or 4 arguments, got {n}"))),
     };
-    let t = match &a[0] {
+    let t = match a[0] {
         VmValue::Tensor(t) => t,
         v => return Err(Error::type_error(format!("{ctx} expect a Tensor but get {}", v.kind()))),
     };
@@ -339,7 +357,7 @@ fn check_tensor_info(a: &[VmValue]) -> Result<()> {
     }
 }
 
-fn check_shape_info(a: &[VmValue]) -> Result<()> {
+fn check_shape_info(a: &[&VmValue]) -> Result<()> {
     let ctx = err_ctx(a, 2)?;
     let s = match get(a, 0)? {
         VmValue::Shape(s) => s,
@@ -352,7 +370,7 @@ fn check_shape_info(a: &[VmValue]) -> Result<()> {
     Ok(())
 }
 
-fn check_tuple_info(a: &[VmValue]) -> Result<()> {
+fn check_tuple_info(a: &[&VmValue]) -> Result<()> {
     let ctx = err_ctx(a, 2)?;
     let t = match get(a, 0)? {
         VmValue::Tuple(t) => t,
@@ -368,7 +386,7 @@ fn check_tuple_info(a: &[VmValue]) -> Result<()> {
     Ok(())
 }
 
-fn check_prim_value_info(a: &[VmValue]) -> Result<()> {
+fn check_prim_value_info(a: &[&VmValue]) -> Result<()> {
     let ctx = err_ctx(a, 2)?;
     let d = dtype(a, 1)?;
     let ok = matches!(
@@ -384,7 +402,7 @@ fn check_prim_value_info(a: &[VmValue]) -> Result<()> {
 }
 
 /// `alloc_storage(vm, size shape, device index, dtype hint, memory scope)`.
-fn alloc_storage(frame: &mut impl Context, a: &[VmValue]) -> Result<VmValue> {
+fn alloc_storage(frame: &mut impl Context, a: &[&VmValue]) -> Result<VmValue> {
     if a.len() != 5 {
         return Err(Error::value(format!("vm.builtin.alloc_storage expects 5 arguments, got {}", a.len())));
     }
@@ -401,7 +419,7 @@ fn alloc_storage(frame: &mut impl Context, a: &[VmValue]) -> Result<VmValue> {
 }
 
 /// `alloc_tensor(storage, offset, shape, dtype[, scope])`: a view of the storage.
-fn alloc_tensor(a: &[VmValue]) -> Result<VmValue> {
+fn alloc_tensor(a: &[&VmValue]) -> Result<VmValue> {
     if !(4..=5).contains(&a.len()) {
         return Err(Error::value(format!("vm.builtin.alloc_tensor expects 4 or 5 arguments, got {}", a.len())));
     }
@@ -413,8 +431,8 @@ fn alloc_tensor(a: &[VmValue]) -> Result<VmValue> {
     Ok(VmValue::Tensor(storage.create_view_at(offset, shape(a, 2)?, dtype(a, 3)?)?))
 }
 
-fn make_closure(frame: &impl Context, a: &[VmValue]) -> Result<VmValue> {
-    let bound: Vec<VmValue> = a.iter().skip(1).cloned().collect();
+fn make_closure(frame: &impl Context, a: &[&VmValue]) -> Result<VmValue> {
+    let bound: Vec<VmValue> = a.iter().skip(1).map(|&v| v.clone()).collect();
     match func(a, 0)? {
         Callable::Function(f) if frame.is_vm_function(f) => Ok(VmValue::Func(Callable::Closure((f, bound).into()))),
         Callable::Closure(c) => {
@@ -430,8 +448,9 @@ fn call_tir_dyn(frame: &mut impl Context, args: &mut Vec<VmValue>) -> Result<VmV
     if args.len() < 2 {
         return Err(Error::value("vm.builtin.call_tir_dyn expects a kernel and a shape"));
     }
-    let f = func(args, 0)?;
-    let dims = shape(args, args.len() - 1)?.to_vec();
+    let refs: Vec<&VmValue> = args.iter().collect();
+    let f = func(&refs, 0)?;
+    let dims = shape(&refs, refs.len() - 1)?.to_vec();
     args.pop();
     let call: Vec<VmValue> = args.drain(1..).chain(dims.iter().map(|&d| VmValue::Int(d))).collect();
     frame.call_value(&f, call)

@@ -20,6 +20,8 @@ const MAX_DEPTH: usize = 256;
 const MAX_POOLED: usize = 1024;
 /// Pooled buffers are sized in multiples of this.
 const POOL_GRANULE: usize = 64;
+/// Most arguments a reading builtin gets on the stack (more go through a vector).
+const INLINE_ARGS: usize = 16;
 
 pub struct Frame {
     pub session: Arc<Session>,
@@ -142,7 +144,7 @@ impl Run<'_> {
                 .ok_or_else(|| Error::runtime(format!("VM function `{}` ran past its last instruction", info.name)))?;
             match *instr {
                 Instr::Call { dst, func, args } => {
-                    let out = self.call_instr(func as usize, s.exec.call_args(args), regs).map_err(|e| {
+                    let out = self.call_instr(func as usize, args, regs).map_err(|e| {
                         e.context(format!(
                             "in `{}` at instruction {pc} (`{}`)",
                             info.name, s.exec.functions[func as usize].name
@@ -166,10 +168,15 @@ impl Run<'_> {
         }
     }
 
-    fn call_instr(&mut self, func: usize, args: &[Arg], regs: &[VmValue]) -> Result<VmValue> {
+    fn call_instr(&mut self, func: usize, range: (u32, u32), regs: &[VmValue]) -> Result<VmValue> {
         let s = self.s;
-        if let Callee::Packed(f) = &s.callees[func] {
-            return self.call_packed_with(f, args.len(), |i| operand(s, regs, args[i]));
+        let args = s.exec.call_args(range);
+        match &s.callees[func] {
+            Callee::Packed(f) => return self.call_packed_with(f, args.len(), |i| operand(s, regs, args[i])),
+            Callee::Builtin(b) if !b.consumes_args() && (1..=INLINE_ARGS).contains(&args.len()) => {
+                return self.call_builtin(*b, range, regs);
+            }
+            _ => {}
         }
         if self.x.constants.len() != s.constants.len() {
             self.x.constants = s.constants.iter().map(unshared).collect();
@@ -186,10 +193,26 @@ impl Run<'_> {
         out
     }
 
+    /// Run builtin `b` (one that only reads its arguments) on registers, constants and the
+    /// session's immediates in place: nothing is cloned, no reference count moves.
+    fn call_builtin(&mut self, b: builtins::Builtin, (start, len): (u32, u32), regs: &[VmValue]) -> Result<VmValue> {
+        let s: &Session = self.s;
+        let (args, imms) = (s.exec.call_args((start, len)), &s.immediates[start as usize..]);
+        let mut refs: [&VmValue; INLINE_ARGS] = [&imms[0]; INLINE_ARGS];
+        for ((slot, &a), imm) in refs.iter_mut().zip(args).zip(imms) {
+            *slot = match a {
+                Arg::Register(Reg::Index(r)) => &regs[r as usize],
+                Arg::Const(c) => &s.constants[c as usize],
+                _ => imm,
+            };
+        }
+        builtins::run(b, self, &refs[..args.len()])
+    }
+
     /// Run a function-table entry on `args` (which it may consume).
     fn call_callee(&mut self, callee: &Callee, args: &mut Vec<VmValue>) -> Result<VmValue> {
         match callee {
-            Callee::Builtin(b) => builtins::run(*b, self, args),
+            Callee::Builtin(b) => builtins::run_owned(*b, self, args),
             Callee::Packed(f) => self.call_packed(f, args),
             Callee::Bytecode(i) => self.invoke(*i, args),
         }

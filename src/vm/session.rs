@@ -3,8 +3,9 @@
 //! entry resolved once to what a call runs, the devices and the allocator kind.
 
 use super::builtins::Builtin;
+use super::bytecode::{Arg, Reg};
 use super::executable::{Executable, FuncKind};
-use super::value::VmValue;
+use super::value::{Callable, VmValue};
 use crate::abi::{device_type, DLDevice};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::packed::{Module, PackedFunc};
@@ -43,6 +44,10 @@ pub enum Callee {
 pub struct Session {
     pub exec: Arc<Executable>,
     pub constants: Vec<VmValue>,
+    /// The value of each call argument of the executable that is neither a register nor a
+    /// constant (immediates, `%void`, `%vm`, function references), made once, indexed like
+    /// `exec.args`; `Null` at the other positions. Builtins read them in place.
+    pub immediates: Vec<VmValue>,
     pub callees: Vec<Callee>,
     pub devices: Vec<DLDevice>,
     pub allocator: AllocatorKind,
@@ -82,7 +87,8 @@ impl Session {
             })
             .collect::<Result<Vec<_>>>()?;
         let constants = exec.constants.iter().map(VmValue::from_constant).collect();
-        Ok(Session { exec, constants, callees, devices: devices.to_vec(), allocator, _module: module })
+        let immediates = exec.args.iter().map(|&a| immediate(a)).collect();
+        Ok(Session { exec, constants, immediates, callees, devices: devices.to_vec(), allocator, _module: module })
     }
 
     /// The index of a VM function by name, or an error naming it.
@@ -92,6 +98,16 @@ impl Session {
             Some(_) => Err(Error::value(format!("`{name}` is not a VM function of the executable"))),
             None => Err(Error::value(format!("Unknown function: {name}"))),
         }
+    }
+}
+
+/// A call argument's value when it is not read from a register or the constant pool.
+fn immediate(a: Arg) -> VmValue {
+    match a {
+        Arg::Immediate(v) => VmValue::Int(v),
+        Arg::Register(Reg::Vm) => VmValue::Vm,
+        Arg::Func(f) => VmValue::Func(Callable::Function(f)),
+        Arg::Register(_) | Arg::Const(_) => VmValue::Null,
     }
 }
 

@@ -149,7 +149,9 @@ impl Args {
     /// Refuse the pipeline's options (for a Relax VM).
     pub(crate) fn no_pipeline(&self) -> Result<(), Failure> {
         match self.pipeline.options()? {
-            Some(_) => Err(Failure::usage("--core-groups, --threads-per-group and --in-flight are graph executor options")),
+            Some(_) => {
+                Err(Failure::usage("--core-groups, --threads-per-group and --in-flight are graph executor options"))
+            }
             None => Ok(()),
         }
     }

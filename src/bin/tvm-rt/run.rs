@@ -168,7 +168,13 @@ fn write_all(plan: &Plan, outputs: &[NDArray], dir: &Path) -> Result<(), Failure
 }
 
 /// Compare `got` with `want` element by element, numpy's `allclose` rule; print the result.
-pub(crate) fn compare(name: &str, got: &NDArray, want: &NDArray, path: &Path, (rtol, atol): (f64, f64)) -> Result<bool, Failure> {
+pub(crate) fn compare(
+    name: &str,
+    got: &NDArray,
+    want: &NDArray,
+    path: &Path,
+    (rtol, atol): (f64, f64),
+) -> Result<bool, Failure> {
     if got.dtype() != want.dtype() || got.shape() != want.shape() {
         return Err(Failure::file(
             path,
