@@ -1142,6 +1142,30 @@ int TVMPipelineGetTraceInto(TVMPipeline *p, char *buf, size_t capacity, size_t *
 int TVMPipelineFree(TVMPipeline *p);
 
 /*
+ Serve one RPC session on `sockfd`, a connected socket whose handshake (magic and keys) the
+ caller did, as TVM's `RPCServerLoop(int sockfd)`; returns when the host shuts the session
+ down or disconnects, and closes the socket. 0 on success, -1 with `TVMGetLastError` set.
+
+ # Safety
+ `sockfd` must be an open, connected stream socket the caller hands over.
+ */
+int TVMRPCServerLoop(int sockfd);
+
+/*
+ Run the RPC server until it fails (it serves clients one at a time, forever). `options`:
+ NULL or `"key=value,..."` with `host` (default 0.0.0.0), `port` (9091), `port_end` (the last
+ port tried when `port` is taken; default `port`), `key` (""), `tracker` (`host:port` of a
+ TVM RPC tracker to register with), `workdir` (where session directories are made; default
+ the temporary directory), `session_timeout` (seconds), `max_packet` (bytes, default 1 GiB).
+ Returns -1 with `TVMGetLastError` set when it cannot start (bad option, no free port, no
+ tracker) or stops on an error.
+
+ # Safety
+ `options` must be NULL or a NUL-terminated string.
+ */
+int TVMRPCServerRun(const char *options);
+
+/*
  Raise an error of `kind` with `message` on the calling thread.
 
  # Safety

@@ -13,6 +13,7 @@
 pub mod abi;
 pub mod ffi;
 pub mod graph;
+pub mod rpc;
 pub mod runtime;
 pub mod vm;
 
@@ -27,6 +28,7 @@ pub fn init() {
         runtime::library::install_context_functions(ffi::backend::context_functions());
         graph::install();
         vm::install();
+        ffi::rpc::install();
     });
 }
 

@@ -38,27 +38,35 @@ fn upward_references(layer: &str, forbidden: &[&str]) -> Vec<String> {
 
 #[test]
 fn abi_names_no_layer_above_it() {
-    let hits = upward_references("abi", &["runtime", "graph", "vm", "ffi", "init"]);
+    let hits = upward_references("abi", &["runtime", "graph", "vm", "rpc", "ffi", "init"]);
     assert!(hits.is_empty(), "abi reaches up:\n{}", hits.join("\n"));
 }
 
 #[test]
 fn runtime_names_neither_graph_nor_ffi() {
-    let hits = upward_references("runtime", &["graph", "vm", "ffi", "init"]);
+    let hits = upward_references("runtime", &["graph", "vm", "rpc", "ffi", "init"]);
     assert!(hits.is_empty(), "runtime reaches up (register from crate::init instead):\n{}", hits.join("\n"));
 }
 
 #[test]
 fn graph_names_no_ffi() {
-    let hits = upward_references("graph", &["ffi", "vm"]);
+    let hits = upward_references("graph", &["ffi", "vm", "rpc"]);
     assert!(hits.is_empty(), "graph reaches into the C API or the VM:\n{}", hits.join("\n"));
 }
 
 /// The VM sits beside the graph executor: it names the runtime only.
 #[test]
 fn vm_names_neither_graph_nor_ffi() {
-    let hits = upward_references("vm", &["graph", "ffi", "init"]);
+    let hits = upward_references("vm", &["graph", "rpc", "ffi", "init"]);
     assert!(hits.is_empty(), "vm reaches sideways or up:\n{}", hits.join("\n"));
+}
+
+/// The RPC server is a front end beside the graph executor and the VM: it reaches models the way
+/// a TVM host does, through module functions and globals, so it names the runtime only.
+#[test]
+fn rpc_names_the_runtime_only() {
+    let hits = upward_references("rpc", &["graph", "vm", "ffi", "init"]);
+    assert!(hits.is_empty(), "rpc reaches sideways or up:\n{}", hits.join("\n"));
 }
 
 // Inside a layer, the files read top-down: no file imports one that (directly or through others)
@@ -401,6 +409,12 @@ fn runtime_files_import_no_circle() {
 fn vm_files_import_no_circle() {
     let found = import_circles("vm", &layer_modules("vm"));
     assert!(found.is_empty(), "src/vm imports in circles:\n{}", found.join("\n\n"));
+}
+
+#[test]
+fn rpc_files_import_no_circle() {
+    let found = import_circles("rpc", &layer_modules("rpc"));
+    assert!(found.is_empty(), "src/rpc imports in circles:\n{}", found.join("\n\n"));
 }
 
 #[test]

@@ -16,6 +16,7 @@ pub mod module;
 pub mod object;
 pub mod pipeline;
 mod ptr;
+pub mod rpc;
 pub mod tvm_ffi;
 
 pub(crate) use boundary::*;

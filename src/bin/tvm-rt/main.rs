@@ -10,6 +10,7 @@ mod inspect;
 mod model;
 mod params;
 mod profile;
+mod rpc_server;
 mod run;
 mod table;
 mod tensors;
@@ -43,6 +44,7 @@ enum Command {
     Bench(bench::Args),
     Profile(profile::Args),
     Dot(dot::Args),
+    RpcServer(rpc_server::Args),
     /// List, extract and pack params files (TVM's weights format)
     #[command(subcommand)]
     Params(params::Command),
@@ -56,6 +58,7 @@ fn dispatch(command: Command) -> Result<(), Failure> {
         Command::Bench(a) => bench::main(a),
         Command::Profile(a) => profile::main(a),
         Command::Dot(a) => dot::main(a),
+        Command::RpcServer(a) => rpc_server::main(a),
         Command::Params(c) => params::main(c),
     }
 }

@@ -1,0 +1,458 @@
+//! One RPC session: the packets of one connected host, answered in order. The session owns
+//! what it handed out: every object the host holds (functions, modules, arrays) sits in a
+//! handle table under an id the host sees instead of an address, and every byte range the host
+//! may name by address (arrays it was given, buffers it allocated) sits in a region table. A
+//! host can therefore only reach memory it was given: a freed handle, an unknown address or a
+//! range past a buffer's end is an `Exception` naming it, and the session goes on. Dropping the
+//! session frees everything at once.
+
+use super::env::Env;
+use super::wire::{self, code, Reader, WireResult, WireTensor, WireValue, Writer};
+use crate::abi::{device_type, dtype_code, type_code as tc, DLDataType, DLDevice, DLTensor};
+use crate::runtime::error::{Error, Result};
+use crate::runtime::ndarray::NDArray;
+use crate::runtime::packed::Value;
+use crate::runtime::registry;
+use crate::runtime::tensor::RawTensor;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::c_void;
+
+/// What the transport does after a packet.
+pub enum Step {
+    /// Send these bytes and read the next packet.
+    Reply(Vec<u8>),
+    /// The host said goodbye (`Shutdown`).
+    End,
+}
+
+/// A byte range the host may name by address.
+struct Region {
+    len: u64,
+    /// Handles (and allocations) keeping it alive; the region goes when it drops to 0.
+    holders: usize,
+    /// The memory itself when the host allocated it (`DevAllocData`); returned arrays are kept
+    /// alive by their handle instead.
+    owned: Option<NDArray>,
+}
+
+/// Ids given to the host, and the address ranges it may name.
+#[derive(Default)]
+struct Handles {
+    next: u64,
+    table: HashMap<u64, Value>,
+    regions: BTreeMap<u64, Region>,
+}
+
+/// First handle id (never 0, which the host reads as NULL); ids step by 16.
+const FIRST_ID: u64 = 0x10_0000;
+
+impl Handles {
+    fn insert(&mut self, v: Value) -> u64 {
+        if self.next == 0 {
+            self.next = FIRST_ID;
+        }
+        let id = self.next;
+        self.next += 16;
+        if let Value::NDArray(a) = &v {
+            self.hold(a.data_ptr() as u64, a.nbytes() as u64, None);
+        }
+        self.table.insert(id, v);
+        id
+    }
+
+    fn get(&self, id: u64, what: &str) -> Result<&Value> {
+        self.table.get(&id).ok_or_else(|| {
+            Error::value(format!("{what}: handle {id:#x} is not held by this session (freed, or never given)"))
+        })
+    }
+
+    fn free(&mut self, id: u64) -> Result<()> {
+        match self.table.remove(&id) {
+            Some(Value::NDArray(a)) => {
+                self.release(a.data_ptr() as u64);
+                Ok(())
+            }
+            Some(_) => Ok(()),
+            None => Err(Error::value(format!("FreeHandle: handle {id:#x} is not held by this session (freed twice?)"))),
+        }
+    }
+
+    fn hold(&mut self, start: u64, len: u64, owned: Option<NDArray>) {
+        let r = self.regions.entry(start).or_insert(Region { len, holders: 0, owned: None });
+        r.len = r.len.max(len);
+        r.holders += 1;
+        if owned.is_some() {
+            r.owned = owned;
+        }
+    }
+
+    fn release(&mut self, start: u64) {
+        if let Some(r) = self.regions.get_mut(&start) {
+            r.holders -= 1;
+            if r.holders == 0 {
+                self.regions.remove(&start);
+            }
+        }
+    }
+
+    /// The address of `nbytes` at `data + offset`, when a live region holds all of them.
+    fn locate(&self, data: u64, offset: u64, nbytes: u64) -> Result<*mut u8> {
+        let (&start, r) =
+            self.regions.range(..=data).next_back().filter(|(&s, r)| data - s < r.len.max(1)).ok_or_else(|| {
+                Error::value(format!("address {data:#x} is not in an array or buffer this session holds"))
+            })?;
+        let end = (data - start).checked_add(offset).and_then(|o| o.checked_add(nbytes));
+        if end.map_or(true, |e| e > r.len) {
+            return Err(Error::value(format!(
+                "{nbytes} bytes at offset {offset} of address {data:#x} run past the end of its {}-byte buffer",
+                r.len
+            )));
+        }
+        Ok((data + offset) as *mut u8)
+    }
+}
+
+/// Tensors made from the host's descriptions, alive for one call.
+#[derive(Default)]
+struct Views {
+    tensors: Vec<Box<DLTensor>>,
+    #[allow(clippy::vec_box)]
+    shapes: Vec<Box<[i64]>>,
+}
+
+pub struct Session {
+    env: Env,
+    handles: Handles,
+    initialized: bool,
+}
+
+impl Session {
+    pub fn new(env: Env) -> Session {
+        Session { env, handles: Handles::default(), initialized: false }
+    }
+
+    /// Answer one packet (`body`: the code and what follows it, the length already read).
+    pub fn handle(&mut self, body: &[u8]) -> Step {
+        let mut r = Reader::new(body);
+        let code = match r.i32("packet code") {
+            Ok(c) => c,
+            Err(e) => return Step::Reply(wire::exception_packet(&format!("RPCError: malformed packet: {e}"))),
+        };
+        if code == code::SHUTDOWN {
+            return Step::End;
+        }
+        let reply = match self.dispatch(code, &mut r) {
+            Ok(bytes) => bytes,
+            Err(e) => wire::exception_packet(&e.to_string()),
+        };
+        Step::Reply(reply)
+    }
+
+    fn dispatch(&mut self, code: i32, r: &mut Reader<'_>) -> Result<Vec<u8>> {
+        if code != code::INIT_SERVER && !self.initialized {
+            return Err(Error::value(format!("packet code {code} before InitServer")));
+        }
+        match code {
+            code::INIT_SERVER => self.init_server(r),
+            code::CALL_FUNC => self.call_func(r),
+            code::COPY_TO_REMOTE => self.copy_to_remote(r),
+            code::COPY_FROM_REMOTE => self.copy_from_remote(r),
+            c if (code::GET_GLOBAL_FUNC..=code::DEV_GET_CURRENT_STREAM).contains(&c) => {
+                let args = wire_err(r.packed_seq(), "syscall arguments")?;
+                wire_err(r.finish("syscall"), "syscall")?;
+                self.syscall(c, &args).map(|v| wire::return_packet(&[v]))
+            }
+            c => Err(Error::value(format!("unknown packet code {c}"))),
+        }
+    }
+
+    fn init_server(&mut self, r: &mut Reader<'_>) -> Result<Vec<u8>> {
+        let version = wire_err(r.blob("protocol version"), "InitServer")?;
+        let args = wire_err(r.packed_seq(), "InitServer arguments")?;
+        if version != wire::PROTOCOL_VERSION.as_bytes() {
+            return Err(Error::value(format!(
+                "client protocol version {:?} does not match the server's {}",
+                String::from_utf8_lossy(&version),
+                wire::PROTOCOL_VERSION
+            )));
+        }
+        match args.first() {
+            None => {}
+            Some(WireValue::Str(s)) if s == b"rpc.LocalSession" => {}
+            Some(v) => {
+                return Err(Error::unsupported(format!("session constructor {v:?}: only rpc.LocalSession is served")))
+            }
+        }
+        if self.initialized {
+            return Err(Error::value("InitServer: the session is already initialized"));
+        }
+        self.initialized = true;
+        Ok(wire::return_void())
+    }
+
+    fn call_func(&mut self, r: &mut Reader<'_>) -> Result<Vec<u8>> {
+        let id = wire_err(r.u64("function handle"), "CallFunc")?;
+        let args = wire_err(r.packed_seq(), "CallFunc arguments")?;
+        wire_err(r.finish("CallFunc"), "CallFunc")?;
+        let f = match self.handles.get(id, "CallFunc")? {
+            Value::Func(f) => f.clone(),
+            v => {
+                return Err(Error::type_error(format!(
+                    "CallFunc: handle {id:#x} is a {}, not a function",
+                    v.type_name()
+                )))
+            }
+        };
+        let mut views = Views::default();
+        let values = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| self.arg(a, &mut views).map_err(|e| e.context(format!("argument {i}"))))
+            .collect::<Result<Vec<_>>>()?;
+        let ret = f.call(&values)?;
+        drop(values);
+        drop(views);
+        self.encode_return(ret).map(|v| wire::return_packet(&v))
+    }
+
+    /// A host value as a runtime value; tensors become views of memory this session holds.
+    fn arg(&self, a: &WireValue, views: &mut Views) -> Result<Value> {
+        Ok(match a {
+            WireValue::Int(tc::BOOL, v) => Value::Bool(*v != 0),
+            WireValue::Int(_, v) => Value::Int(*v),
+            WireValue::Float(f) => Value::Float(*f),
+            WireValue::Null => Value::Null,
+            WireValue::DType(t) => Value::DataType(*t),
+            WireValue::Device(d) => Value::Device(*d),
+            WireValue::Str(s) => {
+                Value::Str(String::from_utf8(s.clone()).map_err(|_| Error::value("a string argument is not UTF-8"))?)
+            }
+            WireValue::Bytes(b) => Value::Bytes(b.clone()),
+            WireValue::Tensor(t) => self.view(t, views)?,
+            WireValue::Handle(_, 0) => Value::Null,
+            WireValue::Handle(code, id) => self.held(*code, *id)?,
+            WireValue::Object(id) => self.held(tc::OBJECT_HANDLE, *id)?,
+        })
+    }
+
+    /// A handle argument: what the session gave out under `id`, of the kind `code` says.
+    fn held(&self, code: i32, id: u64) -> Result<Value> {
+        let v = self.handles.get(id, "argument")?;
+        let fits = match code {
+            tc::MODULE_HANDLE => matches!(v, Value::Module(_)),
+            tc::PACKED_FUNC_HANDLE => matches!(v, Value::Func(_)),
+            _ => true,
+        };
+        if !fits {
+            return Err(Error::type_error(format!(
+                "handle {id:#x} is a {}, passed as {}",
+                v.type_name(),
+                tc::name(code)
+            )));
+        }
+        Ok(v.clone())
+    }
+
+    fn view(&self, t: &WireTensor, views: &mut Views) -> Result<Value> {
+        if t.device.device_type != device_type::CPU {
+            return Err(Error::value(format!(
+                "tensor on device type {}: this server has CPU devices only",
+                t.device.device_type
+            )));
+        }
+        let nbytes = t.nbytes().ok_or_else(|| Error::value(format!("tensor shape {:?} has no size", t.shape)))?;
+        let data = self.handles.locate(t.data, t.byte_offset, nbytes)?;
+        let shape: Box<[i64]> = t.shape.clone().into();
+        let tensor = Box::new(DLTensor {
+            data: (data as u64 - t.byte_offset) as *mut c_void,
+            device: t.device,
+            ndim: shape.len() as i32,
+            dtype: t.dtype,
+            shape: shape.as_ptr() as *mut i64,
+            strides: std::ptr::null_mut(),
+            byte_offset: t.byte_offset,
+        });
+        let ptr = &*tensor as *const DLTensor as *mut DLTensor;
+        views.shapes.push(shape);
+        views.tensors.push(tensor);
+        // SAFETY: the struct and its shape live in `views` until the call returns; its data is a
+        // range of a region this session keeps alive (checked by `locate`), on the CPU.
+        Ok(Value::DLTensor(unsafe { RawTensor::new(ptr) }))
+    }
+
+    /// A call's result as TVM's local session sends it: its type code, then the value (an array
+    /// as its description and a handle, objects as handles).
+    fn encode_return(&mut self, v: Value) -> Result<Vec<WireValue>> {
+        let code = |c: i32| WireValue::int(c as i64);
+        Ok(match v {
+            Value::Null => vec![code(tc::NULLPTR), WireValue::Null],
+            Value::Int(i) => vec![code(tc::INT), WireValue::int(i)],
+            Value::Bool(b) => vec![code(tc::INT), WireValue::int(b as i64)],
+            Value::Float(f) => vec![code(tc::FLOAT), WireValue::Float(f)],
+            Value::DataType(t) => vec![code(tc::DATA_TYPE), WireValue::DType(t)],
+            Value::Device(d) => vec![code(tc::DEVICE), WireValue::Device(d)],
+            Value::Str(s) => vec![code(tc::STR), WireValue::Str(s.into_bytes())],
+            Value::RawStr(s) => vec![code(tc::STR), WireValue::Str(s.into_bytes())],
+            Value::Bytes(b) => vec![code(tc::BYTES), WireValue::Bytes(b)],
+            Value::Handle(p) => vec![code(tc::OPAQUE_HANDLE), WireValue::Handle(tc::OPAQUE_HANDLE, p as u64)],
+            Value::NDArray(a) => {
+                if a.strides().is_some() {
+                    return Err(Error::value("an array with strides cannot be returned over RPC"));
+                }
+                let desc = WireTensor {
+                    data: a.data_ptr() as u64,
+                    device: a.device(),
+                    dtype: a.dtype(),
+                    shape: a.shape().to_vec(),
+                    byte_offset: a.dl_tensor.byte_offset,
+                };
+                let id = self.handles.insert(Value::NDArray(a));
+                vec![code(tc::NDARRAY_HANDLE), WireValue::Tensor(desc), WireValue::Handle(tc::OPAQUE_HANDLE, id)]
+            }
+            v @ (Value::Module(_) | Value::Func(_) | Value::Object(_)) => {
+                let c = match &v {
+                    Value::Module(_) => tc::MODULE_HANDLE,
+                    Value::Func(_) => tc::PACKED_FUNC_HANDLE,
+                    _ => tc::OBJECT_HANDLE,
+                };
+                vec![code(c), WireValue::Handle(tc::OPAQUE_HANDLE, self.handles.insert(v))]
+            }
+            Value::DLTensor(_) => return Err(Error::value("a borrowed DLTensor cannot be returned over RPC")),
+        })
+    }
+
+    fn copy_to_remote(&mut self, r: &mut Reader<'_>) -> Result<Vec<u8>> {
+        let t = wire_err(r.tensor(), "CopyToRemote")?;
+        let n = wire_err(r.u64("byte count"), "CopyToRemote")?;
+        let bytes = wire_err(r.bytes(n, "CopyToRemote data"), "CopyToRemote")?;
+        wire_err(r.finish("CopyToRemote"), "CopyToRemote")?;
+        let dst = self.handles.locate(t.data, t.byte_offset, n).map_err(|e| e.context("CopyToRemote"))?;
+        // SAFETY: `locate` checked that `n` bytes at `dst` lie inside a live region.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, n as usize) };
+        Ok(wire::return_void())
+    }
+
+    fn copy_from_remote(&mut self, r: &mut Reader<'_>) -> Result<Vec<u8>> {
+        let t = wire_err(r.tensor(), "CopyFromRemote")?;
+        let n = wire_err(r.u64("byte count"), "CopyFromRemote")?;
+        wire_err(r.finish("CopyFromRemote"), "CopyFromRemote")?;
+        let src = self.handles.locate(t.data, t.byte_offset, n).map_err(|e| e.context("CopyFromRemote"))?;
+        let mut w = Writer::packet(code::COPY_ACK);
+        // SAFETY: `locate` checked that `n` bytes at `src` lie inside a live region.
+        w.raw(unsafe { std::slice::from_raw_parts(src, n as usize) });
+        Ok(w.finish())
+    }
+
+    fn syscall(&mut self, c: i32, a: &[WireValue]) -> Result<WireValue> {
+        match (c, a) {
+            (code::GET_GLOBAL_FUNC, [WireValue::Str(name)]) => Ok(self.global(&String::from_utf8_lossy(name))),
+            (code::FREE_HANDLE, [WireValue::Handle(_, id), WireValue::Int(_, _)]) => {
+                self.handles.free(*id).map(|_| WireValue::Null)
+            }
+            (code::DEV_SET_DEVICE, [WireValue::Device(d)]) => cpu_only(*d).map(|_| WireValue::Null),
+            (code::DEV_GET_ATTR, [WireValue::Device(d), WireValue::Int(_, kind)]) => device_attr(*d, *kind),
+            (
+                code::DEV_ALLOC_DATA,
+                [WireValue::Device(d), WireValue::Int(_, n), WireValue::Int(..), WireValue::DType(_)],
+            ) => self.alloc(*d, u64::try_from(*n).map_err(|_| Error::value(format!("DevAllocData of {n} bytes")))?),
+            (code::DEV_ALLOC_DATA_WITH_SCOPE, [WireValue::Tensor(t), scope]) => {
+                match scope {
+                    WireValue::Null => {}
+                    WireValue::Str(s) if s == b"global" => {}
+                    s => return Err(Error::unsupported(format!("memory scope {s:?} (only \"global\")"))),
+                }
+                let n = t
+                    .nbytes()
+                    .ok_or_else(|| Error::value(format!("DevAllocDataWithScope: shape {:?} has no size", t.shape)))?;
+                self.alloc(t.device, n)
+            }
+            (code::DEV_FREE_DATA, [WireValue::Device(_), WireValue::Handle(_, p)]) => self.free_data(*p),
+            (code::DEV_STREAM_SYNC | code::DEV_FREE_STREAM | code::DEV_SET_STREAM, [WireValue::Device(d), _]) => {
+                cpu_only(*d).map(|_| WireValue::Null)
+            }
+            (code::DEV_CREATE_STREAM | code::DEV_GET_CURRENT_STREAM, [WireValue::Device(d)]) => {
+                cpu_only(*d).map(|_| WireValue::Null)
+            }
+            (code::COPY_AMONG_REMOTE, [WireValue::Tensor(from), WireValue::Tensor(to), _]) => self.copy_among(from, to),
+            _ => Err(Error::value(format!(
+                "RPC call {c} with arguments of type codes {:?} is not one this server knows",
+                a.iter().map(WireValue::code).collect::<Vec<_>>()
+            ))),
+        }
+    }
+
+    /// A function by name: the session's own first, then the global registry; NULL when
+    /// neither has it (the host probes for optional functions this way).
+    fn global(&mut self, name: &str) -> WireValue {
+        match self.env.get(name).or_else(|| registry::get(name)) {
+            Some(f) => WireValue::Handle(tc::OPAQUE_HANDLE, self.handles.insert(Value::Func(f))),
+            None => WireValue::Null,
+        }
+    }
+
+    fn alloc(&mut self, d: DLDevice, n: u64) -> Result<WireValue> {
+        cpu_only(d)?;
+        let bytes = usize::try_from(n).map_err(|_| Error::value(format!("cannot allocate {n} bytes")))?;
+        let a = NDArray::empty(&[bytes.max(1) as i64], DLDataType::new(dtype_code::UINT, 8, 1), d)?;
+        let p = a.data_ptr() as u64;
+        self.handles.hold(p, n, Some(a));
+        Ok(WireValue::Handle(tc::OPAQUE_HANDLE, p))
+    }
+
+    fn free_data(&mut self, p: u64) -> Result<WireValue> {
+        match self.handles.regions.get(&p) {
+            Some(r) if r.owned.is_some() => {
+                self.handles.regions.remove(&p);
+                Ok(WireValue::Null)
+            }
+            _ => Err(Error::value(format!("DevFreeData: {p:#x} is not a buffer this session allocated"))),
+        }
+    }
+
+    fn copy_among(&mut self, from: &WireTensor, to: &WireTensor) -> Result<WireValue> {
+        let n = from.nbytes().filter(|&n| Some(n) == to.nbytes()).ok_or_else(|| {
+            Error::value(format!(
+                "CopyAmongRemote: shapes {:?} and {:?} hold different byte counts",
+                from.shape, to.shape
+            ))
+        })?;
+        cpu_only(from.device)?;
+        cpu_only(to.device)?;
+        let src = self.handles.locate(from.data, from.byte_offset, n)?;
+        let dst = self.handles.locate(to.data, to.byte_offset, n)?;
+        // SAFETY: both ranges lie inside live regions (`locate`); `copy` allows overlap.
+        unsafe { std::ptr::copy(src, dst, n as usize) };
+        Ok(WireValue::Null)
+    }
+
+    /// The session's work directory.
+    pub fn workdir(&self) -> &std::path::Path {
+        self.env.dir()
+    }
+
+    /// The handles the host holds now (for tests and logs).
+    pub fn live_handles(&self) -> usize {
+        self.handles.table.len()
+    }
+}
+
+fn wire_err<T>(r: WireResult<T>, what: &str) -> Result<T> {
+    r.map_err(|e| Error::value(format!("{what}: malformed packet: {e}")))
+}
+
+fn cpu_only(d: DLDevice) -> Result<()> {
+    if d.device_type == device_type::CPU {
+        Ok(())
+    } else {
+        Err(Error::value(format!("device type {} is not available on this server (CPU only)", d.device_type)))
+    }
+}
+
+/// `DevGetAttr`: whether a device exists (kind 0; 0 for devices this server lacks, as TVM's
+/// servers answer); other attributes of the CPU are not reported (NULL, as TVM's CPU device).
+fn device_attr(d: DLDevice, kind: i64) -> Result<WireValue> {
+    match kind {
+        0 => Ok(WireValue::int((d.device_type == device_type::CPU) as i64)),
+        _ => cpu_only(d).map(|_| WireValue::Null),
+    }
+}

@@ -1,0 +1,502 @@
+//! The RPC server driven by a small protocol client over real sockets: the handshake, a TVM
+//! model uploaded, loaded and run through the remote graph executor with TVM's recorded numbers,
+//! remote arrays, the time evaluator, handles freed once, and every kind of bad input: each
+//! answered (an `Exception` naming it, or the connection closed) while the server goes on to
+//! serve the next client. The packets the client sends are TVM 0.18's (see src/rpc/wire.rs);
+//! tests/rpc_host/host_flow.py runs the same flow from a real TVM host.
+
+mod common;
+use common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tvm_runtime::abi::{type_code as tc, DLDataType, DLDevice};
+use tvm_runtime::rpc::server::{Options, Server};
+use tvm_runtime::rpc::wire::{self, code, Reader, WireTensor, WireValue, Writer, RPC_MAGIC};
+
+/// A server on an ephemeral loopback port, serving on a thread until dropped.
+struct Running {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    workdir: std::path::PathBuf,
+}
+
+impl Running {
+    fn start(key: &str, extra: impl FnOnce(&mut Options)) -> Running {
+        tvm_runtime::init();
+        let workdir = scratch("rpc").join(format!("work-{key}-{}", std::process::id()));
+        std::fs::create_dir_all(&workdir).unwrap();
+        let mut o = Options {
+            host: "127.0.0.1".into(),
+            port: 0,
+            port_end: 0,
+            key: key.into(),
+            workdir: Some(workdir.clone()),
+            ..Options::default()
+        };
+        extra(&mut o);
+        let server = Server::bind(o).unwrap();
+        let (port, stop) = (server.port(), server.stopper());
+        let thread = std::thread::spawn(move || server.serve().unwrap());
+        Running { port, stop, thread: Some(thread), workdir }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+struct Client {
+    s: TcpStream,
+}
+
+type Reply = Result<Vec<WireValue>, String>;
+
+impl Client {
+    /// Connect with `key`; the server's answer code when it refuses.
+    fn connect(port: u16, key: &str) -> Result<Client, i32> {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let k = format!("client:{key}");
+        let mut hello = RPC_MAGIC.to_le_bytes().to_vec();
+        hello.extend_from_slice(&(k.len() as i32).to_le_bytes());
+        hello.extend_from_slice(k.as_bytes());
+        s.write_all(&hello).unwrap();
+        let answer = read_i32(&mut s);
+        if answer != RPC_MAGIC {
+            return Err(answer);
+        }
+        let n = read_i32(&mut s);
+        let mut server_key = vec![0u8; n as usize];
+        s.read_exact(&mut server_key).unwrap();
+        assert!(String::from_utf8(server_key).unwrap().starts_with("server:"));
+        Ok(Client { s })
+    }
+
+    /// Connected and initialized (`InitServer` with protocol 0.8.0).
+    fn session(port: u16, key: &str) -> Client {
+        let mut c = Client::connect(port, key).unwrap();
+        let mut w = Writer::packet(code::INIT_SERVER);
+        w.blob(b"0.8.0");
+        w.packed_seq(&[]);
+        c.exchange(w.finish()).unwrap();
+        c
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.s.write_all(bytes).unwrap();
+    }
+
+    /// The next packet: its code and the rest of its body.
+    fn recv(&mut self) -> (i32, Vec<u8>) {
+        let mut len = [0u8; 8];
+        self.s.read_exact(&mut len).unwrap();
+        let mut body = vec![0u8; u64::from_le_bytes(len) as usize];
+        self.s.read_exact(&mut body).unwrap();
+        (i32::from_le_bytes(body[..4].try_into().unwrap()), body[4..].to_vec())
+    }
+
+    /// Send a packet; the values of its `Return`, or the message of its `Exception`.
+    fn exchange(&mut self, packet: Vec<u8>) -> Reply {
+        self.send(&packet);
+        let (c, body) = self.recv();
+        let values = Reader::new(&body).packed_seq().unwrap();
+        match (c, values.as_slice()) {
+            (code::RETURN, _) => Ok(values),
+            (code::EXCEPTION, [WireValue::Str(m)]) => Err(String::from_utf8_lossy(m).into_owned()),
+            other => panic!("unexpected reply {other:?}"),
+        }
+    }
+
+    fn syscall(&mut self, c: i32, args: &[WireValue]) -> Reply {
+        let mut w = Writer::packet(c);
+        w.packed_seq(args);
+        self.exchange(w.finish())
+    }
+
+    fn global(&mut self, name: &str) -> Option<u64> {
+        match self.syscall(code::GET_GLOBAL_FUNC, &[WireValue::Str(name.into())]).unwrap().as_slice() {
+            [WireValue::Handle(_, h)] => Some(*h),
+            [WireValue::Null] => None,
+            other => panic!("GetGlobalFunc answered {other:?}"),
+        }
+    }
+
+    fn call(&mut self, f: u64, args: &[WireValue]) -> Reply {
+        let mut w = Writer::packet(code::CALL_FUNC);
+        w.u64(f);
+        w.packed_seq(args);
+        self.exchange(w.finish())
+    }
+
+    /// Call global `name`; its result values (type code first).
+    fn call_global(&mut self, name: &str, args: &[WireValue]) -> Reply {
+        let f = self.global(name).unwrap_or_else(|| panic!("no global {name}"));
+        let out = self.call(f, args);
+        self.free(f, tc::PACKED_FUNC_HANDLE).unwrap();
+        out
+    }
+
+    fn free(&mut self, h: u64, type_code: i32) -> Reply {
+        self.syscall(code::FREE_HANDLE, &[WireValue::Handle(tc::OPAQUE_HANDLE, h), WireValue::int(type_code as i64)])
+    }
+
+    fn copy_to(&mut self, t: &WireTensor, bytes: &[u8]) -> Reply {
+        let mut w = Writer::packet(code::COPY_TO_REMOTE);
+        w.tensor(t);
+        w.u64(bytes.len() as u64);
+        w.raw(bytes);
+        self.exchange(w.finish())
+    }
+
+    fn copy_from(&mut self, t: &WireTensor, n: u64) -> Result<Vec<u8>, String> {
+        let mut w = Writer::packet(code::COPY_FROM_REMOTE);
+        w.tensor(t);
+        w.u64(n);
+        self.send(&w.finish());
+        match self.recv() {
+            (code::COPY_ACK, data) => Ok(data),
+            (code::EXCEPTION, body) => match Reader::new(&body).packed_seq().unwrap().as_slice() {
+                [WireValue::Str(m)] => Err(String::from_utf8_lossy(m).into_owned()),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("unexpected reply {other:?}"),
+        }
+    }
+
+    fn shutdown(mut self) {
+        self.send(&Writer::packet(code::SHUTDOWN).finish());
+    }
+}
+
+fn read_i32(s: &mut TcpStream) -> i32 {
+    let mut b = [0u8; 4];
+    s.read_exact(&mut b).unwrap();
+    i32::from_le_bytes(b)
+}
+
+fn handle(v: &[WireValue], want_code: i32) -> u64 {
+    match v {
+        [WireValue::Int(_, c), WireValue::Handle(_, h)] if *c == want_code as i64 => *h,
+        other => panic!("expected a handle of type code {want_code}, got {other:?}"),
+    }
+}
+
+fn ndarray(v: &[WireValue]) -> (WireTensor, u64) {
+    match v {
+        [WireValue::Int(_, 13), WireValue::Tensor(t), WireValue::Handle(_, h)] => (t.clone(), *h),
+        other => panic!("expected an array, got {other:?}"),
+    }
+}
+
+fn s(text: &str) -> WireValue {
+    WireValue::Str(text.into())
+}
+
+/// Upload seed 004, load it and create its graph executor remotely; the executor module.
+fn remote_executor(c: &mut Client) -> u64 {
+    let so = std::fs::read(seed004_so("rpc")).unwrap();
+    c.call_global("tvm.rpc.server.upload", &[s("seed004.so"), WireValue::Bytes(so)]).unwrap();
+    let lib = handle(&c.call_global("tvm.rpc.server.load_module", &[s("seed004.so")]).unwrap(), tc::MODULE_HANDLE);
+    let get = |c: &mut Client, m: u64, name: &str| {
+        let args = [WireValue::Handle(tc::MODULE_HANDLE, m), s(name), WireValue::int(1)];
+        handle(&c.call_global("tvm.rpc.server.ModuleGetFunction", &args).unwrap(), tc::PACKED_FUNC_HANDLE)
+    };
+    let default = get(c, lib, "default");
+    let gmod = handle(&c.call(default, &[WireValue::Device(DLDevice::cpu(0))]).unwrap(), tc::MODULE_HANDLE);
+    c.free(default, tc::PACKED_FUNC_HANDLE).unwrap();
+    c.free(lib, tc::MODULE_HANDLE).unwrap();
+    gmod
+}
+
+fn module_fn(c: &mut Client, m: u64, name: &str) -> u64 {
+    let args = [WireValue::Handle(tc::MODULE_HANDLE, m), s(name), WireValue::int(1)];
+    handle(&c.call_global("tvm.rpc.server.ModuleGetFunction", &args).unwrap(), tc::PACKED_FUNC_HANDLE)
+}
+
+#[test]
+fn a_model_runs_remotely_with_tvms_numbers() {
+    let server = Running::start("", |_| {});
+    let mut c = Client::session(server.port, "");
+    let gmod = remote_executor(&mut c);
+    let get_input = module_fn(&mut c, gmod, "get_input");
+    // As TVM's host sets an input from numpy: the executor's own tensor, written in place.
+    for name in ["x1", "y1", "x2", "y2"] {
+        let (t, h) = ndarray(&c.call(get_input, &[s(name)]).unwrap());
+        assert_eq!((t.shape.as_slice(), t.dtype), (&[10, 2][..], DLDataType::FLOAT32));
+        c.copy_to(&t, &tvm_data("seed004", &format!("input_{name}.bin"))).unwrap();
+        c.free(h, tc::NDARRAY_HANDLE).unwrap();
+    }
+    let run = module_fn(&mut c, gmod, "run");
+    c.call(run, &[]).unwrap();
+    let get_output = module_fn(&mut c, gmod, "get_output");
+    let (out, h) = ndarray(&c.call(get_output, &[WireValue::int(0)]).unwrap());
+    let got = f32s(&c.copy_from(&out, 80).unwrap());
+    assert_close(&got, &f32s(&tvm_data("seed004", "output_0.bin")), 1e-6);
+    // The same tensor returned twice: two handles, each freed once; the second free fails.
+    let (_, h2) = ndarray(&c.call(get_output, &[WireValue::int(0)]).unwrap());
+    c.free(h, tc::NDARRAY_HANDLE).unwrap();
+    assert!(c.copy_from(&out, 80).is_ok(), "the other handle keeps the tensor reachable");
+    c.free(h2, tc::NDARRAY_HANDLE).unwrap();
+    let e = c.free(h2, tc::NDARRAY_HANDLE).unwrap_err();
+    assert!(e.contains("not held by this session"), "{e}");
+    let e = c.copy_from(&out, 80).unwrap_err();
+    assert!(e.contains("not in an array or buffer this session holds"), "{e}");
+    c.shutdown();
+}
+
+#[test]
+fn time_evaluator_times_a_remote_function() {
+    let server = Running::start("", |_| {});
+    let mut c = Client::session(server.port, "");
+    let gmod = remote_executor(&mut c);
+    let args = [
+        WireValue::Handle(tc::MODULE_HANDLE, gmod),
+        s("run"),
+        WireValue::int(1),
+        WireValue::int(0),
+        WireValue::int(5),
+        WireValue::int(3),
+        WireValue::int(0),
+        WireValue::int(100),
+        WireValue::int(0),
+        WireValue::int(1),
+        WireValue::int(0),
+        s(""),
+    ];
+    let timer = handle(&c.call_global("runtime.RPCTimeEvaluator", &args).unwrap(), tc::PACKED_FUNC_HANDLE);
+    match c.call(timer, &[]).unwrap().as_slice() {
+        [WireValue::Int(_, 12), WireValue::Bytes(b)] => {
+            assert_eq!(b.len(), 3 * 8);
+            for t in b.chunks(8).map(|x| f64::from_le_bytes(x.try_into().unwrap())) {
+                assert!(t > 0.0 && t < 1.0, "{t} s per run");
+            }
+        }
+        other => panic!("{other:?}"),
+    }
+    c.shutdown();
+}
+
+#[test]
+fn remote_buffers_round_trip_and_stay_in_bounds() {
+    let server = Running::start("", |_| {});
+    let mut c = Client::session(server.port, "");
+    let dev = WireValue::Device(DLDevice::cpu(0));
+    let ptr = match c
+        .syscall(
+            code::DEV_ALLOC_DATA,
+            &[dev.clone(), WireValue::int(24), WireValue::int(64), WireValue::DType(DLDataType::FLOAT32)],
+        )
+        .unwrap()
+        .as_slice()
+    {
+        [WireValue::Handle(_, p)] => *p,
+        other => panic!("{other:?}"),
+    };
+    let t = WireTensor {
+        data: ptr,
+        device: DLDevice::cpu(0),
+        dtype: DLDataType::FLOAT32,
+        shape: vec![2, 3],
+        byte_offset: 0,
+    };
+    let data: Vec<u8> = (0..24u8).collect();
+    c.copy_to(&t, &data).unwrap();
+    assert_eq!(c.copy_from(&t, 24).unwrap(), data);
+    // A chunk at an offset, as TVM's host splits large copies.
+    c.copy_to(&WireTensor { byte_offset: 16, ..t.clone() }, &[9; 8]).unwrap();
+    assert_eq!(&c.copy_from(&t, 24).unwrap()[16..], &[9; 8]);
+    for (tensor, n, want) in [
+        (WireTensor { byte_offset: 20, ..t.clone() }, 8, "run past the end of its 24-byte buffer"),
+        (WireTensor { data: ptr + 4096, ..t.clone() }, 4, "not in an array or buffer"),
+        (WireTensor { data: 0x1000, ..t.clone() }, 4, "not in an array or buffer"),
+    ] {
+        let e = c.copy_to(&tensor, &vec![0; n]).unwrap_err();
+        assert!(e.contains(want), "{e}");
+        let e = c.copy_from(&tensor, n as u64).unwrap_err();
+        assert!(e.contains(want), "{e}");
+    }
+    let u = WireTensor { data: ptr, shape: vec![6], ..t.clone() };
+    let ptr2 = match c
+        .syscall(code::DEV_ALLOC_DATA_WITH_SCOPE, &[WireValue::Tensor(u.clone()), WireValue::Null])
+        .unwrap()
+        .as_slice()
+    {
+        [WireValue::Handle(_, p)] => *p,
+        other => panic!("{other:?}"),
+    };
+    let v = WireTensor { data: ptr2, ..u.clone() };
+    c.syscall(code::COPY_AMONG_REMOTE, &[WireValue::Tensor(u), WireValue::Tensor(v.clone()), WireValue::Null]).unwrap();
+    assert_eq!(&c.copy_from(&v, 24).unwrap()[16..], &[9; 8]);
+    c.syscall(code::DEV_FREE_DATA, &[dev.clone(), WireValue::Handle(tc::OPAQUE_HANDLE, ptr)]).unwrap();
+    let e = c.syscall(code::DEV_FREE_DATA, &[dev.clone(), WireValue::Handle(tc::OPAQUE_HANDLE, ptr)]).unwrap_err();
+    assert!(e.contains("not a buffer this session allocated"), "{e}");
+    assert!(c.copy_from(&t, 4).is_err(), "a freed buffer was read");
+    // Device queries: the CPU exists, a GPU does not (0, not an error), streams are NULL.
+    let exists = |c: &mut Client, t: i32| {
+        c.syscall(
+            code::DEV_GET_ATTR,
+            &[WireValue::Device(DLDevice { device_type: t, device_id: 0 }), WireValue::int(0)],
+        )
+        .unwrap()
+    };
+    assert_eq!(exists(&mut c, 1), vec![WireValue::int(1)]);
+    assert_eq!(exists(&mut c, 2), vec![WireValue::int(0)]);
+    assert_eq!(c.syscall(code::DEV_CREATE_STREAM, &[dev.clone()]).unwrap(), vec![WireValue::Null]);
+    c.syscall(code::DEV_STREAM_SYNC, &[dev, WireValue::Null]).unwrap();
+    c.shutdown();
+}
+
+#[test]
+fn errors_are_answered_and_the_session_goes_on() {
+    let server = Running::start("", |_| {});
+    let mut c = Client::session(server.port, "");
+    assert_eq!(c.global("tvm.rpc.server.GetCRTMaxPacketSize"), None, "a missing global is NULL, not an error");
+    let gmod = remote_executor(&mut c);
+    // A failing call: wrong shape for an input.
+    let set_input = module_fn(&mut c, gmod, "set_input");
+    let get_input = module_fn(&mut c, gmod, "get_input");
+    let bad = ndarray(&c.call(get_input, &[s("x1")]).unwrap()).0;
+    let e =
+        c.call(set_input, &[s("x1"), WireValue::Tensor(WireTensor { shape: vec![5, 2], ..bad.clone() })]).unwrap_err();
+    assert!(e.contains("x1"), "{e}");
+    // A missing function of a module is NULL; a freed or never-given handle is an error.
+    let args = [WireValue::Handle(tc::MODULE_HANDLE, gmod), s("no_such_function"), WireValue::int(1)];
+    assert_eq!(
+        c.call_global("tvm.rpc.server.ModuleGetFunction", &args).unwrap(),
+        vec![WireValue::int(4), WireValue::Null]
+    );
+    let e = c.call(0xdead0, &[]).unwrap_err();
+    assert!(e.contains("handle 0xdead0 is not held by this session"), "{e}");
+    let e = c.call(gmod, &[]).unwrap_err();
+    assert!(e.contains("is a Module, not a function"), "{e}");
+    // Files stay inside the session's work directory.
+    for name in ["../x", "/etc/passwd"] {
+        let e = c.call_global("tvm.rpc.server.upload", &[s(name), WireValue::Bytes(vec![1])]).unwrap_err();
+        assert!(e.contains("inside the session's work directory"), "{e}");
+    }
+    let e = c.call_global("tvm.rpc.server.load_module", &[s("missing.so")]).unwrap_err();
+    assert!(e.contains("missing.so"), "{e}");
+    // Malformed packets inside a well-framed packet get an Exception; the session goes on.
+    let mut w = Writer::packet(code::CALL_FUNC);
+    w.u64(gmod);
+    w.i32(3);
+    let e = c.exchange(w.finish()).unwrap_err();
+    assert!(e.contains("malformed packet"), "{e}");
+    let mut w = Writer::packet(99);
+    w.i32(0);
+    assert!(c.exchange(w.finish()).unwrap_err().contains("unknown packet code 99"));
+    let e = c.syscall(code::FREE_HANDLE, &[s("x")]).unwrap_err();
+    assert!(e.contains("is not one this server knows"), "{e}");
+    let run = module_fn(&mut c, gmod, "run");
+    c.call(run, &[]).unwrap();
+    c.shutdown();
+}
+
+/// After each broken client, a normal session works: the server never stops.
+#[test]
+fn broken_clients_do_not_stop_the_server() {
+    let server = Running::start("dev", |o| o.max_packet = 1 << 20);
+    let port = server.port;
+    let works = || {
+        let mut c = Client::session(port, "dev");
+        assert!(c.global("runtime.RPCTimeEvaluator").is_some());
+        c.shutdown();
+    };
+    let raw = |bytes: &[u8]| {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let _ = s.write_all(bytes);
+        s
+    };
+    drop(raw(b"GET / HTTP/1.1\r\n\r\n"));
+    works();
+    drop(raw(&0x12345i32.to_le_bytes()));
+    works();
+    assert_eq!(Client::connect(port, "other").err(), Some(RPC_MAGIC + 2), "a wrong key gets the mismatch code");
+    assert_eq!(Client::connect(port, "").err(), Some(RPC_MAGIC + 2));
+    works();
+    let mut huge = RPC_MAGIC.to_le_bytes().to_vec();
+    huge.extend_from_slice(&i32::MAX.to_le_bytes());
+    drop(raw(&huge));
+    works();
+    // Inside a session: a packet over the limit gets an Exception and the session ends.
+    let mut c = Client::session(port, "dev");
+    c.send(&(1u64 << 40).to_le_bytes());
+    let (code, _) = c.recv();
+    assert_eq!(code, code::EXCEPTION);
+    works();
+    // Half a packet, then the client is gone.
+    let mut c = Client::session(port, "dev");
+    c.send(&100u64.to_le_bytes());
+    c.send(&[3, 0, 0]);
+    drop(c);
+    works();
+    // A packet before InitServer.
+    let mut c = Client::connect(port, "dev").unwrap();
+    let e = c.syscall(code::GET_GLOBAL_FUNC, &[s("x")]).unwrap_err();
+    assert!(e.contains("before InitServer"), "{e}");
+    drop(c);
+    // A wrong protocol version.
+    let mut c = Client::connect(port, "dev").unwrap();
+    let mut w = Writer::packet(code::INIT_SERVER);
+    w.blob(b"0.7.0");
+    w.packed_seq(&[]);
+    assert!(c.exchange(w.finish()).unwrap_err().contains("does not match the server's 0.8.0"));
+    drop(c);
+    works();
+}
+
+#[test]
+fn sessions_share_nothing_and_clean_up_their_files() {
+    let server = Running::start("", |_| {});
+    let mut c = Client::session(server.port, "");
+    c.call_global("tvm.rpc.server.upload", &[s("a/b.bin"), WireValue::Bytes(vec![7; 10])]).unwrap();
+    let path = match c.call_global("tvm.rpc.server.workpath", &[s("a/b.bin")]).unwrap().as_slice() {
+        [_, WireValue::Str(p)] => std::path::PathBuf::from(String::from_utf8(p.clone()).unwrap()),
+        other => panic!("{other:?}"),
+    };
+    assert!(path.starts_with(&server.workdir) && path.is_file());
+    let held = remote_executor(&mut c);
+    c.shutdown();
+    let mut c = Client::session(server.port, "");
+    let e = c.call(held, &[]).unwrap_err();
+    assert!(e.contains("not held by this session"), "a handle crossed sessions: {e}");
+    match c.call_global("tvm.rpc.server.download", &[s("a/b.bin")]) {
+        Err(e) => assert!(e.contains("b.bin"), "{e}"),
+        Ok(v) => panic!("a file crossed sessions: {v:?}"),
+    }
+    c.shutdown();
+    // The first session's directory is gone once it ended.
+    let t0 = std::time::Instant::now();
+    while path.exists() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!path.exists(), "{} outlived its session", path.display());
+}
+
+#[test]
+fn a_session_ends_at_its_timeout() {
+    let server = Running::start("", |o| o.session_timeout = Some(Duration::from_secs(1)));
+    let mut c = Client::session(server.port, "");
+    std::thread::sleep(Duration::from_millis(1200));
+    let (code, body) = c.recv();
+    assert_eq!(code, code::EXCEPTION);
+    assert!(String::from_utf8_lossy(&body).contains("RPCSessionTimeoutError"));
+    let mut c = Client::session(server.port, "");
+    assert!(c.global("runtime.RPCTimeEvaluator").is_some());
+}
+
+/// The reply bytes are TVM's: a void return is 12 bytes of body, code 4, one NULL.
+#[test]
+fn reply_bytes_match_tvms_layout() {
+    assert_eq!(wire::return_void(), [12, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0]);
+    let e = wire::exception_packet("x");
+    assert_eq!(e, [21, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 11, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, b'x']);
+}
