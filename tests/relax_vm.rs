@@ -856,3 +856,46 @@ fn mutated_executables_never_panic() {
     assert_eq!(total, 11 * 1500);
     assert!(parsed > 0 && parsed < total, "{parsed} of {total} mutants parsed");
 }
+
+/// `set_instrument` as TVM's Python `VirtualMachine` uses it: called before and after every
+/// call instruction with the function's name; returning 1 before a kernel skips it. And a bare
+/// `DLTensor*` argument (what TVM's RPC host sends) is copied into an array the VM owns.
+#[test]
+fn instrument_and_dltensor_arguments() {
+    use std::sync::Mutex;
+    let vm = load_vm(&lib018("mlp"));
+    let case = &models("relax-0.18").into_iter().find(|m| m.name == "mlp").unwrap().cases[0];
+    let f = |n: &str| vm.get_function(n, false).unwrap().unwrap();
+    let seen: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
+    let log = seen.clone();
+    let instrument = tvm_runtime::runtime::packed::PackedFunc::from_typed(move |args| {
+        log.lock().unwrap().push((args.string(1)?, args.int(2)? != 0));
+        Ok(Value::Int(0))
+    });
+    f("set_instrument").call(&[Value::Func(instrument)]).unwrap();
+    check_outputs("instrumented", case, &result_arrays(f("main").call(&input_arrays(case)).unwrap()));
+    let calls = seen.lock().unwrap().clone();
+    assert!(!calls.is_empty() && calls.len() % 2 == 0, "{calls:?}");
+    assert!(calls.iter().any(|(n, _)| n.starts_with("vm.builtin.")), "{calls:?}");
+    let kernels: Vec<_> = calls.iter().filter(|(n, before)| *before && !n.starts_with("vm.builtin.")).collect();
+    assert!(!kernels.is_empty(), "no kernel call seen: {calls:?}");
+    f("set_instrument").call(&[Value::Null]).unwrap();
+    seen.lock().unwrap().clear();
+    f("main").call(&input_arrays(case)).unwrap();
+    assert!(seen.lock().unwrap().is_empty(), "a cleared instrument was called");
+    let e = f("set_instrument").call(&[Value::Int(3)]).unwrap_err();
+    assert!(e.message().contains("expects a function or a name"), "{e}");
+    // DLTensor arguments: copied, so the caller's memory can change after the call.
+    let arrays = input_arrays(case);
+    let raw: Vec<Value> = arrays
+        .iter()
+        .map(|v| match v {
+            // SAFETY: the array outlives the call that takes the pointer.
+            Value::NDArray(a) => {
+                Value::DLTensor(unsafe { tvm_runtime::runtime::tensor::RawTensor::new(a.as_dltensor_ptr()) })
+            }
+            _ => unreachable!(),
+        })
+        .collect();
+    check_outputs("DLTensor arguments", case, &result_arrays(f("main").call(&raw).unwrap()));
+}

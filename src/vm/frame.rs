@@ -39,6 +39,8 @@ struct Scratch {
     /// The session's constants, strings and shapes copied so that builtins taking them
     /// share no reference count with other threads' frames (made on first use).
     constants: Vec<VmValue>,
+    /// The VM's instrument (`set_instrument`), called around every call instruction.
+    instrument: Option<PackedFunc>,
 }
 
 /// A frame at work: its session borrowed (a call touches no shared reference count) and its
@@ -51,6 +53,11 @@ pub struct Run<'a> {
 impl Frame {
     pub fn new(session: Arc<Session>) -> Frame {
         Frame { session, scratch: Scratch::default() }
+    }
+
+    /// Call `f` around every call instruction from now on (`None`: stop).
+    pub fn set_instrument(&mut self, f: Option<PackedFunc>) {
+        self.scratch.instrument = f;
     }
 
     fn run_cx(&mut self) -> Run<'_> {
@@ -171,6 +178,10 @@ impl Run<'_> {
     fn call_instr(&mut self, func: usize, range: (u32, u32), regs: &[VmValue]) -> Result<VmValue> {
         let s = self.s;
         let args = s.exec.call_args(range);
+        if let Some(instrument) = self.x.instrument.clone() {
+            let vals = args.iter().map(|&a| operand(s, regs, a).into_owned()).collect();
+            return self.call_instrumented(&instrument, func, vals);
+        }
         match &s.callees[func] {
             Callee::Packed(f) => return self.call_packed_with(f, args.len(), |i| operand(s, regs, args[i])),
             Callee::Builtin(b) if !b.consumes_args() && (1..=INLINE_ARGS).contains(&args.len()) => {
@@ -207,6 +218,35 @@ impl Run<'_> {
             };
         }
         builtins::run(b, self, &refs[..args.len()])
+    }
+
+    /// A call instruction under the VM's instrument, as TVM calls it: `instrument(func, name,
+    /// before_run, ret, *args)` once before (return 1 skips the call) and once after, with data
+    /// types passed as strings. Builtins, which TVM also runs as packed functions, are passed as
+    /// NULL with their names.
+    fn call_instrumented(&mut self, instrument: &PackedFunc, func: usize, mut vals: Vec<VmValue>) -> Result<VmValue> {
+        let s = self.s;
+        let callee = match &s.callees[func] {
+            Callee::Packed(f) => Value::Func(f.clone()),
+            _ => Value::Null,
+        };
+        let closure = |c| closure_func(s, c);
+        let mut call_args =
+            vec![callee, Value::Str(s.exec.functions[func].name.clone()), Value::Bool(true), Value::Null];
+        for v in &vals {
+            call_args.push(match v {
+                VmValue::DType(t) => Value::Str(t.to_string()),
+                v => v.clone().into_value(&closure)?,
+            });
+        }
+        if instrument.call(&call_args)?.as_int().ok() == Some(1) {
+            return Ok(VmValue::Null);
+        }
+        let out = self.call_callee(&s.callees[func], &mut vals)?;
+        call_args[2] = Value::Bool(false);
+        call_args[3] = out.clone().into_value(&closure)?;
+        instrument.call(&call_args)?;
+        Ok(out)
     }
 
     /// Run a function-table entry on `args` (which it may consume).

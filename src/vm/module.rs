@@ -16,6 +16,7 @@ use crate::abi::DLDevice;
 use crate::runtime::byteio::{Input, Reader};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::packed::{Args, Module, ModuleNode, PackedFunc, Value};
+use crate::runtime::registry;
 use parking_lot::{Mutex, RwLock};
 use std::any::Any;
 use std::collections::HashMap;
@@ -95,6 +96,8 @@ pub fn vm_module(exec_module: Module) -> Result<Module> {
         state: Mutex::new(Stateful::default()),
         saved: RwLock::new(HashMap::new()),
         any_saved: AtomicBool::new(false),
+        instrument: RwLock::new(None),
+        any_instrument: AtomicBool::new(false),
     }))
 }
 
@@ -126,6 +129,9 @@ pub struct VmModule {
     saved: RwLock<HashMap<String, Saved>>,
     /// Whether `saved` ever held a function (a call skips its lock until then).
     any_saved: AtomicBool,
+    /// `set_instrument`'s function, and whether one was ever set (a call skips the lock until then).
+    instrument: RwLock<Option<PackedFunc>>,
+    any_instrument: AtomicBool,
 }
 
 /// How many stacks of idle frames a VM keeps.
@@ -156,6 +162,7 @@ const API: &[&str] = &[
     "get_function_param_name",
     "save_function",
     "invoke_closure",
+    "set_instrument",
 ];
 
 impl VmModule {
@@ -197,6 +204,9 @@ impl VmModule {
             Some(idle) => idle,
             None => (generation, Frame::new(self.session()?)),
         };
+        if self.any_instrument.load(Ordering::Acquire) {
+            frame.set_instrument(self.instrument.read().clone());
+        }
         let out = f(&mut frame);
         slot.0.lock().push((g, frame));
         out
@@ -326,6 +336,30 @@ impl VmModule {
         })
     }
 
+    /// `set_instrument(f)`, or `set_instrument(global name, *args)` (the global makes the
+    /// function), or NULL to stop instrumenting.
+    fn set_instrument(&self, args: Args<'_>) -> Result<()> {
+        let f = match args.to_value(0)? {
+            Value::Func(f) => Some(f),
+            Value::Null => None,
+            Value::Str(name) => {
+                let factory = registry::get(&name)
+                    .ok_or_else(|| Error::value(format!("set_instrument: no global function `{name}`")))?;
+                let rest = (1..args.len()).map(|i| args.to_value(i)).collect::<Result<Vec<_>>>()?;
+                Some(factory.call(&rest)?.into_func()?)
+            }
+            v => {
+                return Err(Error::type_error(format!(
+                    "set_instrument expects a function or a name, got {}",
+                    v.type_name()
+                )))
+            }
+        };
+        *self.instrument.write() = f;
+        self.any_instrument.store(true, Ordering::Release);
+        Ok(())
+    }
+
     fn api(&self, name: &str, args: Args<'_>) -> Result<Value> {
         match name {
             "vm_initialization" => {
@@ -356,6 +390,7 @@ impl VmModule {
             }
             "save_function" => self.save_function(args).map(|_| Value::Null),
             "invoke_closure" => self.invoke_closure(args),
+            "set_instrument" => self.set_instrument(args).map(|_| Value::Null),
             other => Err(Error::internal(format!("no VM API function `{other}`"))),
         }
     }

@@ -5,9 +5,10 @@ use super::executable::Constant;
 use crate::abi::{type_code as tc, DLDataType, TVMValue};
 use crate::runtime::container::{array_object, shape_object, string_object, ArrayObj, ShapeTupleObj, StringObj};
 use crate::runtime::error::{Error, Result};
-use crate::runtime::ndarray::NDArray;
+use crate::runtime::ndarray::{copy_from_to, NDArray};
 use crate::runtime::object::ObjectRef;
 use crate::runtime::packed::{PackedFunc, Value};
+use crate::runtime::tensor::TensorRef;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
@@ -83,10 +84,15 @@ impl VmValue {
             Value::Str(s) => VmValue::Str(s.into()),
             Value::NDArray(a) => VmValue::Tensor(a),
             Value::Func(f) => VmValue::Func(Callable::Packed(f)),
-            Value::DLTensor(_) => {
-                return Err(Error::type_error(
-                    "a VM function takes tensors as NDArray handles (type code 13), not bare DLTensor pointers",
-                ))
+            // As TVM's VM: a bare DLTensor is copied into an array the VM owns (the caller's
+            // memory is only borrowed for the call; the VM may keep its tensors beyond it).
+            Value::DLTensor(raw) => {
+                // SAFETY: a `RawTensor` is vouched for while it may be passed as an argument
+                // (`RawTensor::new`'s contract); this conversion runs inside that call.
+                let t = unsafe { TensorRef::new(&*raw.as_ptr()) };
+                let copy = NDArray::empty(t.shape()?, t.dtype(), t.device())?;
+                copy_from_to(t, copy.tensor())?;
+                VmValue::Tensor(copy)
             }
             Value::RawStr(s) => VmValue::Str(s.to_string_lossy().into()),
             Value::Object(o) => Self::from_object(o)?,

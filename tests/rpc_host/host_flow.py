@@ -121,6 +121,24 @@ def failing(m, x):
     m.run()
 
 
+@step("a Relax VM executable runs remotely with TVM's numbers")
+def relax_vm(remote):
+    from tvm.runtime import relax_vm as rvm
+
+    d = os.path.join(REPO, "tests/data/relax-0.18/mlp")
+    remote.upload(os.path.join(d, "lib.so"), target="mlp.so")
+    dev = remote.cpu(0)
+    vm = rvm.VirtualMachine(remote.load_module("mlp.so"), dev)
+    x = np.fromfile(os.path.join(d, "input_0.bin"), dtype="float32").reshape(4, 32)
+    want = np.fromfile(os.path.join(d, "output_0.bin"), dtype="float32").reshape(4, 10)
+    assert np.array_equal(vm["main"](tvm.nd.array(x, dev)).numpy(), want)
+    vm.set_input("main", tvm.nd.array(x, dev))
+    vm.invoke_stateful("main")
+    assert np.array_equal(vm.get_outputs("main").numpy(), want)
+    res = vm.time_evaluator("main", dev, number=10, repeat=3)(tvm.nd.array(x, dev))
+    assert len(res.results) == 3 and min(res.results) > 0
+
+
 @step("download and remove")
 def files(remote, model):
     name = os.path.basename(model)
@@ -209,6 +227,7 @@ def session(args, model, x, want):
         missing(rlib)
         failing(m, x)
     arrays(remote)
+    relax_vm(remote)
     files(remote, model)
 
 
