@@ -164,6 +164,9 @@ _decl("TVMFuncCall", c_int, [_P, POINTER(TVMValue), POINTER(c_int), c_int, POINT
 _decl("TVMObjectGetTypeIndex", c_int, [_P, POINTER(c_uint)])
 _decl("TVMObjectTypeIndex2Key", c_int, [c_uint, POINTER(c_char_p)])
 
+_decl("TVMRPCServerRun", c_int, [c_char_p])
+_decl("TVMRPCServerLoop", c_int, [c_int])
+
 _GE = c_void_p
 # Tensor arguments of the executor calls are plain pointers: the hot path passes the address of a
 # cached DLTensor as an int (byref() and POINTER(DLTensor) handles are accepted too).

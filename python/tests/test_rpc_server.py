@@ -1,0 +1,90 @@
+"""``python -m tvmrt.rpc_server``: the runtime's RPC server started from Python answers TVM's
+handshake (the server key, the mismatch code for a wrong key) and serves a session (InitServer,
+then a global function looked up), and bad options are refused with their names."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import tvmrt
+
+RPC_MAGIC = 0xFF271
+PACKAGE_ROOT = str(Path(tvmrt.__file__).resolve().parents[1])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server(tmp_path):
+    port = _free_port()
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
+    cmd = [sys.executable, "-m", "tvmrt.rpc_server", "--host", "127.0.0.1", "--port", str(port), "--key", "dev"]
+    p = subprocess.Popen(cmd + ["--workdir", str(tmp_path)], env=env, stderr=subprocess.PIPE, text=True)
+    line = p.stderr.readline()
+    assert f"listening on port {port}" in line, line
+    yield port
+    p.terminate()
+    p.wait(timeout=10)
+
+
+def _hello(port: int, key: str) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    k = f"client:{key}".encode()
+    s.sendall(struct.pack("<ii", RPC_MAGIC, len(k)) + k)
+    return s
+
+
+def _recv(s: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        assert chunk, "connection closed"
+        out += chunk
+    return out
+
+
+def test_handshake_and_a_session(server):
+    s = _hello(server, "wrong")
+    assert struct.unpack("<i", _recv(s, 4))[0] == RPC_MAGIC + 2
+    s.close()
+    s = _hello(server, "dev")
+    assert struct.unpack("<i", _recv(s, 4))[0] == RPC_MAGIC
+    n = struct.unpack("<i", _recv(s, 4))[0]
+    assert _recv(s, n) == b"server:dev"
+    # InitServer: code 2, protocol "0.8.0", no arguments.
+    body = struct.pack("<iQ", 2, 5) + b"0.8.0" + struct.pack("<i", 0)
+    s.sendall(struct.pack("<Q", len(body)) + body)
+    length = struct.unpack("<Q", _recv(s, 8))[0]
+    assert _recv(s, length) == struct.pack("<iii", 4, 1, 4)  # Return, one NULL
+    # GetGlobalFunc (code 9) of an existing and a missing function.
+    for name, want_code in [(b"runtime.RPCTimeEvaluator", 3), (b"no.such.function", 4)]:
+        body = struct.pack("<iiiQ", 9, 1, 11, len(name)) + name
+        s.sendall(struct.pack("<Q", len(body)) + body)
+        reply = _recv(s, struct.unpack("<Q", _recv(s, 8))[0])
+        code, count, type_code = struct.unpack("<iii", reply[:12])
+        assert (code, count, type_code) == (4, 1, want_code), reply
+    s.sendall(struct.pack("<Qi", 4, 1))  # Shutdown
+    s.close()
+
+
+def test_bad_options_are_refused_by_name():
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
+    r = subprocess.run(
+        [sys.executable, "-m", "tvmrt.rpc_server", "--port", "70000"], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert r.returncode == 2 and "port" in r.stderr, r.stderr
+    with pytest.raises(tvmrt.TVMError, match="key"):
+        from tvmrt.rpc_server import options_text
+
+        options_text(key="a,b")
