@@ -247,6 +247,39 @@ def hand_made_executable():
             + u64(len(words)) + b"".join(struct.pack("<q", w) for w in words))
 
 
+def rpc_sessions():
+    """Packet streams as a TVM 0.18 host sends them (protocol 0.8.0)."""
+    def seq(*values):  # (type code, payload bytes) pairs
+        return struct.pack("<i", len(values)) + b"".join(struct.pack("<i", c) for c, _ in values) + b"".join(
+            v for _, v in values)
+
+    def s(text):
+        return (11, struct.pack("<Q", len(text)) + text)
+
+    def tensor(data, shape, offset=0):
+        return (struct.pack("<Qiii", data, 1, 0, len(shape)) + bytes([2, 32, 1, 0])
+                + b"".join(struct.pack("<q", d) for d in shape) + struct.pack("<Q", offset))
+
+    init = struct.pack("<iQ", 2, 5) + b"0.8.0" + seq()
+    cpu = (6, struct.pack("<ii", 1, 0))
+    alloc = struct.pack("<i", 13) + seq(cpu, (0, struct.pack("<q", 64)), (0, struct.pack("<q", 64)),
+                                        (5, bytes([2, 32, 1, 0]) + b"\0" * 4))
+    return {
+        "files.bin": [init, struct.pack("<i", 9) + seq(s(b"tvm.rpc.server.upload")),
+                      struct.pack("<iQ", 3, 0x100000) + seq(s(b"a.bin"), (12, struct.pack("<Q", 3) + b"abc")),
+                      struct.pack("<i", 9) + seq(s(b"tvm.rpc.server.download")),
+                      struct.pack("<iQ", 3, 0x100010) + seq(s(b"a.bin")),
+                      struct.pack("<i", 10) + seq((3, struct.pack("<Q", 0x100000)), (0, struct.pack("<q", 10))),
+                      struct.pack("<i", 1)],
+        "buffers.bin": [init, alloc,
+                        struct.pack("<i", 7) + tensor(0, [4, 4]) + struct.pack("<Q", 4) + b"wxyz",
+                        struct.pack("<i", 6) + tensor(0, [4, 4], 8) + struct.pack("<Q", 8),
+                        struct.pack("<i", 12) + seq(cpu, (0, struct.pack("<q", 0))),
+                        struct.pack("<i", 14) + seq(cpu, (3, struct.pack("<Q", 0)))],
+        "no_init.bin": [struct.pack("<i", 9) + seq(s(b"x")), struct.pack("<i", 3) + struct.pack("<Q", 1) + seq()],
+    }
+
+
 def main():
     for t in ("graph_json", "params", "blob", "elf", "relax_exec", "library_bin"):
         shutil.rmtree(os.path.join(CORPUS, t), ignore_errors=True)
@@ -315,6 +348,10 @@ def main():
             if os.path.isfile(lib):
                 write("relax_exec", f"tvm{version[6:].replace('.', '')}_{model}.bin", relax_executable(lib))
     write("relax_exec", "hand_loop.bin", hand_made_executable())
+
+    # RPC sessions: streams of TVM 0.18 host packets.
+    for name, packets in rpc_sessions().items():
+        write("rpc_session", name, b"".join(struct.pack("<Q", len(p)) + p for p in packets))
 
 
 if __name__ == "__main__":

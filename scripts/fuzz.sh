@@ -13,6 +13,7 @@
 #               every binary loader reachable
 #   relax_exec  vm::Executable::parse (Relax VM executables of both generations), then as_text,
 #               stats and describe
+#   rpc_session the RPC server's session on a stream of packets (rpc::session::Session::handle)
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz`) and nightly compiler features. A nightly
 # toolchain is not required: the default toolchain is used with RUSTC_BOOTSTRAP=1 (set
@@ -34,7 +35,7 @@ FUZZ="$REPO/fuzz"
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(graph_json params blob elf relax_exec library_bin)
+[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(graph_json params blob elf relax_exec library_bin rpc_session)
 
 skip() {
   echo "fuzz: skipped: $*"

@@ -125,3 +125,30 @@ fn elf_seeds_are_accepted() {
         }
     }
 }
+
+/// Packet streams the `rpc_session` fuzzer found: each packet gets a reply (one asked for a
+/// 2^57-byte buffer, now refused by the session's memory limit).
+#[test]
+fn rpc_session_regressions_fail_cleanly() {
+    use tvm_runtime::rpc::env::Env;
+    use tvm_runtime::rpc::session::{Session, Step};
+    tvm_runtime::init();
+    for (name, data) in inputs("rpc_session") {
+        let dir = std::env::temp_dir().join(format!("rpc-regression-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut session = Session::new(Env::new(dir.clone()));
+        let mut rest = &data[..];
+        while rest.len() >= 8 {
+            let len = (u64::from_le_bytes(rest[..8].try_into().unwrap()) as usize).min(rest.len() - 8);
+            let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session.handle(&rest[8..8 + len])));
+            match step {
+                Ok(Step::End) => break,
+                Ok(Step::Reply(_)) => {}
+                Err(_) => panic!("{name}: the session panicked"),
+            }
+            rest = &rest[8 + len..];
+        }
+        drop(session);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -123,8 +123,8 @@ impl Client {
 
     fn global(&mut self, name: &str) -> Option<u64> {
         match self.syscall(code::GET_GLOBAL_FUNC, &[WireValue::Str(name.into())]).unwrap().as_slice() {
+            [WireValue::Handle(_, 0)] => None,
             [WireValue::Handle(_, h)] => Some(*h),
-            [WireValue::Null] => None,
             other => panic!("GetGlobalFunc answered {other:?}"),
         }
     }
@@ -358,7 +358,7 @@ fn remote_buffers_round_trip_and_stay_in_bounds() {
 fn errors_are_answered_and_the_session_goes_on() {
     let server = Running::start("", |_| {});
     let mut c = Client::session(server.port, "");
-    assert_eq!(c.global("tvm.rpc.server.GetCRTMaxPacketSize"), None, "a missing global is NULL, not an error");
+    assert_eq!(c.global("tvm.rpc.server.GetCRTMaxPacketSize"), None, "a missing global is handle 0, not an error");
     let gmod = remote_executor(&mut c);
     // A failing call: wrong shape for an input.
     let set_input = module_fn(&mut c, gmod, "set_input");
@@ -499,4 +499,195 @@ fn reply_bytes_match_tvms_layout() {
     assert_eq!(wire::return_void(), [12, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0]);
     let e = wire::exception_packet("x");
     assert_eq!(e, [21, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 11, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, b'x']);
+}
+
+/// The `rpc_session` fuzzer's seeds (host packet streams) through one session each, as the
+/// fuzzer runs them: every packet answered with one well-formed reply, files served from the
+/// session's directory, out-of-range copies refused.
+#[test]
+fn fuzz_seeds_replay_through_a_session() {
+    use tvm_runtime::rpc::env::Env;
+    use tvm_runtime::rpc::session::{Session, Step};
+    tvm_runtime::init();
+    let dir = repo().join("fuzz/corpus/rpc_session");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let data = std::fs::read(entry.unwrap().path()).unwrap();
+        let work = scratch("rpc").join(format!("seed-{seen}"));
+        std::fs::create_dir_all(&work).unwrap();
+        let mut session = Session::new(Env::new(work));
+        let (mut rest, mut codes) = (&data[..], Vec::new());
+        while rest.len() >= 8 {
+            let len = (u64::from_le_bytes(rest[..8].try_into().unwrap()) as usize).min(rest.len() - 8);
+            match session.handle(&rest[8..8 + len]) {
+                Step::Reply(b) => {
+                    assert_eq!(u64::from_le_bytes(b[..8].try_into().unwrap()) as usize, b.len() - 8);
+                    codes.push(i32::from_le_bytes(b[8..12].try_into().unwrap()));
+                }
+                Step::End => codes.push(-1),
+            }
+            rest = &rest[8 + len..];
+        }
+        assert!(
+            !codes.is_empty() && codes.iter().all(|c| [code::RETURN, code::EXCEPTION, code::COPY_ACK, -1].contains(c))
+        );
+        seen += 1;
+    }
+    assert!(seen >= 3, "{}: {seen} seeds", dir.display());
+}
+
+/// Packets of a recorded stream (each body after its length prefix).
+fn packets(stream: &[u8]) -> Vec<Vec<u8>> {
+    let (mut out, mut rest) = (Vec::new(), stream);
+    while rest.len() >= 8 {
+        let n = u64::from_le_bytes(rest[..8].try_into().unwrap()) as usize;
+        out.push(rest[8..8 + n].to_vec());
+        rest = &rest[8 + n..];
+    }
+    assert!(rest.is_empty(), "a recorded stream ends in half a packet");
+    out
+}
+
+/// What the recorded server's handles and addresses are in this server. TVM's handles are
+/// addresses, so one object returned twice has one recorded handle (freed twice) and two of ours.
+#[derive(Default)]
+struct Translation(std::collections::HashMap<u64, Vec<u64>>);
+
+impl Translation {
+    fn get(&self, v: u64) -> u64 {
+        if v == 0 {
+            return 0;
+        }
+        let ours = self.0.get(&v).and_then(|l| l.last());
+        *ours.unwrap_or_else(|| panic!("the recording names {v:#x}, which no reply gave"))
+    }
+
+    /// The handle a `FreeHandle` of recorded handle `v` frees (each of ours once).
+    fn take(&mut self, v: u64) -> u64 {
+        let ours = self.0.get_mut(&v).and_then(|l| l.pop());
+        ours.unwrap_or_else(|| panic!("the recording frees {v:#x} more often than it was given"))
+    }
+
+    fn learn(&mut self, recorded: u64, ours: u64) {
+        self.0.entry(recorded).or_default().push(ours);
+    }
+
+    fn value(&self, v: &WireValue) -> WireValue {
+        match v {
+            WireValue::Handle(c, h) => WireValue::Handle(*c, self.get(*h)),
+            WireValue::Object(h) => WireValue::Object(self.get(*h)),
+            WireValue::Tensor(t) => WireValue::Tensor(self.tensor(t)),
+            v => v.clone(),
+        }
+    }
+
+    fn tensor(&self, t: &WireTensor) -> WireTensor {
+        WireTensor { data: self.get(t.data), ..t.clone() }
+    }
+
+    /// A host packet with the recorded server's handles and addresses replaced by ours.
+    fn request(&mut self, body: &[u8]) -> Vec<u8> {
+        let mut r = Reader::new(body);
+        let c = r.i32("code").unwrap();
+        let mut w = Writer::packet(c);
+        match c {
+            code::FREE_HANDLE => match r.packed_seq().unwrap().as_slice() {
+                [WireValue::Handle(hc, h), kind] => {
+                    let h = self.take(*h);
+                    w.packed_seq(&[WireValue::Handle(*hc, h), kind.clone()]);
+                }
+                other => panic!("FreeHandle of {other:?}"),
+            },
+            code::CALL_FUNC => {
+                w.u64(self.get(r.u64("handle").unwrap()));
+                w.packed_seq(&r.packed_seq().unwrap().iter().map(|v| self.value(v)).collect::<Vec<_>>());
+            }
+            code::COPY_TO_REMOTE | code::COPY_FROM_REMOTE => {
+                w.tensor(&self.tensor(&r.tensor().unwrap()));
+                let rest = r.remaining() as u64;
+                w.raw(r.bytes(rest, "rest").unwrap());
+            }
+            c if (code::GET_GLOBAL_FUNC..=code::DEV_GET_CURRENT_STREAM).contains(&c) => {
+                w.packed_seq(&r.packed_seq().unwrap().iter().map(|v| self.value(v)).collect::<Vec<_>>());
+            }
+            _ => {
+                let rest = r.remaining() as u64;
+                w.raw(r.bytes(rest, "rest").unwrap());
+            }
+        }
+        w.finish()[8..].to_vec()
+    }
+
+    /// Compare our reply with the recorded one, learning the handles and addresses it gives.
+    fn reply(&mut self, what: &str, recorded: &[u8], ours: &[u8]) {
+        let code_of = |b: &[u8]| i32::from_le_bytes(b[..4].try_into().unwrap());
+        assert_eq!(code_of(ours), code_of(recorded), "{what}: reply code (ours: {:?})", String::from_utf8_lossy(ours));
+        match code_of(recorded) {
+            code::COPY_ACK => assert_eq!(ours[4..], recorded[4..], "{what}: the copied bytes differ"),
+            code::RETURN => {
+                let want = Reader::new(&recorded[4..]).packed_seq().unwrap();
+                let got = Reader::new(&ours[4..]).packed_seq().unwrap();
+                assert_eq!(got.len(), want.len(), "{what}: {got:?} vs recorded {want:?}");
+                for (g, w) in got.iter().zip(&want) {
+                    self.value_pair(what, g, w);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn value_pair(&mut self, what: &str, got: &WireValue, want: &WireValue) {
+        match (got, want) {
+            (WireValue::Handle(_, g), WireValue::Handle(_, w)) | (WireValue::Object(g), WireValue::Object(w)) => {
+                assert_eq!(*g == 0, *w == 0, "{what}: a NULL handle on one side only");
+                self.learn(*w, *g);
+            }
+            (WireValue::Tensor(g), WireValue::Tensor(w)) => {
+                assert_eq!((g.shape.clone(), g.dtype, g.device), (w.shape.clone(), w.dtype, w.device), "{what}");
+                self.learn(w.data, g.data);
+            }
+            (WireValue::Bytes(g), WireValue::Bytes(w)) if g != w => {
+                // Only timings differ from run to run: as many float64 seconds, all positive.
+                assert_eq!(g.len(), w.len(), "{what}: bytes");
+                assert!(g.chunks(8).all(|t| f64::from_le_bytes(t.try_into().unwrap()) > 0.0), "{what}: bytes");
+            }
+            (g, w) => assert_eq!(g, w, "{what}"),
+        }
+    }
+}
+
+/// A session a real TVM 0.18 host had with TVM's own server (apps/cpp_rpc), recorded by
+/// tests/rpc_host/record.py, replayed against this server: every reply has the recorded code and
+/// values (the output the host copied back is TVM's, byte for byte), handles and addresses
+/// translated.
+#[test]
+fn a_recorded_tvm_host_session_replays() {
+    use tvm_runtime::rpc::env::Env;
+    use tvm_runtime::rpc::session::{Session, Step};
+    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        eprintln!("skipped: the recording uploads an x86-64 Linux library");
+        return;
+    }
+    tvm_runtime::init();
+    let dir = repo().join("tests/data/rpc");
+    let host = packets(&std::fs::read(dir.join("demo_session.host.bin")).unwrap());
+    let mut server = packets(&std::fs::read(dir.join("demo_session.server.bin")).unwrap()).into_iter();
+    let work = scratch("rpc").join("replay");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut session = Session::new(Env::new(work));
+    let mut t = Translation::default();
+    let mut replies = 0;
+    for (i, body) in host.iter().enumerate() {
+        let what = format!("host packet {i} (code {})", i32::from_le_bytes(body[..4].try_into().unwrap()));
+        match session.handle(&t.request(body)) {
+            Step::End => break,
+            Step::Reply(ours) => {
+                let recorded = server.next().unwrap_or_else(|| panic!("{what}: the recording has no reply"));
+                t.reply(&what, &recorded, &ours[8..]);
+                replies += 1;
+            }
+        }
+    }
+    assert!(replies > 20, "only {replies} replies replayed");
+    assert_eq!(server.next(), None, "recorded replies left over");
 }

@@ -124,11 +124,20 @@ pub struct Session {
     env: Env,
     handles: Handles,
     initialized: bool,
+    /// Bytes of buffers the host allocated (`DevAllocData*`) and not freed, and their limit.
+    allocated: u64,
+    memory_limit: u64,
 }
 
 impl Session {
+    /// A session over `env`; the host may allocate up to the machine's physical memory.
     pub fn new(env: Env) -> Session {
-        Session { env, handles: Handles::default(), initialized: false }
+        Session::with_memory_limit(env, physical_memory())
+    }
+
+    /// A session whose host may hold at most `limit` bytes of allocated buffers at once.
+    pub fn with_memory_limit(env: Env, limit: u64) -> Session {
+        Session { env, handles: Handles::default(), initialized: false, allocated: 0, memory_limit: limit }
     }
 
     /// Answer one packet (`body`: the code and what follows it, the length already read).
@@ -381,27 +390,36 @@ impl Session {
         }
     }
 
-    /// A function by name: the session's own first, then the global registry; NULL when
-    /// neither has it (the host probes for optional functions this way).
+    /// A function by name: the session's own first, then the global registry; a handle of 0
+    /// when neither has it, as TVM's servers answer (hosts probe for optional functions so).
     fn global(&mut self, name: &str) -> WireValue {
-        match self.env.get(name).or_else(|| registry::get(name)) {
-            Some(f) => WireValue::Handle(tc::OPAQUE_HANDLE, self.handles.insert(Value::Func(f))),
-            None => WireValue::Null,
-        }
+        let id = match self.env.get(name).or_else(|| registry::get(name)) {
+            Some(f) => self.handles.insert(Value::Func(f)),
+            None => 0,
+        };
+        WireValue::Handle(tc::OPAQUE_HANDLE, id)
     }
 
     fn alloc(&mut self, d: DLDevice, n: u64) -> Result<WireValue> {
         cpu_only(d)?;
+        if self.allocated.saturating_add(n) > self.memory_limit {
+            return Err(Error::value(format!(
+                "cannot allocate {n} bytes: the session holds {} of its {}-byte limit",
+                self.allocated, self.memory_limit
+            )));
+        }
         let bytes = usize::try_from(n).map_err(|_| Error::value(format!("cannot allocate {n} bytes")))?;
         let a = NDArray::empty(&[bytes.max(1) as i64], DLDataType::new(dtype_code::UINT, 8, 1), d)?;
         let p = a.data_ptr() as u64;
         self.handles.hold(p, n, Some(a));
+        self.allocated += n;
         Ok(WireValue::Handle(tc::OPAQUE_HANDLE, p))
     }
 
     fn free_data(&mut self, p: u64) -> Result<WireValue> {
         match self.handles.regions.get(&p) {
             Some(r) if r.owned.is_some() => {
+                self.allocated -= r.len;
                 self.handles.regions.remove(&p);
                 Ok(WireValue::Null)
             }
@@ -433,6 +451,16 @@ impl Session {
     /// The handles the host holds now (for tests and logs).
     pub fn live_handles(&self) -> usize {
         self.handles.table.len()
+    }
+}
+
+/// The machine's physical memory in bytes (no limit where it cannot be read).
+fn physical_memory() -> u64 {
+    // SAFETY: sysconf only reads system configuration.
+    let (pages, size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    match (u64::try_from(pages), u64::try_from(size)) {
+        (Ok(p), Ok(s)) if p > 0 && s > 0 => p.saturating_mul(s),
+        _ => u64::MAX,
     }
 }
 
