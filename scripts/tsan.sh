@@ -6,7 +6,8 @@
 # 500 rounds, reading the data after every round; test_pipeline: 4 threads submitting to one
 # request pipeline, callbacks on its threads, frees with requests in flight; test_async_phases:
 # an executor's copies and runs on stream workers, ordered by events, with the host reading and
-# refilling its tensors meanwhile).
+# refilling its tensors meanwhile; test_rpc_server: four RPC sessions served at once, each on its
+# own thread over a socket pair).
 #
 #   scripts/tsan.sh [extra ctest args, e.g. -R test_graph_executor]
 #   TSAN_MODE=c-only|full|auto (default auto)
