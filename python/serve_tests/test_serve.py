@@ -1,0 +1,147 @@
+"""``python -m tvmrt.serve``, started for real (KServe's ModelServer in a subprocess), driven by
+tritonclient from its own process: the runtime's numbers over HTTP JSON, HTTP binary and gRPC
+with ``served_by`` in every response, the model metadata (-1 for a bucketed dimension), bad
+requests answered with 4xx while the server stays ready, and SIGTERM ending it cleanly.
+
+Run by scripts/serve_tests.sh, which makes the two virtual environments."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvmrt
+
+REPO = Path(__file__).resolve().parents[2]
+CLIENT_PYTHON = os.environ.get("TVMRT_SERVE_CLIENT_PYTHON", "")
+FIXTURES = json.loads((REPO / "target/demo/python_fixtures.json").read_text())
+MLP = REPO / "tests/data/relax-0.27/mlp/lib.so"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    http_port, grpc_port = free_port(), free_port()
+    cmd = [sys.executable, "-m", "tvmrt.serve", "--http-port", str(http_port), "--grpc-port", str(grpc_port),
+           "--model", f"demo={FIXTURES['demo']}", "--model", f"buckets={FIXTURES['manifest']}", "--model", f"mlp={MLP}",
+           "--max-body-bytes", "100000"]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and p.poll() is None:
+        try:
+            if json.load(urllib.request.urlopen(f"http://127.0.0.1:{http_port}/v2/health/ready", timeout=1))["ready"]:
+                break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        p.kill()
+        raise RuntimeError(f"the server did not become ready: {p.stderr.read()[-2000:]}")
+    yield {"http": http_port, "grpc": grpc_port, "process": p}
+    if p.poll() is None:
+        p.kill()
+
+
+def post(port: int, path: str, body: bytes, headers=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, headers=headers or {}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def local_demo(x: np.ndarray) -> np.ndarray:
+    m = tvmrt.load_module(FIXTURES["demo"])["default"](tvmrt.cpu())
+    return m(x)[0]
+
+
+@pytest.mark.skipif(not CLIENT_PYTHON, reason="needs the tritonclient venv (TVMRT_SERVE_CLIENT_PYTHON)")
+def test_numbers_over_http_json_binary_and_grpc(server):
+    case = FIXTURES["cases"][0]
+    x = np.array(case["input_bits"], dtype=np.uint32).view(np.float32).reshape(1, 1, 16, 16)
+    want = np.array(case["capi_output_bits"], dtype=np.uint32).view(np.float32)
+    job = {"http_port": server["http"], "grpc_port": server["grpc"], "model": "demo", "input_name": "data",
+           "output_name": "tvmgen_default_fused_nn_softmax", "datatype": "FP32", "dtype": "float32",
+           "shape": [1, 1, 16, 16], "input": x.reshape(-1).tolist()}
+    r = subprocess.run([CLIENT_PYTHON, str(Path(__file__).with_name("client.py"))], input=json.dumps(job),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout)
+    for proto in ("http_json", "http_binary", "grpc"):
+        y = np.array(got[proto]["output"], dtype=np.float32).reshape(-1)
+        assert np.array_equal(y.view(np.uint32), want.view(np.uint32)), proto
+        assert got[proto]["served_by"] == f"{socket.gethostname()}/{server['process'].pid}", got[proto]
+    assert got["ready"]
+    assert got["metadata"]["inputs"] == [{"name": "data", "datatype": "FP32", "shape": [1, 1, 16, 16]}]
+
+
+def test_metadata_marks_bucketed_dimensions(server):
+    meta = json.load(urllib.request.urlopen(f"http://127.0.0.1:{server['http']}/v2/models/buckets"))
+    assert meta["inputs"] == [{"name": "data", "datatype": "FP32", "shape": [-1, 1, 16, 16]}]
+    assert meta["outputs"][0]["shape"] == [-1, 10]
+    meta = json.load(urllib.request.urlopen(f"http://127.0.0.1:{server['http']}/v2/models/mlp"))
+    assert meta["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [4, 32]}]
+
+
+def test_bucketed_and_relax_models_give_the_local_numbers(server):
+    x = np.random.RandomState(1).uniform(-1, 1, (3, 1, 16, 16)).astype("float32")
+    body = {"inputs": [{"name": "data", "shape": [3, 1, 16, 16], "datatype": "FP32", "data": x.reshape(-1).tolist()}]}
+    status, r = post(server["http"], "/v2/models/buckets/infer", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    assert status == 200, r
+    y = np.array(r["outputs"][0]["data"], dtype=np.float32).reshape(r["outputs"][0]["shape"])
+    assert y.shape == (3, 10)
+    for row in range(3):
+        np.testing.assert_allclose(y[row], local_demo(x[row:row + 1])[0], rtol=1e-6, atol=1e-7)
+    xin = np.fromfile(MLP.parent / "main0_in0.bin", dtype="float32")
+    want = np.fromfile(MLP.parent / "main0_out0.bin", dtype="float32")
+    body = {"inputs": [{"name": "x", "shape": [4, 32], "datatype": "FP32", "data": xin.tolist()}]}
+    status, r = post(server["http"], "/v2/models/mlp/infer", json.dumps(body).encode())
+    assert status == 200, r
+    np.testing.assert_allclose(np.array(r["outputs"][0]["data"], dtype=np.float32), want, rtol=1e-5, atol=1e-6)
+
+
+def test_bad_requests_get_4xx_and_the_server_stays_ready(server):
+    port = server["http"]
+    good = {"name": "data", "shape": [1, 1, 16, 16], "datatype": "FP32", "data": [0.5] * 256}
+    cases = [
+        ("/v2/models/demo/infer", {"inputs": [dict(good, datatype="INT64")]}, 400, "datatype INT64"),
+        ("/v2/models/demo/infer", {"inputs": [dict(good, shape=[1, 1, 4, 64])]}, 400, "shape [1, 1, 4, 64]"),
+        ("/v2/models/demo/infer", {"inputs": [dict(good, name="x")]}, 400, "unknown input 'x'"),
+        ("/v2/models/demo/infer", {"inputs": [dict(good, data=[1, 2, 3])]}, 400, "cannot decode"),
+        ("/v2/models/nope/infer", {"inputs": [good]}, 404, "nope"),
+    ]
+    for path, body, code, text in cases:
+        status, r = post(port, path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+        assert (status, text in r.get("error", "")) == (code, True), (path, r)
+    status, r = post(port, "/v2/models/demo/infer", b'{"inputs": [', {"Content-Type": "application/json"})
+    assert status == 400 and "error" in r, r
+    header = json.dumps({"inputs": [dict(good, data=None, parameters={"binary_data_size": 1024})]}).encode()
+    status, r = post(port, "/v2/models/demo/infer", header + b"\0" * 100,
+                     {"Inference-Header-Content-Length": str(len(header)), "Content-Type": "application/octet-stream"})
+    assert status == 400 and "truncated" in r["error"], r
+    status, r = post(port, "/v2/models/demo/infer", b"x" * 200000, {"Content-Type": "application/json"})
+    assert status == 413, r
+    assert json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready"))["ready"]
+    status, r = post(port, "/v2/models/demo/infer", json.dumps({"inputs": [good]}).encode(), {"Content-Type": "application/json"})
+    assert status == 200 and r["parameters"]["served_by"].endswith(f"/{server['process'].pid}"), r
+
+
+def test_sigterm_stops_the_server(server):
+    p = server["process"]
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=60) in (0, -signal.SIGTERM)
