@@ -144,12 +144,14 @@ echo "-- ctest (every C test, plus the data-race canary that must be reported)"
 if [ "$MODE" = full ] && [ "${TSAN_RUST_TESTS:-1}" = 1 ]; then
   # The same instrumented build runs the library's own unit tests, tests/concurrency.rs,
   # tests/inter_op.rs, tests/async_phases.rs, tests/pipeline.rs, tests/buckets.rs and
-  # tests/buckets_models.rs (threads through the C API from Rust; the inter-op scheduler; stages
-  # on stream workers; the request pipeline's streams, contexts, callbacks and shutdown; bucketed
-  # contexts on threads over one bucket set), with rustc's TSan runtime. TSAN_RUST_TESTS=0 skips.
+  # tests/buckets_models.rs and tests/rpc.rs (threads through the C API from Rust; the inter-op
+  # scheduler; stages on stream workers; the request pipeline's streams, contexts, callbacks and
+  # shutdown; bucketed contexts on threads over one bucket set; RPC servers on their threads,
+  # stopped by a flag, with clients on the test threads), with rustc's TSan runtime.
+  # TSAN_RUST_TESTS=0 skips.
   echo "-- the library's unit tests and the concurrent Rust tests under TSan (TSAN_RUST_TESTS=0 skips)"
   (cd "$REPO" && RUSTFLAGS="-Zsanitizer=thread" "${runner[@]}" "${cargo_cmd[@]}" test --quiet --release \
      -Zbuild-std --target "$host" --target-dir "$RUST_TARGET_DIR" --lib --test concurrency --test inter_op \
-     --test async_phases --test pipeline --test buckets --test buckets_models)
+     --test async_phases --test pipeline --test buckets --test buckets_models --test rpc)
 fi
 echo "tsan ($MODE): no data races reported; canary reported as expected"
