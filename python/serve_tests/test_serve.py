@@ -145,3 +145,40 @@ def test_sigterm_stops_the_server(server):
     p = server["process"]
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=60) in (0, -signal.SIGTERM)
+
+
+def test_queue_limit_timeout_and_metrics():
+    """A slow model (the ~30 ms CNN) with room for one request and a 10 ms timeout: of 8
+    concurrent requests, those arriving while one is in progress get 429, an accepted one 504;
+    the counts show on /metrics."""
+    import concurrent.futures
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "tvmrt.serve", "--http-port", str(port), "--model", f"cnn={FIXTURES['large']}",
+           "--max-queue", "1", "--timeout-s", "0.01"]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and p.poll() is None:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        body = json.dumps({"inputs": [{"name": "data", "shape": [1, 3, 64, 64], "datatype": "FP32",
+                                       "data": [0.1] * (3 * 64 * 64)}]}).encode()
+        headers = {"Content-Type": "application/json"}
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda _: post(port, "/v2/models/cnn/infer", body, headers), range(8)))
+        codes = sorted(c for c, _ in results)
+        assert set(codes) <= {429, 504} and 429 in codes and 504 in codes, results
+        assert all("error" in r for _, r in results)
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
+        for outcome in ("busy", "timeout"):
+            line = next(l for l in metrics.splitlines() if l.startswith(f'tvmrt_requests_total{{model="cnn",outcome="{outcome}"}}'))
+            assert float(line.split()[-1]) >= 1, line
+        assert "tvmrt_request_seconds_bucket" in metrics and "tvmrt_queue_depth" in metrics
+        assert json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready"))["ready"]
+    finally:
+        p.kill()
+        p.wait()

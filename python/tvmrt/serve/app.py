@@ -14,6 +14,8 @@ def parse(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--http-port", type=int, required=True)
     p.add_argument("--grpc-port", type=int, help="also serve gRPC (GRPCInferenceService) on this port")
     p.add_argument("--max-body-bytes", type=int, default=64 << 20, help="largest request body accepted (413 above)")
+    p.add_argument("--max-queue", type=int, default=64, help="requests a model accepts at once (429 above)")
+    p.add_argument("--timeout-s", type=float, default=30.0, help="longest a request may take (504 after)")
     p.add_argument("--replicas", type=int, help="not yet supported: replicas on a Ray cluster")
     p.add_argument("--ray-address", help="not yet supported: a Ray cluster to place replicas on")
     a = p.parse_args(argv)
@@ -49,7 +51,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     models = []
     for name, path in a.models.items():
-        m = RuntimeModel(name, path)
+        m = RuntimeModel(name, path, max_queue=a.max_queue, timeout_s=a.timeout_s)
         m.load()
         models.append(m)
     ModelServer(http_port=a.http_port, grpc_port=a.grpc_port or 8081, enable_grpc=bool(a.grpc_port)).start(models)

@@ -5,7 +5,8 @@
 - a body over the size limit is refused with 413 before it is read;
 - a malformed JSON body is 400 with a JSON error (FastAPI's default is 422 ``{"detail"}``);
 - a binary-extension body whose tensors' ``binary_data_size`` do not add up to the bytes after
-  its JSON header (a truncated payload) is 400 (KServe answers 500).
+  its JSON header (a truncated payload) is 400 (KServe answers 500);
+- a full model queue is 429, a request over its timeout 504 (see :mod:`.model`).
 """
 
 from __future__ import annotations
@@ -98,6 +99,17 @@ async def bad_json(request, exc: RequestValidationError):
     return JSONResponse(status_code=400, content={"error": f"malformed request: {exc.errors()}"})
 
 
+def status_of(code: int):
+    async def handler(request, exc):
+        return JSONResponse(status_code=code, content={"error": str(exc)})
+
+    return handler
+
+
 def install(app, max_body_bytes: int) -> None:
+    from .model import Busy, TimedOut
+
     app.add_middleware(RequestChecks, max_body_bytes=max_body_bytes)
     app.add_exception_handler(RequestValidationError, bad_json)
+    app.add_exception_handler(Busy, status_of(429))
+    app.add_exception_handler(TimedOut, status_of(504))
