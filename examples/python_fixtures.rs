@@ -10,6 +10,9 @@
 //! outputs the C API gives for it (as float32 bit patterns, so the comparison is exact) and
 //! the pure-Rust reference's.
 //!
+//! `--wide`: builds only the serving benchmark's model (`wide_model.so`, `wide_b2_model.so`, ...
+//! and `wide.buckets`) and prints the manifest's path.
+//!
 //! `--bench N`: times N iterations of `set_input + run + get_output` on the tiny model through
 //! the C API (the loop the Python benchmark compares with) and prints the median of 5 samples
 //! in microseconds per iteration.
@@ -39,6 +42,37 @@ fn tiny() -> Spec {
         num_classes: 2,
         weight_seed: 7,
     }
+}
+
+/// The serving benchmark's model (`--wide`): a [1, 1, 64, 64] input -> dense(512) + softmax, 8 MB
+/// of weights, about a millisecond a run: a batch of 8 costs far less than 8 runs of one.
+fn wide() -> Spec {
+    Spec {
+        name: "wide".into(),
+        batch: 1,
+        channels: 1,
+        height: 64,
+        width: 64,
+        stages: vec![],
+        num_classes: 512,
+        weight_seed: 11,
+    }
+}
+
+/// Build `spec` at each of `BATCHES` and a manifest `<name>.buckets` listing the versions.
+fn build_buckets(spec: &Spec) -> Result<(Vec<std::path::PathBuf>, std::path::PathBuf), String> {
+    let mut versions = Vec::new();
+    for b in BATCHES {
+        versions.push(model::build_spec(&spec.with_batch(b))?);
+    }
+    let dir = versions[0].parent().ok_or("the model has no directory")?.to_path_buf();
+    let manifest = dir.join(format!("{}.buckets", spec.name));
+    let mut text = format!("# the {} model at batch 1, 2, 4 and 8 (examples/python_fixtures.rs)\n", spec.name);
+    for v in &versions {
+        writeln!(text, "{}", v.file_name().unwrap().to_string_lossy()).unwrap();
+    }
+    model::write_atomic(&manifest, text.as_bytes()).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    Ok((versions, manifest))
 }
 
 fn json_str(s: &str) -> String {
@@ -73,18 +107,13 @@ fn run() -> Result<(), String> {
         return bench_tiny(&tiny_so, &tiny_spec, n.max(1));
     }
 
-    let demo = Spec::demo();
-    let mut versions = Vec::new();
-    for b in BATCHES {
-        versions.push(model::build_spec(&demo.with_batch(b))?);
+    if args.iter().any(|a| a == "--wide") {
+        let (_, manifest) = build_buckets(&wide())?;
+        println!("{}", manifest.display());
+        return Ok(());
     }
+    let (versions, manifest) = build_buckets(&Spec::demo())?;
     let dir = versions[0].parent().ok_or("demo model has no directory")?.to_path_buf();
-    let manifest = dir.join("demo.buckets");
-    let mut text = String::from("# the demo model at batch 1, 2, 4 and 8 (examples/python_fixtures.rs)\n");
-    for v in &versions {
-        writeln!(text, "{}", v.file_name().unwrap().to_string_lossy()).unwrap();
-    }
-    model::write_atomic(&manifest, text.as_bytes()).map_err(|e| format!("{}: {e}", manifest.display()))?;
 
     // A model long enough per run (tens of ms) to show Python threads running during it.
     let large = model::build_spec(&Spec::large())?;
