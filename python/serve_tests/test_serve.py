@@ -39,7 +39,7 @@ def server():
     http_port, grpc_port = free_port(), free_port()
     cmd = [sys.executable, "-m", "tvmrt.serve", "--http-port", str(http_port), "--grpc-port", str(grpc_port),
            "--model", f"demo={FIXTURES['demo']}", "--model", f"buckets={FIXTURES['manifest']}", "--model", f"mlp={MLP}",
-           "--max-body-bytes", "100000"]
+           "--model", f"slow={FIXTURES['manifest']}", "--max-batch-delay-ms", "2000", "--max-body-bytes", "100000"]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while time.time() < deadline and p.poll() is None:
@@ -134,6 +134,10 @@ def test_bad_requests_get_4xx_and_the_server_stays_ready(server):
     status, r = post(port, "/v2/models/demo/infer", header + b"\0" * 100,
                      {"Inference-Header-Content-Length": str(len(header)), "Content-Type": "application/octet-stream"})
     assert status == 400 and "truncated" in r["error"], r
+    header = json.dumps({"inputs": [{"name": "data", "datatype": "FP32", "parameters": {"binary_data_size": 1024}}]}).encode()
+    status, r = post(port, "/v2/models/demo/infer", header + b"\0" * 1024,
+                     {"Inference-Header-Content-Length": str(len(header)), "Content-Type": "application/octet-stream"})
+    assert status == 400 and "malformed inference header" in r["error"], r
     status, r = post(port, "/v2/models/demo/infer", b"x" * 200000, {"Content-Type": "application/json"})
     assert status == 413, r
     assert json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready"))["ready"]
@@ -141,16 +145,26 @@ def test_bad_requests_get_4xx_and_the_server_stays_ready(server):
     assert status == 200 and r["parameters"]["served_by"].endswith(f"/{server['process'].pid}"), r
 
 
-def test_sigterm_stops_the_server(server):
+def test_sigterm_answers_an_accepted_request_then_stops(server):
+    """A request waiting on the model when SIGTERM arrives is still answered."""
+    import concurrent.futures
+
     p = server["process"]
-    p.send_signal(signal.SIGTERM)
+    x = np.zeros((1, 1, 16, 16), "float32")
+    body = json.dumps({"inputs": [{"name": "data", "shape": [1, 1, 16, 16], "datatype": "FP32", "data": x.reshape(-1).tolist()}]})
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(post, server["http"], "/v2/models/slow/infer", body.encode(), {"Content-Type": "application/json"})
+        time.sleep(0.5)  # accepted, and waiting in the batch for 1.5 s more
+        p.send_signal(signal.SIGTERM)
+        status, r = pending.result(timeout=60)
+    assert status == 200 and r["outputs"][0]["shape"] == [1, 10], r
     assert p.wait(timeout=60) in (0, -signal.SIGTERM)
 
 
-def start(*args: str):
-    """A server with extra options, serving the ~30 ms CNN as `cnn`; its port and process."""
+def start(*args: str, model: str = f"cnn={FIXTURES['large']}"):
+    """A server with extra options, serving `model` (the ~30 ms CNN as `cnn`); its port and process."""
     port = free_port()
-    cmd = [sys.executable, "-m", "tvmrt.serve", "--http-port", str(port), "--model", f"cnn={FIXTURES['large']}", *args]
+    cmd = [sys.executable, "-m", "tvmrt.serve", "--http-port", str(port), "--model", model, *args]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while time.time() < deadline and p.poll() is None:
@@ -167,10 +181,13 @@ CNN_BODY = json.dumps({"inputs": [{"name": "data", "shape": [1, 3, 64, 64], "dat
                                    "data": [0.1] * (3 * 64 * 64)}]}).encode()
 
 
-def outcome_count(port: int, outcome: str) -> float:
+def metric(port: int, key: str) -> float:
     metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
-    key = f'tvmrt_requests_total{{model="cnn",outcome="{outcome}"}}'
     return sum(float(l.split()[-1]) for l in metrics.splitlines() if l.startswith(key))
+
+
+def outcome_count(port: int, outcome: str) -> float:
+    return metric(port, f'tvmrt_requests_total{{model="cnn",outcome="{outcome}"}}')
 
 
 def test_queue_limit_timeout_and_metrics():
@@ -209,3 +226,73 @@ def test_queue_limit_timeout_and_metrics():
     finally:
         p.kill()
         p.wait()
+
+
+def infer_rows(port: int, x: np.ndarray):
+    body = {"inputs": [{"name": "data", "shape": list(x.shape), "datatype": "FP32", "data": x.reshape(-1).tolist()}]}
+    status, r = post(port, "/v2/models/buckets/infer", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    assert status == 200, r
+    return np.array(r["outputs"][0]["data"], dtype=np.float32).reshape(r["outputs"][0]["shape"])
+
+
+@pytest.mark.parametrize("batching", [True, False])
+def test_concurrent_requests_batched_into_buckets(batching):
+    """Concurrent requests of a bucket set over batch sizes run as batches (fewer runs than
+    requests, on /metrics) when batching is on, one run each with --no-batching; every request
+    gets its own rows, bit for bit what the model gives it alone."""
+    import concurrent.futures
+
+    rng = np.random.RandomState(7)
+    xs = [rng.uniform(-1, 1, (rows, 1, 16, 16)).astype("float32") for rows in (1, 2, 1, 3, 1, 1, 2, 1)]
+    options = ("--max-batch-delay-ms", "500") if batching else ("--no-batching",)
+    port, p = start(*options, model=f"buckets={FIXTURES['manifest']}")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(len(xs)) as pool:
+            ys = list(pool.map(lambda x: infer_rows(port, x), xs))
+        runs = metric(port, 'tvmrt_batch_size_count{model="buckets"}')
+        requests = metric(port, 'tvmrt_batch_size_sum{model="buckets"}')
+    finally:
+        p.kill()
+        p.wait()
+    assert requests == len(xs)
+    assert runs < len(xs) if batching else runs == len(xs), (runs, requests)
+    for x, y in zip(xs, ys):
+        assert y.shape == (x.shape[0], 10)
+        for row in range(x.shape[0]):
+            want = local_demo(x[row:row + 1])[0]
+            assert np.array_equal(y[row].view(np.uint32), want.view(np.uint32)), (x.shape, row)
+
+
+def test_pipeline_serves_concurrent_requests_with_the_models_numbers():
+    """--pipeline runs a graph model through the request pipeline over two core groups: 8
+    concurrent requests each get the model's numbers bit for bit."""
+    import concurrent.futures
+
+    port, p = start("--pipeline", "core_groups=2,threads_per_group=1", model=f"demo={FIXTURES['demo']}")
+    cases = FIXTURES["cases"]
+    try:
+        def one(case):
+            x = np.array(case["input_bits"], dtype=np.uint32).view(np.float32)
+            body = {"inputs": [{"name": "data", "shape": [1, 1, 16, 16], "datatype": "FP32", "data": x.tolist()}]}
+            return post(port, "/v2/models/demo/infer", json.dumps(body).encode(), {"Content-Type": "application/json"})
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(one, cases * 2))
+    finally:
+        p.kill()
+        p.wait()
+    for case, (status, r) in zip(cases * 2, results):
+        assert status == 200, r
+        want = np.array(case["capi_output_bits"], dtype=np.uint32)
+        assert np.array_equal(np.array(r["outputs"][0]["data"], dtype=np.float32).view(np.uint32), want)
+
+
+@pytest.mark.parametrize("model, option, text", [
+    ("demo", "bogus=1", "bogus"),
+    ("buckets", "core_groups=2", "does not run through the request pipeline"),
+])
+def test_bad_pipeline_options_stop_the_server_with_a_message(model, option, text):
+    path = FIXTURES["demo"] if model == "demo" else FIXTURES["manifest"]
+    r = subprocess.run([sys.executable, "-m", "tvmrt.serve", "--http-port", str(free_port()), "--model", f"{model}={path}",
+                        "--pipeline", option], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and f"model {model}:" in r.stderr and text in r.stderr, r.stderr[-2000:]

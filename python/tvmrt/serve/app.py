@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from typing import List, Optional
 
@@ -16,8 +17,19 @@ def parse(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--max-body-bytes", type=int, default=64 << 20, help="largest request body accepted (413 above)")
     p.add_argument("--max-queue", type=int, default=64, help="requests a model accepts at once (429 above)")
     p.add_argument("--timeout-s", type=float, default=30.0, help="longest a request may take (504 after)")
-    p.add_argument("--replicas", type=int, help="not yet supported: replicas on a Ray cluster")
-    p.add_argument("--ray-address", help="not yet supported: a Ray cluster to place replicas on")
+    p.add_argument("--max-batch-delay-ms", type=float, default=0.0,
+                   help="how long a batch waits for more requests (a bucketed model over batch sizes); 0: batch what queued while the last run ran")
+    p.add_argument("--no-batching", action="store_true", help="run every request alone")
+    p.add_argument("--pipeline", metavar="OPTIONS",
+                   help='run graph models through the request pipeline over core groups: "core_groups=2,threads_per_group=1" ("" for its defaults)')
+    p.add_argument("--log-requests", action="store_true",
+                   help="a log line per request (KServe's access and latency lines); off by default: they cost about 0.2 ms a request")
+    p.add_argument("--replicas", type=int, help="run each model as this many Ray Serve replicas (a local Ray instance unless --ray-address)")
+    p.add_argument("--ray-address", help="the Ray cluster to place replicas on (host:port, or auto)")
+    p.add_argument("--replica-cpus", type=float, default=1.0, help="CPUs Ray reserves for each replica")
+    p.add_argument("--max-replicas-per-node", type=int, help="at most this many replicas of a model on one node (1: one per node)")
+    p.add_argument("--load-from-path", action="store_true",
+                   help="replicas read PATH themselves (a path every node can read) instead of bytes shipped by this process")
     a = p.parse_args(argv)
     models = {}
     for item in a.model:
@@ -28,31 +40,84 @@ def parse(argv: Optional[List[str]] = None) -> argparse.Namespace:
             p.error(f"--model {name}: given twice")
         models[name] = path
     a.models = models
-    if a.replicas or a.ray_address:
-        p.error("--replicas and --ray-address (Ray Serve replicas) are not supported yet")
+    if a.max_batch_delay_ms < 0:
+        p.error(f"--max-batch-delay-ms {a.max_batch_delay_ms}: must be 0 or more")
+    for flag, value in (("--replicas", a.replicas), ("--replica-cpus", a.replica_cpus), ("--max-replicas-per-node", a.max_replicas_per_node)):
+        if value is not None and value <= 0:
+            p.error(f"{flag} {value}: must be more than 0")
+    a.on_ray = bool(a.replicas or a.ray_address)
     return a
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     a = parse(argv)
     # KServe parses sys.argv when imported: give it only its own options.
-    kserve_argv = [sys.argv[0], "--http_port", str(a.http_port)]
-    if a.grpc_port:
-        kserve_argv += ["--grpc_port", str(a.grpc_port), "--enable_grpc", "true"]
-    else:
-        kserve_argv += ["--enable_grpc", "false"]
-    sys.argv = kserve_argv
+    sys.argv = kserve_argv(a)
     from kserve import ModelServer, model_server
 
     from . import http
-    from .model import RuntimeModel
 
     http.install(model_server.app, a.max_body_bytes)
+    if a.on_ray:
+        from . import replicas
+
+        replicas.connect(a.ray_address)
+    try:
+        models = load_models(a)
+        if models is None:
+            return 2
+        server = ModelServer(http_port=a.http_port, grpc_port=a.grpc_port or 8081, enable_grpc=bool(a.grpc_port))
+        if not a.log_requests:
+            quiet_requests()
+        server.start(models)
+    finally:
+        if a.on_ray:
+            replicas.release(list(a.models))
+    return 0
+
+
+def kserve_argv(a: argparse.Namespace) -> List[str]:
+    argv = [sys.argv[0], "--http_port", str(a.http_port)]
+    if a.grpc_port:
+        argv += ["--grpc_port", str(a.grpc_port), "--enable_grpc", "true"]
+    else:
+        argv += ["--enable_grpc", "false"]
+    if not a.log_requests:
+        argv += ["--enable_latency_logging", "false"]
+    return argv
+
+
+def load_models(a: argparse.Namespace):
+    """The models, loaded (on their replicas); None after saying why one could not be."""
+    import tvmrt
+
+    from .model import Local, RuntimeModel
 
     models = []
     for name, path in a.models.items():
-        m = RuntimeModel(name, path, max_queue=a.max_queue, timeout_s=a.timeout_s)
-        m.load()
+        m = RuntimeModel(name, path, max_queue=a.max_queue, timeout_s=a.timeout_s,
+                         max_batch_delay_s=a.max_batch_delay_ms / 1e3, batching=not a.no_batching,
+                         backend=ray_backend(a, name) if a.on_ray else functools.partial(Local, pipeline=a.pipeline))
+        try:
+            m.load()
+        except (ValueError, OSError, tvmrt.TVMError) as e:
+            print(f"python -m tvmrt.serve: model {name}: {e}", file=sys.stderr)
+            return None
         models.append(m)
-    ModelServer(http_port=a.http_port, grpc_port=a.grpc_port or 8081, enable_grpc=bool(a.grpc_port)).start(models)
-    return 0
+    return models
+
+
+def ray_backend(a: argparse.Namespace, name: str):
+    from .replicas import RayReplicas
+
+    return lambda path: RayReplicas(name, path, a.replicas or 1, a.replica_cpus, a.max_replicas_per_node,
+                                    ship=not a.load_from_path, pipeline=a.pipeline)
+
+
+def quiet_requests() -> None:
+    """No log line per request: KServe's timing trace and uvicorn's access log (KServe has set
+    up logging by now; uvicorn leaves it as it is)."""
+    import logging
+
+    for name in ("kserve.trace", "uvicorn.access"):
+        logging.getLogger(name).setLevel(logging.WARNING)

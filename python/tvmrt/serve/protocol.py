@@ -1,4 +1,5 @@
-"""V2 datatypes and the checks a request must pass before it reaches a model."""
+"""V2 datatypes, the checks a request must pass before it reaches a model, and the errors a
+request can meet on the way."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ V2_DATATYPES = {
 
 class BadRequest(ValueError):
     """A request that does not fit the model (answered with 400 and the message)."""
+
+
+class ReplicaFailed(RuntimeError):
+    """The replica running a request died, and so did the one it was sent to next (HTTP 503)."""
 
 
 def v2_datatype(dtype: str) -> str:

@@ -1,10 +1,15 @@
 """Models run by this runtime behind one interface: ``inputs`` / ``outputs`` (name, V2
-datatype, shape with -1 for a dimension the model leaves free) and ``run(dict) -> dict``.
+datatype, shape with -1 for a dimension the model leaves free), ``max_rows`` (the largest batch a
+run takes when every input and output has the batch on axis 0, else 0) and
+``run(dict) -> dict``.
 
 - an ``export_library`` ``.so`` of a graph executor factory: :class:`GraphRunner`;
 - a bucket manifest (``.buckets``, one ``.so`` per line): :class:`GraphRunner` over a bucketed
   executor, the bucketed dimensions as -1;
-- a Relax VM library (``relax.build`` / ``tvm.compile``): :class:`VmRunner` (``main``).
+- a Relax VM library (``relax.build`` / ``tvm.compile``): :class:`VmRunner` (``main``);
+- with pipeline options, an ``export_library`` ``.so`` through the request pipeline
+  (docs/pipeline.md): :class:`PipelineRunner`, whose ``submit`` overlaps requests over core
+  groups.
 
 A runner serves one request at a time (its lock); KServe runs requests on worker threads and the
 runtime releases the GIL, so several models serve in parallel.
@@ -13,7 +18,7 @@ runtime releases the GIL, so several models serve in parallel.
 from __future__ import annotations
 
 import threading
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -35,6 +40,15 @@ class GraphRunner:
         # An output axis follows a bucketed input axis when their extents agree (the batch).
         sized = {(axis, t.shape[axis]) for t in self.m.data_inputs() for axis in free.get(t.name, ())}
         self.outputs = [self._spec(t, {a for a, d in enumerate(t.shape) if (a, d) in sized}) for t in self.m.outputs()]
+        self.max_rows = self._max_rows(free)
+
+    def _max_rows(self, free: Dict[str, tuple]) -> int:
+        """A bucket set over batch sizes batches: only axis 0 of each input and output free."""
+        if not free or any(free.get(t["name"]) != (0,) for t in self.inputs):
+            return 0
+        if any([i for i, d in enumerate(o["shape"]) if d == -1] != [0] for o in self.outputs):
+            return 0
+        return max(self.m.bucket_input_shape(b, 0)[0] for b in range(self.m.num_buckets))
 
     def _bucketed_dims(self) -> Dict[str, tuple]:
         """Input dimensions that differ between buckets."""
@@ -67,6 +81,7 @@ class VmRunner:
             for p in main["params"]
         ]
         self.outputs: List[Dict] = []  # known after a run: the executable does not describe them
+        self.max_rows = 0
 
     def run(self, inputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
         with self.lock:
@@ -75,10 +90,44 @@ class VmRunner:
         return {f"output_{i}": (a.numpy() if hasattr(a, "numpy") else np.asarray(a)) for i, a in enumerate(arrays)}
 
 
-def load(path: str):
+class PipelineRunner:
+    def __init__(self, lib, options: str) -> None:
+        self.pipeline = tvmrt.Pipeline(lib, tvmrt.cpu(), options)
+        self.inputs = [GraphRunner._spec(t, ()) for t in self.pipeline.data_inputs]
+        self.outputs = [GraphRunner._spec(t, ()) for t in self.pipeline.outputs]
+        self.max_rows = 0
+
+    def submit(self, inputs: Dict[str, np.ndarray]):
+        """A ``concurrent.futures.Future`` of the outputs; returns at once."""
+        names = [o["name"] or f"output_{i}" for i, o in enumerate(self.outputs)]
+        future = self.pipeline.submit(**{k: np.ascontiguousarray(v) for k, v in inputs.items()})
+        out = type(future)()
+
+        def done(f):
+            if f.exception() is not None:
+                out.set_exception(f.exception())
+            else:
+                out.set_result(dict(zip(names, f.result())))
+
+        future.add_done_callback(done)
+        return out
+
+    def run(self, inputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        return self.submit(inputs).result()
+
+
+def load(path: str, pipeline: Optional[str] = None):
+    """The runner for the model at ``path``; ``pipeline``: options of the request pipeline
+    (``"core_groups=2,threads_per_group=1"``, ``""`` for its defaults) for a graph model."""
     if path.endswith(".buckets"):
+        if pipeline is not None:
+            raise ValueError(f"{path}: a bucket manifest does not run through the request pipeline (--pipeline)")
         return GraphRunner(path)
     lib = tvmrt.load_module(path)
     if lib.is_vm_executable():
+        if pipeline is not None:
+            raise ValueError(f"{path}: a Relax VM library does not run through the request pipeline (--pipeline)")
         return VmRunner(lib)
+    if pipeline is not None:
+        return PipelineRunner(lib, pipeline)
     return GraphRunner(path)
