@@ -22,6 +22,7 @@ pub mod live;
 pub mod module;
 pub mod ndarray;
 pub mod object;
+pub mod pacer;
 pub mod packed;
 pub mod params;
 pub mod registry;

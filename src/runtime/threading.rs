@@ -11,6 +11,7 @@
 //! [`ThreadPool::run_lanes`] are not tasks in that sense. Workers start through `workers::spawn` and stop at process exit or unload.
 
 use super::error::{error_from_callee, last_error_generation, Error, Result};
+use super::pacer::{self, Pacer};
 use super::workers;
 use crate::abi::{FTVMParallelLambda, TVMParallelGroupEnv};
 use once_cell::sync::{Lazy, OnceCell};
@@ -51,6 +52,11 @@ struct Shared {
     barrier: Box<[Padded]>,
     /// Per task, the last generation whose task of that index was claimed by some thread.
     claims: Box<[Padded]>,
+    /// Per task, when a worker last claimed it ([`pacer::now_ns`]).
+    claimed_ns: Box<[Padded]>,
+    /// Workers that have started (a launch before all have is not timed: a worker still
+    /// starting is not a descheduled one).
+    started: AtomicUsize,
     /// First failing task's message.
     failure: Mutex<Option<(usize, String)>>,
     sleepers: Mutex<usize>,
@@ -69,6 +75,8 @@ pub struct ThreadPool {
     /// Serializes launches: one launch owns the workers at a time.
     launch: Mutex<()>,
     num_threads: usize,
+    /// Sizes launches asking for all threads on a busy machine (the default pool only).
+    pacer: Pacer,
 }
 
 thread_local! {
@@ -133,7 +141,14 @@ pub fn shared_pool(key: PoolKey) -> Result<Arc<ThreadPool>> {
 /// launch outside a scoped pool comes here).
 pub fn default_pool() -> Result<Arc<ThreadPool>> {
     static DEFAULT: OnceCell<Arc<ThreadPool>> = OnceCell::new();
-    DEFAULT.get_or_try_init(|| shared_pool(PoolKey { threads: default_num_threads(), cpus: None, slot: 0 })).cloned()
+    DEFAULT
+        .get_or_try_init(|| {
+            let pool = shared_pool(PoolKey { threads: default_num_threads(), cpus: None, slot: 0 })?;
+            // A size the user chose is kept; the machine's is paced (see `pacer`).
+            pool.pacer.enable(env_threads("TVM_NUM_THREADS").or_else(|| env_threads("OMP_NUM_THREADS")).is_none());
+            Ok(pool)
+        })
+        .cloned()
 }
 
 /// Ask every pool's workers to return (at process exit or unload).
@@ -248,6 +263,7 @@ fn worker_loop(shared: Arc<Shared>, index: usize, cpus: Option<Vec<usize>>) {
     }
     let task = index + 1;
     let mut seen = 0usize;
+    shared.started.fetch_add(1, Ordering::AcqRel);
     loop {
         // Wait for a new generation: spin, then sleep.
         let mut spins = 0;
@@ -282,6 +298,7 @@ fn worker_loop(shared: Arc<Shared>, index: usize, cpus: Option<Vec<usize>>) {
         if let Some((job_gen, cell, n)) = job {
             // The launcher may already have run this task itself (see `launch`).
             if job_gen == gen && task < n && claim(&shared, task, gen) {
+                shared.claimed_ns[task].0.store(pacer::now_ns() as usize, Ordering::Relaxed);
                 // SAFETY: see `JobCell`; the claim succeeded for this generation, so the
                 // launcher is still waiting for this task.
                 run_task(unsafe { &*cell.0 }, task, &shared);
@@ -299,6 +316,8 @@ impl Shared {
             job: Mutex::new(None),
             barrier: (0..num_threads).map(|_| Padded::default()).collect(),
             claims: (0..num_threads).map(|_| Padded::default()).collect(),
+            claimed_ns: (0..num_threads).map(|_| Padded::default()).collect(),
+            started: AtomicUsize::new(0),
             failure: Mutex::new(None),
             sleepers: Mutex::new(0),
             wake: Condvar::new(),
@@ -321,7 +340,7 @@ impl ThreadPool {
         let num_threads = num_threads.max(1);
         let cpus = cpus.filter(|c| !c.is_empty());
         let shared = Arc::new(Shared::new(num_threads));
-        let pool = ThreadPool { shared: shared.clone(), launch: Mutex::new(()), num_threads };
+        let pool = ThreadPool { shared: shared.clone(), launch: Mutex::new(()), num_threads, pacer: Pacer::new(false) };
         workers::on_shut_down(stop_all_pools);
         {
             // Forget pools already dropped (a pool that lost a `shared_pool` race, a test's).
@@ -339,7 +358,7 @@ impl ThreadPool {
 
     /// A pool of one thread (the caller): every launch runs inline.
     pub fn inline() -> ThreadPool {
-        ThreadPool { shared: Arc::new(Shared::new(1)), launch: Mutex::new(()), num_threads: 1 }
+        ThreadPool { shared: Arc::new(Shared::new(1)), launch: Mutex::new(()), num_threads: 1, pacer: Pacer::new(false) }
     }
 
     pub fn num_threads(&self) -> usize {
@@ -357,8 +376,11 @@ impl ThreadPool {
         let nested = IN_TASK.with(|t| t.get());
         let stopped = shared.shutdown.load(Ordering::Acquire);
         let guard = if nested || stopped { None } else { self.launch.try_lock() };
-        let n = if num_task == 0 { self.num_threads } else { (num_task as usize).min(self.num_threads) };
-        if guard.is_none() || n == 1 {
+        if guard.is_none() {
+            return run_inline(f, cdata);
+        }
+        let n = if num_task == 0 { self.pacer.tasks(self.num_threads) } else { (num_task as usize).min(self.num_threads) };
+        if n == 1 {
             return run_inline(f, cdata);
         }
         for c in shared.barrier.iter().take(n) {
@@ -370,21 +392,33 @@ impl ThreadPool {
         shared.pending.store(n - 1, Ordering::Release);
         let gen = shared.generation.load(Ordering::Acquire).wrapping_add(1);
         *shared.job.lock() = Some((gen, JobCell(&job), n));
+        let published = (num_task == 0 && n == self.num_threads && self.pacer.watching()).then(pacer::now_ns);
         shared.generation.store(gen, Ordering::Release);
-        if *shared.sleepers.lock() > 0 {
+        let asleep = *shared.sleepers.lock() > 0;
+        if asleep {
             shared.wake.notify_all();
         }
+        // Timed for the pacer only when every worker was awake (a sleeping one is slow to
+        // wake, not descheduled).
+        let all_started = shared.started.load(Ordering::Acquire) + 1 >= self.num_threads;
+        let published = published.filter(|_| !asleep && all_started);
         run_task(&job, 0, shared);
+        let mut caller_ran = false;
         // Task 0 is done, so no task waits at a barrier for one that has not started: the
         // caller can run tasks no worker has picked up yet (a descheduled worker on a busy
         // machine, or one that stopped at shutdown, would otherwise stall the launch).
         for task in 1..n {
             if claim(shared, task, gen) {
+                caller_ran = true;
                 run_task(&job, task, shared);
                 shared.pending.fetch_sub(1, Ordering::AcqRel);
             }
         }
         wait_for(|| shared.pending.load(Ordering::Acquire) == 0);
+        if let Some(t0) = published {
+            let claimed = |t: usize| shared.claimed_ns[t].0.load(Ordering::Relaxed) as u64;
+            self.pacer.record(caller_ran || (1..n).any(|t| claimed(t).saturating_sub(t0) > pacer::LATE_NS));
+        }
         *shared.job.lock() = None;
         drop(guard);
         match shared.failure.lock().take() {
@@ -593,6 +627,47 @@ mod tests {
         let e = pool.run_lanes(2, &|l| assert!(l != 1, "lane one gives up")).unwrap_err();
         assert!(e.message().contains("panic in lane 1: lane one gives up"), "{e}");
         pool.run_lanes(2, &|_| {}).unwrap();
+    }
+
+    unsafe extern "C" fn count_tasks(_: c_int, env: *mut TVMParallelGroupEnv, c: *mut c_void) -> c_int {
+        // SAFETY: the test passes an AtomicI64 that outlives the launch; `env` is the launch's.
+        unsafe { (*(c as *const AtomicI64)).store((*env).num_task as i64, Ordering::SeqCst) };
+        0
+    }
+
+    fn tasks_of_a_launch(pool: &ThreadPool) -> i64 {
+        let n = AtomicI64::new(0);
+        pool.launch(Some(count_tasks), &n as *const AtomicI64 as *mut c_void, 0).unwrap();
+        n.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn a_paced_pool_halves_launches_after_late_workers_and_barriers_still_meet() {
+        let pool = ThreadPool::new(4, None).unwrap();
+        pool.pacer.enable(true);
+        wait_for(|| pool.shared.started.load(Ordering::Acquire) == 3);
+        // Late workers, as a busy machine makes them: the pacer hears of them as the launcher does.
+        for _ in 0..pacer::LATE_IN_WINDOW {
+            pool.pacer.record(true);
+        }
+        for i in 0..pacer::REDUCED {
+            assert_eq!(tasks_of_a_launch(&pool), 2, "launch {i} of the reduced ones");
+        }
+        // Then every thread again, and a kernel meeting at a barrier gets all of its tasks.
+        let s = Sum {
+            parts: (0..4).map(|_| AtomicI64::new(0)).collect(),
+            after_barrier: (0..4).map(|_| AtomicI64::new(0)).collect(),
+        };
+        pool.launch(Some(task), &s as *const Sum as *mut c_void, 0).unwrap();
+        assert!(s.after_barrier.iter().all(|a| a.load(Ordering::SeqCst) == 1 + 2 + 3 + 4));
+        // While reduced, a launch asking for a task count still gets it.
+        for _ in 0..pacer::LATE_IN_WINDOW {
+            pool.pacer.record(true);
+        }
+        let n = AtomicI64::new(0);
+        pool.launch(Some(count_tasks), &n as *const AtomicI64 as *mut c_void, 3).unwrap();
+        assert_eq!(n.load(Ordering::SeqCst), 3);
+        assert_eq!(tasks_of_a_launch(&pool), 2);
     }
 
     #[test]
