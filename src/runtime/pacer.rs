@@ -21,7 +21,7 @@ use std::time::Instant;
 pub const LATE_NS: u64 = 20_000;
 /// Launches on all threads looked at before deciding.
 pub const WINDOW: u32 = 16;
-/// Late launches in a window that send the next launches to the caller alone.
+/// Late launches in a window that halve the next [`REDUCED`] launches.
 pub const LATE_IN_WINDOW: u32 = 4;
 /// Launches run on half the threads before looking again.
 pub const REDUCED: u32 = 512;
@@ -45,7 +45,12 @@ pub struct Pacer {
 
 impl Pacer {
     pub fn new(enabled: bool) -> Pacer {
-        Pacer { enabled: AtomicBool::new(enabled), reduced_left: AtomicU32::new(0), seen: AtomicU32::new(0), late: AtomicU32::new(0) }
+        Pacer {
+            enabled: AtomicBool::new(enabled),
+            reduced_left: AtomicU32::new(0),
+            seen: AtomicU32::new(0),
+            late: AtomicU32::new(0),
+        }
     }
 
     /// Tasks for a launch asking for all of the pool's `threads`; only a launch given all of

@@ -101,11 +101,14 @@ fn env_threads(name: &str) -> Option<usize> {
     std::env::var(name).ok()?.trim().parse::<usize>().ok().filter(|&n| n > 0)
 }
 
-/// Threads of the default pool: `TVM_NUM_THREADS`, else `OMP_NUM_THREADS`, else the machine.
+/// Threads of the default pool the user chose: `TVM_NUM_THREADS`, else `OMP_NUM_THREADS`.
+fn user_num_threads() -> Option<usize> {
+    env_threads("TVM_NUM_THREADS").or_else(|| env_threads("OMP_NUM_THREADS"))
+}
+
+/// Threads of the default pool: [`user_num_threads`], else the machine.
 pub fn default_num_threads() -> usize {
-    env_threads("TVM_NUM_THREADS")
-        .or_else(|| env_threads("OMP_NUM_THREADS"))
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    user_num_threads().unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// What makes two requests for a pool the same pool: its threads, its CPUs (None: unpinned),
@@ -145,7 +148,7 @@ pub fn default_pool() -> Result<Arc<ThreadPool>> {
         .get_or_try_init(|| {
             let pool = shared_pool(PoolKey { threads: default_num_threads(), cpus: None, slot: 0 })?;
             // A size the user chose is kept; the machine's is paced (see `pacer`).
-            pool.pacer.enable(env_threads("TVM_NUM_THREADS").or_else(|| env_threads("OMP_NUM_THREADS")).is_none());
+            pool.pacer.enable(user_num_threads().is_none());
             Ok(pool)
         })
         .cloned()
@@ -358,7 +361,12 @@ impl ThreadPool {
 
     /// A pool of one thread (the caller): every launch runs inline.
     pub fn inline() -> ThreadPool {
-        ThreadPool { shared: Arc::new(Shared::new(1)), launch: Mutex::new(()), num_threads: 1, pacer: Pacer::new(false) }
+        ThreadPool {
+            shared: Arc::new(Shared::new(1)),
+            launch: Mutex::new(()),
+            num_threads: 1,
+            pacer: Pacer::new(false),
+        }
     }
 
     pub fn num_threads(&self) -> usize {
@@ -379,7 +387,8 @@ impl ThreadPool {
         if guard.is_none() {
             return run_inline(f, cdata);
         }
-        let n = if num_task == 0 { self.pacer.tasks(self.num_threads) } else { (num_task as usize).min(self.num_threads) };
+        let n =
+            if num_task == 0 { self.pacer.tasks(self.num_threads) } else { (num_task as usize).min(self.num_threads) };
         if n == 1 {
             return run_inline(f, cdata);
         }
