@@ -4,11 +4,12 @@
   JSON requests) or with a form's (`curl -d`) is JSON; KServe 0.21 would read it as binary;
 - a body over the size limit is refused with 413 before it is read;
 - a malformed JSON body is 400 with a JSON error (FastAPI's default is 422 ``{"detail"}``);
-- a binary-extension body whose tensors' ``binary_data_size`` do not add up to the bytes after
-  its JSON header (a truncated payload) is 400 (KServe answers 500);
-- a binary tensor stays bytes until a model decodes it (KServe 0.21's ``InferRequest.from_bytes``
-  turns it into a Python list of numbers, which the model turns back: about 10 ms of CPU for a
-  48 KB image);
+- a binary-extension body whose ``Inference-Header-Content-Length`` does not fit it is 400;
+- a binary-extension body is read by :func:`binary_request` in place of KServe 0.21's
+  ``InferRequest.from_bytes``: each tensor stays bytes until a model decodes it (KServe turns it
+  into a Python list of numbers, which the model turns back: about 10 ms of CPU for a 48 KB
+  image), and tensors whose ``binary_data_size`` do not add up to the bytes after the JSON
+  header (a truncated payload) are 400 (KServe answers 500);
 - a full model queue is 429, a request over its timeout 504 (see :mod:`.model`), a request whose
   replicas died under it 503 (:mod:`.replicas`).
 """
@@ -46,8 +47,8 @@ class RequestChecks:
         body = await read_body(receive, self.max_body_bytes)
         if body is None:
             return await reply(send, 413, f"request body over the limit of {self.max_body_bytes} bytes")
-        problem = binary_problem(body, header_len)
-        if problem:
+        if not header_len.isdigit() or int(header_len) > len(body):
+            problem = f"Inference-Header-Content-Length {header_len.decode(errors='replace')} does not fit the {len(body)}-byte body"
             return await reply(send, 400, problem)
         return await self.app(scope, replay(body), send)
 
@@ -76,21 +77,6 @@ def replay(body: bytes):
         return {"type": "http.request", "body": body, "more_body": False}
 
     return receive
-
-
-def binary_problem(body: bytes, header_len: bytes):
-    """Why a binary-extension body is malformed, or None."""
-    if not header_len.isdigit() or int(header_len) > len(body):
-        return f"Inference-Header-Content-Length {header_len.decode(errors='replace')} does not fit the {len(body)}-byte body"
-    n = int(header_len)
-    try:
-        header = json.loads(body[:n])
-        sizes = [int((t.get("parameters") or {}).get("binary_data_size", 0)) for t in header.get("inputs", [])]
-    except (ValueError, TypeError, AttributeError) as e:
-        return f"malformed JSON header of a binary request: {e}"
-    if sum(sizes) != len(body) - n:
-        return f"the inputs' binary_data_size add up to {sum(sizes)} bytes but {len(body) - n} follow the header (truncated?)"
-    return None
 
 
 async def reply(send, status: int, message: str) -> None:
@@ -124,11 +110,11 @@ def binary_request(cls, req_bytes: bytes, json_length: int, model_name: str):
         raise InvalidInput(f"malformed inference header: {type(e).__name__}: {e}") from None
 
 
-def read_binary_request(cls, header, req_bytes: bytes, start: int, model_name: str):
+def read_binary_request(cls, header, req_bytes: bytes, json_length: int, model_name: str):
     from kserve.errors import InvalidInput
     from kserve.protocol.infer_type import InferInput, RequestedOutput
 
-    inputs = []
+    inputs, start = [], json_length
     for item in header.get("inputs") or []:
         parameters = item.get("parameters") or {}
         i = InferInput(name=item["name"], shape=item["shape"], datatype=item["datatype"], parameters=parameters)
@@ -140,6 +126,9 @@ def read_binary_request(cls, header, req_bytes: bytes, start: int, model_name: s
         else:
             raise InvalidInput(f"input {item['name']!r} of model {model_name!r} has neither data nor binary_data_size")
         inputs.append(i)
+    if start != len(req_bytes):
+        raise InvalidInput(f"the inputs' binary_data_size add up to {start - json_length} bytes but "
+                           f"{len(req_bytes) - json_length} follow the header (truncated?)")
     outputs = [RequestedOutput(name=o["name"], parameters=o.get("parameters")) for o in header["outputs"]] if header.get("outputs") else None
     return cls(model_name=model_name, request_id=header.get("id"), parameters=header.get("parameters"),
                infer_inputs=inputs, request_outputs=outputs)
