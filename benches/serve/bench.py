@@ -25,14 +25,15 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "python/serve_tests"))
+import harness  # noqa: E402
 import raycluster  # noqa: E402
 
 CLIENT = REPO / "target/serve-client-venv/bin/python"
@@ -40,18 +41,8 @@ DEMO = REPO / "target/demo"
 
 
 def start(models, *args, env=None):
-    port = raycluster.free_port()
-    cmd = [sys.executable, "-m", "tvmrt.serve", "--http-port", str(port), *sum((["--model", m] for m in models), []), *args]
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 180
-    while time.time() < deadline and p.poll() is None:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=1)
-            return port, p
-        except OSError:
-            time.sleep(0.3)
-    p.kill()
-    raise RuntimeError(f"the server did not start: {' '.join(cmd)}")
+    log = Path(tempfile.mkdtemp(prefix="tvmrt-serve-bench-")) / "server.log"
+    return harness.start_server(*sum((["--model", m] for m in models), []), *args, env=env, log=log, timeout=180)
 
 
 def stop(p):

@@ -9,20 +9,15 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from harness import free_port
+
 RAY = str(Path(sys.executable).with_name("ray"))
 HEAD, SECOND = "127.0.0.2", "127.0.0.3"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ray_start(env, *args: str) -> None:

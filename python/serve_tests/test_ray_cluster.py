@@ -17,8 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +24,8 @@ import pytest
 
 import raycluster
 from raycluster import HEAD, SECOND
-from test_serve import CLIENT_PYTHON, FIXTURES, free_port, local_demo, post
+from harness import free_port, start_server
+from test_serve import CLIENT_PYTHON, FIXTURES, local_demo, post
 
 pytestmark = pytest.mark.cluster
 
@@ -41,21 +40,10 @@ def cluster():
 def server(cluster, tmp_path_factory):
     address, env = cluster
     log = tmp_path_factory.mktemp("serve") / "server.log"
-    http_port, grpc_port = free_port(), free_port()
-    cmd = [sys.executable, "-m", "tvmrt.serve", "--http-port", str(http_port), "--grpc-port", str(grpc_port),
-           "--model", f"buckets={FIXTURES['manifest']}", "--ray-address", address, "--replicas", "2",
-           "--max-replicas-per-node", "1", "--timeout-s", "60"]
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
-    deadline = time.time() + 120
-    while time.time() < deadline and p.poll() is None:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{http_port}/v2/health/ready", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        p.kill()
-        raise RuntimeError(f"the server did not become ready: {log.read_text()[-3000:]}")
+    grpc_port = free_port()
+    http_port, p = start_server("--grpc-port", str(grpc_port), "--model", f"buckets={FIXTURES['manifest']}",
+                                "--ray-address", address, "--replicas", "2", "--max-replicas-per-node", "1",
+                                "--timeout-s", "60", env=env, log=log, timeout=120)
     yield {"http": http_port, "grpc": grpc_port, "process": p, "log": log}
     if p.poll() is None:
         p.kill()

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvmrt
+from harness import free_port, start_server
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT_PYTHON = os.environ.get("TVMRT_SERVE_CLIENT_PYTHON", "")
@@ -28,29 +29,12 @@ FIXTURES = json.loads((REPO / "target/demo/python_fixtures.json").read_text())
 MLP = REPO / "tests/data/relax-0.27/mlp/lib.so"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    http_port, grpc_port = free_port(), free_port()
-    cmd = [sys.executable, "-m", "tvmrt.serve", "--http-port", str(http_port), "--grpc-port", str(grpc_port),
-           "--model", f"demo={FIXTURES['demo']}", "--model", f"buckets={FIXTURES['manifest']}", "--model", f"mlp={MLP}",
-           "--model", f"slow={FIXTURES['manifest']}", "--max-batch-delay-ms", "2000", "--max-body-bytes", "100000"]
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline and p.poll() is None:
-        try:
-            if json.load(urllib.request.urlopen(f"http://127.0.0.1:{http_port}/v2/health/ready", timeout=1))["ready"]:
-                break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        p.kill()
-        raise RuntimeError(f"the server did not become ready: {p.stderr.read()[-2000:]}")
+    grpc_port = free_port()
+    http_port, p = start_server("--grpc-port", str(grpc_port),
+                                "--model", f"demo={FIXTURES['demo']}", "--model", f"buckets={FIXTURES['manifest']}", "--model", f"mlp={MLP}",
+                                "--model", f"slow={FIXTURES['manifest']}", "--max-batch-delay-ms", "2000", "--max-body-bytes", "100000")
     yield {"http": http_port, "grpc": grpc_port, "process": p}
     if p.poll() is None:
         p.kill()
@@ -163,18 +147,7 @@ def test_sigterm_answers_an_accepted_request_then_stops(server):
 
 def start(*args: str, model: str = f"cnn={FIXTURES['large']}"):
     """A server with extra options, serving `model` (the ~30 ms CNN as `cnn`); its port and process."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "tvmrt.serve", "--http-port", str(port), "--model", model, *args]
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline and p.poll() is None:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=1)
-            return port, p
-        except OSError:
-            time.sleep(0.2)
-    p.kill()
-    raise RuntimeError(f"the server did not start: {p.stderr.read()[-2000:]}")
+    return start_server("--model", model, *args)
 
 
 CNN_BODY = json.dumps({"inputs": [{"name": "data", "shape": [1, 3, 64, 64], "datatype": "FP32",
