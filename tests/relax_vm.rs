@@ -13,7 +13,7 @@ use tvm_runtime::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMValue
 use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
 use tvm_runtime::ffi::module::{TVMModFree, TVMModGetFunction, TVMModLoadFromFile};
 use tvm_runtime::runtime::ndarray::NDArray;
-use tvm_runtime::runtime::packed::{Module, Value};
+use tvm_runtime::runtime::packed::{Module, PackedFunc, Value};
 use tvm_runtime::vm::{Executable, Format, VmModule};
 
 /// One recorded call: function, inputs and outputs (shape, raw little-endian f32 bytes).
@@ -527,6 +527,42 @@ fn pooled_storage_is_reused_across_calls() {
     let third = result_arrays(f.call(&input_arrays(case)).unwrap()).remove(0);
     assert_ne!(third.data_ptr(), second.data_ptr());
     check_outputs("held output", case, &[second]);
+}
+
+/// Every case of both generations, called plainly (call sites with a shortcut run it) and under
+/// an instrument that lets every call through (the VM then runs every builtin itself): the
+/// outputs are bit-identical, and the static-shape models have their checks and allocations
+/// decoded into shortcuts.
+#[test]
+fn shortcuts_change_no_result() {
+    use tvm_runtime::vm::shortcut::Shortcut;
+    for version in ["relax-0.18", "relax-0.27"] {
+        for m in models(version) {
+            let vm = load_vm(&m.lib);
+            let session = VmModule::of(&vm).unwrap().session().unwrap();
+            let count = |f: fn(&Shortcut) -> bool| session.shortcuts.iter().flatten().filter(|s| f(s)).count();
+            let checks = count(|s| matches!(s, Shortcut::CheckTensor { .. } | Shortcut::MatchShape { .. }));
+            assert!(checks > 0, "{version} {}: no argument check has a shortcut", m.name);
+            if m.name == "mlp" {
+                assert!(count(|s| matches!(s, Shortcut::AllocStorage { .. })) > 0, "{version} mlp: alloc_storage");
+                assert!(count(|s| matches!(s, Shortcut::AllocTensor { .. })) > 0, "{version} mlp: alloc_tensor");
+            }
+            for c in &m.cases {
+                let f = vm.get_function(&c.func, false).unwrap().unwrap();
+                let bytes = |v: Value| {
+                    result_arrays(v).iter().map(|a| (a.shape().to_vec(), a.to_vec_u8().unwrap())).collect::<Vec<_>>()
+                };
+                let plain = bytes(f.call(&input_arrays(c)).unwrap());
+                let through = PackedFunc::from_typed(|_| Ok(Value::Int(0)));
+                let set = vm.get_function("set_instrument", false).unwrap().unwrap();
+                set.call(&[Value::Func(through)]).unwrap();
+                let builtins = bytes(f.call(&input_arrays(c)).unwrap());
+                set.call(&[Value::Null]).unwrap();
+                assert_eq!(plain, builtins, "{version} {} {}", m.name, c.name);
+                assert_eq!(plain, bytes(f.call(&input_arrays(c)).unwrap()), "{version} {} {} again", m.name, c.name);
+            }
+        }
+    }
 }
 
 // ---- errors ---------------------------------------------------------------------------------------

@@ -27,6 +27,8 @@ typedef struct {
 
 /* what a client implements */
 static void* client_load(const char* lib, const char* func, input_t* inputs, int n);
+/* a context calling the function `loaded` calls, on arrays of its own holding `inputs` */
+static void* client_bind(void* loaded, input_t* inputs, int n);
 static void client_call(void* ctx); /* one call of the function on the inputs; exits on error */
 static const char* client_name(void);
 
@@ -79,13 +81,16 @@ static void* worker(void* arg) {
   return NULL;
 }
 
-static double throughput(void* ctx, int threads, double seconds) {
+/* calls/s of `threads` threads calling the function at once, each on arrays of its own (as
+ * concurrent requests have): threads sharing one array would all write its reference count */
+static double throughput(void* ctx, input_t* inputs, int n, int threads, double seconds) {
   pthread_t tid[64];
   worker_t w[64];
   if (threads > 64) die("at most 64 threads");
+  for (int i = 0; i < threads; i++) w[i] = (worker_t){client_bind(ctx, inputs, n), 0, 0};
   double start = now_us(), until = start + seconds * 1e6;
   for (int i = 0; i < threads; i++) {
-    w[i] = (worker_t){ctx, until, 0};
+    w[i].until = until;
     pthread_create(&tid[i], NULL, worker, &w[i]);
   }
   long calls = 0;
@@ -130,7 +135,7 @@ int main(int argc, char** argv) {
     samples[ns++] = (now_us() - t) / per_batch;
   }
   qsort(samples, ns, sizeof(double), cmp_double);
-  double tput = threads > 0 ? throughput(ctx, threads, seconds) : 0;
+  double tput = threads > 0 ? throughput(ctx, inputs, n, threads, seconds) : 0;
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   printf("{\"client\": \"%s\", \"load_us\": %.1f, \"call_us\": %.3f, \"call_us_p90\": %.3f, "

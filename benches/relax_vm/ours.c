@@ -30,7 +30,7 @@ static TVMValue call0(TVMFunctionHandle f, TVMValue* args, int* codes, int n, in
 }
 
 static void* client_load(const char* lib, const char* func, input_t* inputs, int n) {
-  ctx_t* c = calloc(1, sizeof(ctx_t));
+  ctx_t loaded = {0};
   TVMModuleHandle mod, vm;
   TVMFunctionHandle f;
   int code;
@@ -41,8 +41,14 @@ static void* client_load(const char* lib, const char* func, input_t* inputs, int
   int init_codes[3] = {kDLInt, kDLInt, kDLInt};
   check(TVMModGetFunction(vm, "vm_initialization", 0, &f), "vm_initialization");
   call0(f, init, init_codes, 3, &code, "vm_initialization");
-  check(TVMModGetFunction(vm, func, 0, &c->func), "the function");
-  if (!c->func) die("no such function");
+  check(TVMModGetFunction(vm, func, 0, &loaded.func), "the function");
+  if (!loaded.func) die("no such function");
+  return client_bind(&loaded, inputs, n);
+}
+
+static void* client_bind(void* loaded, input_t* inputs, int n) {
+  ctx_t* c = calloc(1, sizeof(ctx_t));
+  c->func = ((ctx_t*)loaded)->func;
   for (int i = 0; i < n; i++) {
     TVMArrayHandle a;
     check(TVMArrayAlloc(inputs[i].shape, inputs[i].ndim, kDLFloat, 32, 1, kDLCPU, 0, &a), "TVMArrayAlloc");

@@ -5,8 +5,12 @@ use std::ffi::{CStr, CString};
 use std::fmt;
 
 /// A runtime error. `Display` gives `Kind: message`, the shape TVM's frontends parse.
+/// Boxed, so that a `Result` costs a pointer beside its value on the paths that succeed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Error {
+pub struct Error(Box<Details>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Details {
     text: String,
     /// The exact bytes a callee stored, when they are not valid UTF-8 (kept byte for byte).
     raw: Option<Vec<u8>>,
@@ -53,7 +57,7 @@ impl Error {
         Self::with_kind("TVMError", msg)
     }
     fn from_text(text: String) -> Self {
-        Error { text, raw: None, python: false }
+        Error(Box::new(Details { text, raw: None, python: false }))
     }
     /// An error whose text is taken as it is (already formatted, e.g. set by a C callback).
     /// Text without a `Kind:` prefix gets `TVMError: ` so frontends can still classify it.
@@ -67,19 +71,19 @@ impl Error {
     }
     /// Prefix the message with context, keeping the kind: `Kind: context: message`.
     pub fn context(self, ctx: impl fmt::Display) -> Self {
-        match self.text.split_once(": ") {
-            Some((kind, msg)) if has_kind_prefix(&self.text) => Error::from_text(format!("{kind}: {ctx}: {msg}")),
-            _ => Error::from_text(format!("{ctx}: {}", self.text)),
+        match self.0.text.split_once(": ") {
+            Some((kind, msg)) if has_kind_prefix(&self.0.text) => Error::from_text(format!("{kind}: {ctx}: {msg}")),
+            _ => Error::from_text(format!("{ctx}: {}", self.0.text)),
         }
     }
     pub fn message(&self) -> &str {
-        &self.text
+        &self.0.text
     }
     /// The message without its `Kind: ` prefix, for embedding in another error.
     pub fn detail(&self) -> &str {
-        match self.text.split_once(": ") {
-            Some((_, rest)) if has_kind_prefix(&self.text) => rest,
-            _ => &self.text,
+        match self.0.text.split_once(": ") {
+            Some((_, rest)) if has_kind_prefix(&self.0.text) => rest,
+            _ => &self.0.text,
         }
     }
 }
@@ -95,7 +99,7 @@ fn has_kind_prefix(text: &str) -> bool {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
+        f.write_str(&self.0.text)
     }
 }
 
@@ -151,12 +155,12 @@ pub fn set_last_error_text(text: &str) {
 
 /// Store `err` as this thread's last error.
 pub fn set_last_error(err: &Error) {
-    match &err.raw {
-        Some(bytes) => store(CString::new(bytes.clone()).unwrap_or_default(), err.python),
+    match &err.0.raw {
+        Some(bytes) => store(CString::new(bytes.clone()).unwrap_or_default(), err.0.python),
         None => {
-            let c = CString::new(err.text.as_str())
-                .unwrap_or_else(|_| CString::new(err.text.replace('\0', "\\0")).expect("NULs were replaced"));
-            store(c, err.python);
+            let c = CString::new(err.0.text.as_str())
+                .unwrap_or_else(|_| CString::new(err.0.text.replace('\0', "\\0")).expect("NULs were replaced"));
+            store(c, err.0.python);
         }
     }
 }
@@ -188,11 +192,11 @@ pub fn error_from_callee(generation_before: u64, fallback: impl FnOnce() -> Erro
                 Ok(text) => Error::raw(text),
                 Err(bad) => {
                     let mut e = Error::raw(String::from_utf8_lossy(bad.as_bytes()).into_owned());
-                    e.raw = Some(bad.into_bytes());
+                    e.0.raw = Some(bad.into_bytes());
                     e
                 }
             };
-            e.python = !python::get().is_null();
+            e.0.python = !python::get().is_null();
             return e;
         }
     }

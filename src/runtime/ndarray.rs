@@ -151,9 +151,14 @@ impl NDArray {
 }
 
 #[allow(clippy::too_many_arguments)]
+/// A new shape tuple object holding `dims`.
+pub fn shape_tuple(dims: &[i64]) -> ObjPtr<ShapeTupleObj> {
+    ObjPtr::new(ShapeTupleObj::new(dims))
+}
+
 fn build(
     data: *mut c_void,
-    shape: &[i64],
+    shape_tuple: ObjPtr<ShapeTupleObj>,
     strides: Option<Box<[i64]>>,
     dtype: DLDataType,
     device: DLDevice,
@@ -161,17 +166,17 @@ fn build(
     manager_ctx: *mut c_void,
     owner: DataOwner,
 ) -> Result<NDArray> {
+    let shape = shape_tuple.dims()?;
     let ndim = i32::try_from(shape.len()).map_err(|_| Error::value(format!("ndim {} is too large", shape.len())))?;
     if strides.as_ref().is_some_and(|s| s.len() != shape.len()) {
         return Err(Error::value("strides and shape differ in length"));
     }
-    let shape_tuple = ObjPtr::new(ShapeTupleObj::new(shape));
     let dl_tensor = DLTensor {
         data,
         device,
         ndim,
         dtype,
-        shape: shape_tuple.dims()?.as_ptr() as *mut i64,
+        shape: shape.as_ptr() as *mut i64,
         strides: strides.map_or(std::ptr::null_mut(), into_dims),
         byte_offset,
     };
@@ -186,10 +191,11 @@ impl NDArray {
         let api = device_api(device.device_type)?;
         let align = ALLOC_ALIGNMENT.max(dtype.element_bytes());
         let data = api.alloc_data_space(device, nbytes, align, dtype)?;
-        build(data, shape, None, dtype, device, 0, std::ptr::null_mut(), DataOwner::Device(device)).inspect_err(|_| {
-            // SAFETY: allocated just above and not handed out.
-            let _ = unsafe { api.free_data_space(device, data) };
-        })
+        build(data, shape_tuple(shape), None, dtype, device, 0, std::ptr::null_mut(), DataOwner::Device(device))
+            .inspect_err(|_| {
+                // SAFETY: allocated just above and not handed out.
+                let _ = unsafe { api.free_data_space(device, data) };
+            })
     }
 
     /// A new, uninitialised float32 array of at least `bytes` bytes (whole 4-byte elements, at
@@ -214,7 +220,13 @@ impl NDArray {
     /// hold it. The view's data pointer is the parent's plus `offset` (its `byte_offset` stays the
     /// parent's), so it is for devices whose memory has plain addresses, as CPU memory does.
     pub fn create_view_at(&self, offset: usize, shape: &[i64], dtype: DLDataType) -> Result<NDArray> {
-        let need = data_size(shape, dtype)?;
+        self.create_view_of(offset, shape_tuple(shape), dtype)
+    }
+
+    /// [`NDArray::create_view_at`] with the shape as a shape tuple object the view shares (a
+    /// caller making many views of one shape makes the tuple once).
+    pub fn create_view_of(&self, offset: usize, shape: ObjPtr<ShapeTupleObj>, dtype: DLDataType) -> Result<NDArray> {
+        let need = data_size(shape.dims()?, dtype)?;
         let have = self.nbytes();
         if !matches!(offset.checked_add(need), Some(end) if end <= have) {
             let at = if offset == 0 { String::new() } else { format!(" at offset {offset}") };
@@ -241,7 +253,7 @@ impl NDArray {
     /// returned array or any view or handle derived from it is alive. Nothing frees it.
     pub unsafe fn borrowed(data: *mut c_void, shape: &[i64], dtype: DLDataType, device: DLDevice) -> Result<NDArray> {
         data_size(shape, dtype)?;
-        build(data, shape, None, dtype, device, 0, std::ptr::null_mut(), DataOwner::External)
+        build(data, shape_tuple(shape), None, dtype, device, 0, std::ptr::null_mut(), DataOwner::External)
     }
 
     /// Adopt a DLPack tensor (compact, 64-byte aligned); its deleter runs when the array dies.
@@ -265,7 +277,16 @@ impl NDArray {
         let shape = t.shape()?;
         data_size(shape, t.dtype())?;
         let raw = t.raw();
-        build(raw.data, shape, None, raw.dtype, raw.device, raw.byte_offset, m as *mut c_void, DataOwner::DLPack(m))
+        build(
+            raw.data,
+            shape_tuple(shape),
+            None,
+            raw.dtype,
+            raw.device,
+            raw.byte_offset,
+            m as *mut c_void,
+            DataOwner::DLPack(m),
+        )
     }
 
     /// Recover the array from a handle (`TVMArrayHandle`) and take a new reference.

@@ -8,9 +8,11 @@
 
 use super::value::{Callable, VmValue};
 use crate::abi::{dtype_code, DLDataType};
+use crate::runtime::container::ShapeTupleObj;
 use crate::runtime::dtype::num_elements;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::ndarray::NDArray;
+use crate::runtime::object::ObjPtr;
 
 macro_rules! builtins {
     ($($variant:ident = $name:literal,)*) => {
@@ -62,6 +64,9 @@ pub trait Context {
     fn call_value(&mut self, c: &Callable, args: Vec<VmValue>) -> Result<VmValue>;
     /// Whether function-table entry `f` is a VM function.
     fn is_vm_function(&self, f: u32) -> bool;
+    /// The shape tuple of `AllocTensor` shortcut `site` (`dims`), made once per frame and
+    /// shared by the tensors it allocates.
+    fn shape_tuple(&mut self, site: u32, dims: &[i64]) -> ObjPtr<ShapeTupleObj>;
 }
 
 impl Builtin {
@@ -221,9 +226,9 @@ fn err_ctx<'a>(a: &[&'a VmValue], i: usize) -> Result<&'a str> {
 }
 
 /// The shape heap: an int64 CPU tensor (or none, for functions without symbolic shapes).
-struct Heap<'a>(Option<&'a NDArray>);
+pub(super) struct Heap<'a>(Option<&'a NDArray>);
 
-fn heap<'a>(a: &[&'a VmValue], i: usize) -> Result<Heap<'a>> {
+pub(super) fn heap<'a>(a: &[&'a VmValue], i: usize) -> Result<Heap<'a>> {
     match get(a, i)? {
         VmValue::Null => Ok(Heap(None)),
         VmValue::Tensor(t)
@@ -263,7 +268,7 @@ impl Heap<'_> {
 
 /// One `match_shape` / `match_prim_value` step: `code` against `value` with operand `r`;
 /// `what` names the checked value (built only for an error).
-fn match_dim(heap: &Heap, code: i64, r: i64, value: i64, what: impl Fn() -> String) -> Result<()> {
+pub(super) fn match_dim(heap: &Heap, code: i64, r: i64, value: i64, what: impl Fn() -> String) -> Result<()> {
     match code {
         0 if value != r => Err(Error::value(format!("{} is {value} but {r} is required", what()))),
         1 => heap.set(r, value),

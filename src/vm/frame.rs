@@ -8,8 +8,10 @@ use super::bytecode::{Arg, Instr, Reg};
 use super::session::{AllocatorKind, Callee, Session};
 use super::value::{CArgs, Callable, VmValue};
 use crate::abi::{DLDataType, DLDevice};
+use crate::runtime::container::ShapeTupleObj;
 use crate::runtime::error::{Error, Result};
-use crate::runtime::ndarray::NDArray;
+use crate::runtime::ndarray::{shape_tuple, NDArray};
+use crate::runtime::object::ObjPtr;
 use crate::runtime::packed::{Args, PackedFunc, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -41,6 +43,8 @@ struct Scratch {
     constants: Vec<VmValue>,
     /// The VM's instrument (`set_instrument`), called around every call instruction.
     instrument: Option<PackedFunc>,
+    /// The shape tuple of each `AllocTensor` shortcut, made on first use.
+    shapes: Vec<Option<ObjPtr<ShapeTupleObj>>>,
 }
 
 /// A frame at work: its session borrowed (a call touches no shared reference count) and its
@@ -78,7 +82,7 @@ impl Frame {
     pub fn call_args(&mut self, f: usize, args: Args<'_>) -> Result<Value> {
         let mut vals = self.scratch.spare_args.pop().unwrap_or_default();
         for i in 0..args.len() {
-            vals.push(VmValue::from_value(args.to_value(i)?)?);
+            vals.push(VmValue::from_arg(&args, i)?);
         }
         self.finish_call(f, vals)
     }
@@ -151,7 +155,7 @@ impl Run<'_> {
                 .ok_or_else(|| Error::runtime(format!("VM function `{}` ran past its last instruction", info.name)))?;
             match *instr {
                 Instr::Call { dst, func, args } => {
-                    let out = self.call_instr(func as usize, args, regs).map_err(|e| {
+                    let out = self.call_site(info.code_start + pc, func as usize, args, regs).map_err(|e| {
                         e.context(format!(
                             "in `{}` at instruction {pc} (`{}`)",
                             info.name, s.exec.functions[func as usize].name
@@ -173,6 +177,18 @@ impl Run<'_> {
                 }
             }
         }
+    }
+
+    /// The call instruction at `at` (an index of the executable's code): its shortcut, or
+    /// [`Run::call_instr`] where it has none or the shortcut hands the call back.
+    fn call_site(&mut self, at: usize, func: usize, range: (u32, u32), regs: &[VmValue]) -> Result<VmValue> {
+        let s: &Session = self.s;
+        if let (Some(sc), None) = (&s.shortcuts[at], &self.x.instrument) {
+            if let Some(v) = sc.run(regs, self)? {
+                return Ok(v);
+            }
+        }
+        self.call_instr(func, range, regs)
     }
 
     fn call_instr(&mut self, func: usize, range: (u32, u32), regs: &[VmValue]) -> Result<VmValue> {
@@ -366,6 +382,14 @@ impl Context for Run<'_> {
 
     fn is_vm_function(&self, f: u32) -> bool {
         matches!(self.s.callees[f as usize], Callee::Bytecode(_))
+    }
+
+    fn shape_tuple(&mut self, site: u32, dims: &[i64]) -> ObjPtr<ShapeTupleObj> {
+        let site = site as usize;
+        if self.x.shapes.len() <= site {
+            self.x.shapes.resize(site + 1, None);
+        }
+        self.x.shapes[site].get_or_insert_with(|| shape_tuple(dims)).clone()
     }
 }
 

@@ -11,6 +11,7 @@ pub mod executable;
 pub mod frame;
 pub mod module;
 pub mod session;
+pub mod shortcut;
 pub mod value;
 
 pub use executable::{Executable, Format};

@@ -3,8 +3,10 @@
 //! entry resolved once to what a call runs, the devices and the allocator kind.
 
 use super::builtins::Builtin;
+use super::bytecode::Instr;
 use super::bytecode::{Arg, Reg};
 use super::executable::{Executable, FuncKind};
+use super::shortcut::Shortcut;
 use super::value::{Callable, VmValue};
 use crate::abi::{device_type, DLDevice};
 use crate::runtime::error::{Error, Result};
@@ -49,6 +51,8 @@ pub struct Session {
     /// `exec.args`; `Null` at the other positions. Builtins read them in place.
     pub immediates: Vec<VmValue>,
     pub callees: Vec<Callee>,
+    /// The shortcut of each call instruction that has one, indexed like `exec.code`.
+    pub shortcuts: Vec<Option<Shortcut>>,
     pub devices: Vec<DLDevice>,
     pub allocator: AllocatorKind,
     /// The executable module (its imports are the kernel library); kept alive with the kernels.
@@ -86,9 +90,19 @@ impl Session {
                 ))),
             })
             .collect::<Result<Vec<_>>>()?;
-        let constants = exec.constants.iter().map(VmValue::from_constant).collect();
+        let constants: Vec<VmValue> = exec.constants.iter().map(VmValue::from_constant).collect();
         let immediates = exec.args.iter().map(|&a| immediate(a)).collect();
-        Ok(Session { exec, constants, immediates, callees, devices: devices.to_vec(), allocator, _module: module })
+        let shortcuts = shortcuts(&exec, &callees, &constants);
+        Ok(Session {
+            exec,
+            constants,
+            immediates,
+            callees,
+            shortcuts,
+            devices: devices.to_vec(),
+            allocator,
+            _module: module,
+        })
     }
 
     /// The index of a VM function by name, or an error naming it.
@@ -99,6 +113,18 @@ impl Session {
             None => Err(Error::value(format!("Unknown function: {name}"))),
         }
     }
+}
+
+fn shortcuts(exec: &Executable, callees: &[Callee], constants: &[VmValue]) -> Vec<Option<Shortcut>> {
+    let mut sites = 0;
+    let site = |instr: &Instr| match *instr {
+        Instr::Call { func, args, .. } => match callees[func as usize] {
+            Callee::Builtin(b) => Shortcut::new(b, exec.call_args(args), constants, &mut sites),
+            _ => None,
+        },
+        _ => None,
+    };
+    exec.code.iter().map(site).collect()
 }
 
 /// A call argument's value when it is not read from a register or the constant pool.

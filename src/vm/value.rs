@@ -7,7 +7,7 @@ use crate::runtime::container::{array_object, shape_object, string_object, Array
 use crate::runtime::error::{Error, Result};
 use crate::runtime::ndarray::{copy_from_to, NDArray};
 use crate::runtime::object::ObjectRef;
-use crate::runtime::packed::{PackedFunc, Value};
+use crate::runtime::packed::{Args, PackedFunc, Value};
 use crate::runtime::tensor::TensorRef;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
@@ -104,6 +104,16 @@ impl VmValue {
                 )))
             }
         })
+    }
+
+    /// Packed-call argument `i` as a register value: an NDArray handle (what callers pass
+    /// most) straight to a tensor, anything else through [`VmValue::from_value`].
+    pub fn from_arg(args: &Args<'_>, i: usize) -> Result<VmValue> {
+        match args.code(i)? {
+            tc::NDARRAY_HANDLE => args.ndarray(i).map(VmValue::Tensor),
+            tc::INT => args.int(i).map(VmValue::Int),
+            _ => Self::from_value(args.to_value(i)?),
+        }
     }
 
     fn from_object(o: ObjectRef) -> Result<VmValue> {
