@@ -130,3 +130,41 @@ def test_sigterm_ends_the_server_and_removes_its_deployment(server, cluster):
     r = subprocess.run([sys.executable, "-c", apps % address], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "buckets" not in json.loads(r.stdout.strip().splitlines()[-1]), r.stdout
+
+
+def test_replicas_pinned_to_core_groups(cluster, tmp_path):
+    """``--replica-core-groups 2``: each replica's threads all run on one of two core groups of
+    its node's CPUs, replicas on one node on different groups, and the numbers stay the local ones."""
+    from collections import defaultdict
+
+    from tvmrt.serve.pinning import split
+    from test_pinning import thread_cpus
+
+    address, env = cluster
+    port, p = start_server("--model", f"pinned={FIXTURES['demo']}", "--ray-address", address, "--replicas", "2",
+                           "--replica-core-groups", "2", "--replica-cpus", "0.5", env=env, log=tmp_path / "server.log",
+                           timeout=120)
+    try:
+        x = np.random.RandomState(5).uniform(-1, 1, (1, 1, 16, 16)).astype("float32")
+        want = local_demo(x)
+        body = {"inputs": [{"name": "data", "shape": [1, 1, 16, 16], "datatype": "FP32", "data": x.reshape(-1).tolist()}]}
+        nodes = {}
+        deadline = time.time() + 60
+        while len(nodes) < 2 and time.time() < deadline:
+            status, r = post(port, "/v2/models/pinned/infer", json.dumps(body).encode(), {"Content-Type": "application/json"})
+            assert status == 200, r
+            y = np.array(r["outputs"][0]["data"], dtype=np.float32).reshape(want.shape)
+            assert np.array_equal(y.view(np.uint32), want.view(np.uint32))
+            node, pid = r["parameters"]["served_by"].split("/")
+            nodes[int(pid)] = node
+        assert len(nodes) == 2, nodes
+        groups = split(os.sched_getaffinity(0), 2)
+        on_node = defaultdict(list)
+        for pid, node in nodes.items():
+            cpus = {tuple(c) for c in thread_cpus(pid).values()}
+            assert len(cpus) == 1 and list(next(iter(cpus))) in groups, (pid, cpus)
+            on_node[node].append(cpus.pop())
+        assert all(len(set(g)) == len(g) for g in on_node.values()), on_node
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=90)

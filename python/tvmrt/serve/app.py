@@ -28,6 +28,8 @@ def parse(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--ray-address", help="the Ray cluster to place replicas on (host:port, or auto)")
     p.add_argument("--replica-cpus", type=float, default=1.0, help="CPUs Ray reserves for each replica")
     p.add_argument("--max-replicas-per-node", type=int, help="at most this many replicas of a model on one node (1: one per node)")
+    p.add_argument("--replica-core-groups", type=int, metavar="G",
+                   help="split each node's CPUs into G core groups and pin each replica to one (one replica per core group: at most G replicas of a model per node)")
     p.add_argument("--load-from-path", action="store_true",
                    help="replicas read PATH themselves (a path every node can read) instead of bytes shipped by this process")
     a = p.parse_args(argv)
@@ -42,10 +44,17 @@ def parse(argv: Optional[List[str]] = None) -> argparse.Namespace:
     a.models = models
     if a.max_batch_delay_ms < 0:
         p.error(f"--max-batch-delay-ms {a.max_batch_delay_ms}: must be 0 or more")
-    for flag, value in (("--replicas", a.replicas), ("--replica-cpus", a.replica_cpus), ("--max-replicas-per-node", a.max_replicas_per_node)):
+    for flag, value in (("--replicas", a.replicas), ("--replica-cpus", a.replica_cpus),
+                        ("--max-replicas-per-node", a.max_replicas_per_node), ("--replica-core-groups", a.replica_core_groups)):
         if value is not None and value <= 0:
             p.error(f"{flag} {value}: must be more than 0")
     a.on_ray = bool(a.replicas or a.ray_address)
+    if a.replica_core_groups:
+        if not a.on_ray:
+            p.error("--replica-core-groups: replicas run on Ray; give --replicas or --ray-address")
+        if a.max_replicas_per_node and a.max_replicas_per_node > a.replica_core_groups:
+            p.error(f"--max-replicas-per-node {a.max_replicas_per_node}: more than the {a.replica_core_groups} core groups of a node")
+        a.max_replicas_per_node = a.max_replicas_per_node or a.replica_core_groups
     return a
 
 
@@ -111,7 +120,7 @@ def ray_backend(a: argparse.Namespace, name: str):
     from .replicas import RayReplicas
 
     return lambda path: RayReplicas(name, path, a.replicas or 1, a.replica_cpus, a.max_replicas_per_node,
-                                    ship=not a.load_from_path, pipeline=a.pipeline)
+                                    ship=not a.load_from_path, pipeline=a.pipeline, core_groups=a.replica_core_groups)
 
 
 def quiet_requests() -> None:

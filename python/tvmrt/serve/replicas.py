@@ -53,10 +53,21 @@ LOST = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exc
 
 
 class Replica:
-    """One replica: the model loaded in a Ray worker process."""
+    """One replica: the model loaded in a Ray worker process (pinned to one of its node's
+    ``core_groups`` core groups when given: :mod:`.pinning`)."""
 
-    def __init__(self, path: str, files: Optional[Dict[str, bytes]], pipeline: Optional[str]) -> None:
+    def __init__(self, path: str, files: Optional[Dict[str, bytes]], pipeline: Optional[str],
+                 core_groups: Optional[int] = None) -> None:
         from . import runners
+
+        self.group = None
+        if core_groups:
+            from .pinning import CoreGroup
+
+            key = f"{ray.get_runtime_context().get_node_id()}-{serve.get_replica_context().deployment}"
+            self.group = CoreGroup.claim(key, core_groups)
+            self.group.pin()
+            print(f"tvmrt.serve: replica {os.getpid()} pinned to {self.group}", file=sys.stderr)
 
         if files is not None:
             self.dir = tempfile.TemporaryDirectory(prefix="tvmrt-replica-")
@@ -79,14 +90,14 @@ class RayReplicas:
     flight for each (one running, the next already there when it ends)."""
 
     def __init__(self, name: str, path: str, replicas: int, cpus: float, max_per_node: Optional[int],
-                 ship: bool, pipeline: Optional[str] = None) -> None:
+                 ship: bool, pipeline: Optional[str] = None, core_groups: Optional[int] = None) -> None:
         options = {"num_replicas": replicas, "ray_actor_options": {"num_cpus": cpus},
                    # one batch running and one ready behind it (Ray Serve's default of 5 would
                    # queue work on a busy replica while another idles)
                    "max_ongoing_requests": 2}
         if max_per_node:
             options["max_replicas_per_node"] = max_per_node
-        app = serve.deployment(Replica, name=name).options(**options).bind(path, model_files(path) if ship else None, pipeline)
+        app = serve.deployment(Replica, name=name).options(**options).bind(path, model_files(path) if ship else None, pipeline, core_groups)
         self.handle = serve.run(app, name=name, route_prefix=None)
         self.inputs, self.outputs, self.max_rows = self.handle.describe.remote().result()
         self.workers = 2 * replicas
