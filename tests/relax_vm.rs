@@ -565,6 +565,56 @@ fn shortcuts_change_no_result() {
     }
 }
 
+/// `vm_profiler_load_executable` gives a VM with TVM's `profile(name, *args)`: the call run once
+/// with every kernel call timed, the report in TVM's JSON; a plain VM has no `profile`.
+#[test]
+fn profiler_vm_reports_every_kernel_call() {
+    for version in ["relax-0.18", "relax-0.27"] {
+        let m = models(version).into_iter().find(|m| m.name == "mlp").unwrap();
+        tvm_runtime::init();
+        let exec = Module::load_from_file(m.lib.to_str().unwrap(), "").unwrap();
+        let load =
+            |name: &str| exec.get_function(name, false).unwrap().unwrap().call(&[]).unwrap().into_module().unwrap();
+        let (vm, plain) = (load("vm_profiler_load_executable"), load("vm_load_executable"));
+        assert!(plain.get_function("profile", false).unwrap().is_none(), "{version}: a plain VM has no profile");
+        vm.get_function("vm_initialization", false).unwrap().unwrap().call(&[1, 0, 2].map(Value::Int)).unwrap();
+        let case = &m.cases[0];
+        let profile = vm.get_function("profile", false).unwrap().unwrap();
+        let args = [vec![Value::Str("main".into())], input_arrays(case)].concat();
+        let report: Json = serde_json::from_str(&profile.call(&args).unwrap().into_string().unwrap()).unwrap();
+        let calls = report["calls"].as_array().unwrap();
+        let session = VmModule::of(&vm).unwrap().session().unwrap();
+        let kernels: Vec<&str> = session
+            .exec
+            .code_of(&session.exec.functions[session.vm_function("main").unwrap()])
+            .iter()
+            .filter_map(|i| match *i {
+                tvm_runtime::vm::bytecode::Instr::Call { func, .. } => {
+                    Some(&session.exec.functions[func as usize].name)
+                }
+                _ => None,
+            })
+            .filter(|n| !n.starts_with("vm.builtin."))
+            .map(|n| n.as_str())
+            .collect();
+        let names: Vec<&str> = calls.iter().map(|c| c["Name"].as_str().unwrap()).collect();
+        assert_eq!(names, kernels, "{version}: one row per kernel call, in order");
+        let mut sum = 0.0;
+        for c in calls {
+            let us = c["Duration (us)"]["microseconds"].as_f64().unwrap();
+            assert!(us > 0.0 && c["Count"]["count"] == 1 && c["Device"] == "cpu0", "{c}");
+            assert!(c["Argument Shapes"].as_str().unwrap().starts_with("float32["), "{c}");
+            sum += us;
+        }
+        let total = report["device_metrics"]["cpu0"]["Duration (us)"]["microseconds"].as_f64().unwrap();
+        assert!(total >= sum, "{version}: the whole call ({total} us) holds its kernel calls ({sum} us)");
+        let e = profile.call(&[Value::Str("nope".into())]).unwrap_err();
+        assert!(e.message().contains("Unknown function: nope"), "{e}");
+        let main = vm.get_function("main", false).unwrap().unwrap();
+        check_outputs("profiler VM main", case, &result_arrays(main.call(&input_arrays(case)).unwrap()));
+    }
+}
+
 // ---- errors ---------------------------------------------------------------------------------------
 
 #[test]

@@ -124,6 +124,27 @@ def test_time_evaluator_returns_a_benchmark_result(vms, s):
 
 
 @pytest.mark.parametrize("s", SETS)
+def test_profile_reports_every_kernel_call(vms, s):
+    vm = VirtualMachine(tvmrt.load_module(_lib(s, "mlp")), tvmrt.cpu(), profile=True)
+    x = np.random.default_rng(1).standard_normal((4, 32)).astype("float32")
+    report = vm.profile("main", x)
+    assert isinstance(report, tvmrt.relax.Report)
+    names = [c["Name"] for c in report.calls]
+    # 0.27 runs six kernels (matmul, add, relu twice), 0.18 two fused ones
+    assert len(names) in (2, 6) and any("matmul" in n for n in names), names
+    assert all(c["Duration (us)"] > 0 and c["Count"] == 1 and c["Argument Shapes"].startswith("float32[")
+               for c in report.calls), report.calls
+    assert report.device_metrics["cpu0"]["Duration (us)"] >= sum(c["Duration (us)"] for c in report.calls)
+    table = report.table()
+    assert "Sum" in table and "Total" in table and "matmul" in table, table
+    assert report.csv().splitlines()[0].split(",") == sorted(report.calls[0]), report.csv()
+    assert json.loads(report.json())["calls"][0]["Count"] == {"count": 1}
+    np.testing.assert_allclose(vm["main"](x).numpy(), vms(s, "mlp")["main"](x).numpy(), rtol=0, atol=0)
+    with pytest.raises(tvmrt.TVMError, match="profile=True"):
+        vms(s, "mlp").profile("main", x)
+
+
+@pytest.mark.parametrize("s", SETS)
 def test_describe_lists_functions_and_symbolic_shapes(s):
     lib = tvmrt.load_module(_lib(s, "dyn"))
     d = json.loads(lib["describe"]())

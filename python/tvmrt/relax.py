@@ -21,7 +21,7 @@ from .graph_executor import VM_EXECUTABLE_KEYS, BenchmarkResult, Module, load_mo
 from .ndarray import Device, NDArray, array, cpu
 from .packed import Function, call_packed, pack_args
 
-__all__ = ["VirtualMachine"]
+__all__ = ["Report", "VirtualMachine"]
 
 NAIVE_ALLOCATOR = 1
 POOLED_ALLOCATOR = 2
@@ -59,8 +59,6 @@ class VirtualMachine:
         memory_cfg: Union[None, str, Dict[Device, str]] = None,
         profile: bool = False,
     ) -> None:
-        if profile:
-            raise error.NotImplementedError("VirtualMachine(profile=True): the VM profiler is not available")
         lib = rt_mod if isinstance(rt_mod, Module) else load_module(rt_mod)
         key = lib.type_key
         if key not in VM_EXECUTABLE_KEYS:
@@ -69,7 +67,7 @@ class VirtualMachine:
                 + (" (a graph executor factory: use lib['default'](dev))" if key == "GraphExecutorFactory" else "")
             )
         self._exec = lib
-        self.module: Module = lib["vm_load_executable"]()
+        self.module: Module = lib["vm_profiler_load_executable" if profile else "vm_load_executable"]()
         devices = [device] if isinstance(device, Device) else list(device)
         if not devices or not all(isinstance(d, Device) for d in devices):
             raise error.TypeError("VirtualMachine: device must be a tvmrt.Device or a list of them")
@@ -195,6 +193,13 @@ class VirtualMachine:
         n = len(vals)
         return lambda: call_packed(handle, values, codes, n, (keep, vals))
 
+    def profile(self, func_name: str, *args: Any) -> "Report":
+        """Run ``func_name`` once on ``args`` with every kernel call timed (a VM made with
+        ``profile=True``, as TVM's): a :class:`Report`."""
+        if "profile" not in self._funcs and not self.module.implements_function("profile"):
+            raise error.ValueError("profile: this VM was not made with profile=True")
+        return Report(self._vm_func("profile")(func_name, *[_as_ndarray(a) for a in args]))
+
     def __repr__(self) -> str:
         lib = getattr(self, "_exec", None)
         return f"<tvmrt.relax.VirtualMachine {lib.path if lib is not None else ''}>"
@@ -205,3 +210,66 @@ class VirtualMachine:
         import json
 
         return json.loads(self._exec["describe"]())
+
+
+class Report:
+    """A profiled call, as TVM's ``runtime.profiling.Report`` has it: ``calls`` (a row per
+    kernel call: ``Name``, ``Duration (us)``, ``Count``, ``Percent``, ``Device``, ``Argument
+    Shapes``) and ``device_metrics`` (the whole call per device); ``json()`` is TVM's JSON."""
+
+    def __init__(self, json_text: str) -> None:
+        import json
+
+        self._json = json_text
+        data = json.loads(json_text)
+        self.calls: List[Dict[str, Any]] = [{k: _metric(v) for k, v in row.items()} for row in data["calls"]]
+        self.device_metrics: Dict[str, Dict[str, Any]] = {
+            dev: {k: _metric(v) for k, v in row.items()} for dev, row in data["device_metrics"].items()}
+
+    def json(self) -> str:
+        return self._json
+
+    def csv(self) -> str:
+        headers = sorted({k for row in self.calls for k in row})
+        lines = [",".join(headers)]
+        for row in self.calls:
+            lines.append(",".join(f'"{row[h]}"' if isinstance(row.get(h), str) else str(row.get(h, "")) for h in headers))
+        return "\n".join(lines) + "\n"
+
+    def table(self, sort: bool = True, aggregate: bool = True) -> str:
+        """A text table: calls of one kernel on the same shapes summed (``aggregate``), the
+        longest first (``sort``), a sum row, and the whole call."""
+        rows = self.calls
+        if aggregate:
+            merged: Dict[tuple, Dict[str, Any]] = {}
+            for row in rows:
+                key = (row["Name"], row.get("Argument Shapes", ""))
+                if key not in merged:
+                    merged[key] = dict(row)
+                else:
+                    for k in ("Duration (us)", "Count", "Percent"):
+                        merged[key][k] += row[k]
+            rows = list(merged.values())
+        if sort:
+            rows = sorted(rows, key=lambda r: -r["Duration (us)"])
+        total = {"Name": "Sum", **{k: sum(r[k] for r in rows) for k in ("Duration (us)", "Count", "Percent")}}
+        whole = [{"Name": "Total", **m} for m in self.device_metrics.values()]
+        headers = ["Name", "Duration (us)", "Percent", "Count", "Device", "Argument Shapes"]
+        cells = [headers] + [[_cell(r.get(h)) for h in headers] for r in rows + [{"Name": "-" * 10}, total] + whole]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+        return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+                         for row in cells) + "\n"
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def _metric(v: Any) -> Any:
+    """A metric of TVM's report JSON: a string, or {"microseconds" | "count" | "percent": x}."""
+    return next(iter(v.values())) if isinstance(v, dict) else v
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    return f"{v:,.2f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) else str(v)

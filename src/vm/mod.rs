@@ -10,6 +10,7 @@ pub mod describe;
 pub mod executable;
 pub mod frame;
 pub mod module;
+pub mod profiler;
 pub mod session;
 pub mod shortcut;
 pub mod value;

@@ -71,6 +71,9 @@ impl ModuleNode for ExecutableModule {
         let this = this.clone();
         Ok(Some(match name {
             "vm_load_executable" => PackedFunc::from_typed(move |_| Ok(Value::Module(vm_module(this.clone())?))),
+            "vm_profiler_load_executable" => {
+                PackedFunc::from_typed(move |_| Ok(Value::Module(vm_profiler_module(this.clone())?)))
+            }
             "has_function" => PackedFunc::from_typed(move |a| Ok(Value::Bool(exec.function(&a.string(0)?).is_some()))),
             "stats" => PackedFunc::from_typed(move |_| Ok(Value::Str(exec.stats()))),
             "as_text" => PackedFunc::from_typed(move |_| Ok(Value::Str(exec.as_text()))),
@@ -86,9 +89,19 @@ impl ModuleNode for ExecutableModule {
 
 /// A new VM over the executable module `exec_module` (not yet initialized).
 pub fn vm_module(exec_module: Module) -> Result<Module> {
+    new_vm(exec_module, false)
+}
+
+/// [`vm_module`] with TVM's profiler function `profile` ([`super::profiler`]).
+pub fn vm_profiler_module(exec_module: Module) -> Result<Module> {
+    new_vm(exec_module, true)
+}
+
+fn new_vm(exec_module: Module, profiling: bool) -> Result<Module> {
     let exec = ExecutableModule::of(&exec_module)?.exec.clone();
     Ok(Module::from_node(VmModule {
         exec,
+        profiling,
         exec_module,
         session: RwLock::new(None),
         generation: AtomicU64::new(0),
@@ -118,6 +131,8 @@ struct Saved {
 /// The VM module.
 pub struct VmModule {
     exec: Arc<Executable>,
+    /// Made by `vm_profiler_load_executable`: it has `profile`.
+    profiling: bool,
     exec_module: Module,
     session: RwLock<Option<Arc<Session>>>,
     /// Bumped by every `vm_initialization`: idle frames of an earlier one are dropped.
@@ -163,6 +178,7 @@ const API: &[&str] = &[
     "save_function",
     "invoke_closure",
     "set_instrument",
+    "profile",
 ];
 
 impl VmModule {
@@ -391,6 +407,10 @@ impl VmModule {
             "save_function" => self.save_function(args).map(|_| Value::Null),
             "invoke_closure" => self.invoke_closure(args),
             "set_instrument" => self.set_instrument(args).map(|_| Value::Null),
+            "profile" => {
+                let vals = (1..args.len()).map(|i| args.to_value(i)).collect::<Result<Vec<_>>>()?;
+                super::profiler::profile(&self.exec_module, &*self.session()?, &args.string(0)?, &vals).map(Value::Str)
+            }
             other => Err(Error::internal(format!("no VM API function `{other}`"))),
         }
     }
@@ -427,7 +447,7 @@ impl ModuleNode for VmModule {
     fn get_function(&self, name: &str, this: &Module) -> Result<Option<PackedFunc>> {
         let this = this.clone();
         let name = name.to_string();
-        if API.contains(&name.as_str()) {
+        if API.contains(&name.as_str()) && (name != "profile" || self.profiling) {
             return Ok(Some(PackedFunc::from_typed(move |args| VmModule::of(&this)?.api(&name, args))));
         }
         if !self.has(&name) {

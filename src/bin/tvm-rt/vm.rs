@@ -9,21 +9,20 @@ use crate::fail::{Failure, FileContext};
 use crate::inputs::{Fill, InputArgs};
 use crate::model::{existing_file, load_module, ExecArgs, MemoryPlanArg, ModelArgs};
 use crate::tensors::{describe, random_bytes, read_npy, SUPPORTED};
-use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
 use tvm_runtime::abi::{DLDataType, DLDevice};
 use tvm_runtime::graph::runner::OpTiming;
 use tvm_runtime::runtime::ndarray::NDArray;
 use tvm_runtime::runtime::packed::{Module, PackedFunc, Value};
 use tvm_runtime::runtime::registry;
-use tvm_runtime::vm::session::{AllocatorKind, Callee, Session};
-use tvm_runtime::vm::{ExecutableModule, Frame};
+use tvm_runtime::vm::profiler::{timed_session, KernelCall};
+use tvm_runtime::vm::session::AllocatorKind;
+use tvm_runtime::vm::Frame;
 
 /// Type keys of VM executables: TVM 0.18's and the tvm-ffi releases'.
 const EXECUTABLE_KEYS: [&str; 2] = ["relax.Executable", "relax.VMExecutable"];
@@ -416,58 +415,30 @@ pub fn profile(args: &crate::profile::Args, model: &VmModel) -> Result<(), Failu
     let name = model.function(&args.vm)?.name.clone();
     let values: Vec<Value> =
         model.arrays(&args.vm, &args.inputs, Some(Fill::Random))?.into_iter().map(Value::NDArray).collect();
-    let calls = Arc::new(Mutex::new(Calls { started: Instant::now(), timings: Vec::new() }));
-    let mut frame = Frame::new(Arc::new(timed_session(&model.exec, &calls)?));
+    let (session, recording) =
+        timed_session(&model.exec, &[DLDevice::cpu(0)], AllocatorKind::from_code(POOLED_ALLOCATOR)?)?;
+    let mut frame = Frame::new(Arc::new(session));
     for _ in 0..args.warmup {
         frame.call(&name, &values)?;
     }
     let mut runs = Vec::with_capacity(args.runs as usize);
     for _ in 0..args.runs {
-        *calls.lock() = Calls { started: Instant::now(), timings: Vec::new() };
+        recording.lock().restart();
         frame.call(&name, &values)?;
-        runs.push(std::mem::take(&mut calls.lock().timings));
+        runs.push(recording.lock().calls.iter().enumerate().map(|(i, c)| op_timing(i, c)).collect());
     }
     let executor = format!("cpu; Relax VM, function {name}, pooled allocator; kernel calls only");
     crate::profile::report(args, model.source.clone(), executor, &runs)
 }
 
-/// The kernel calls of the run under way.
-struct Calls {
-    started: Instant,
-    timings: Vec<OpTiming>,
-}
-
-/// A session over the executable whose packed functions (the kernels) record their calls.
-fn timed_session(exec_module: &Module, calls: &Arc<Mutex<Calls>>) -> Result<Session, Failure> {
-    let exec = ExecutableModule::of(exec_module)?.exec.clone();
-    let cpu = [DLDevice::cpu(0)];
-    let mut session =
-        Session::new(exec.clone(), exec_module.clone(), &cpu, AllocatorKind::from_code(POOLED_ALLOCATOR)?)?;
-    for (i, callee) in session.callees.iter_mut().enumerate() {
-        if let Callee::Packed(f) = callee {
-            *f = timed(f.clone(), exec.functions[i].name.clone(), calls.clone());
-        }
+/// A kernel call as one op of the graph path's tables (its position in the run as the node id).
+fn op_timing(i: usize, c: &KernelCall) -> OpTiming {
+    OpTiming {
+        node_id: i as u32,
+        name: c.name.clone(),
+        func_name: c.name.clone(),
+        start_ns: c.start_ns,
+        duration_ns: c.duration_ns,
+        lane: 0,
     }
-    Ok(session)
-}
-
-/// `f`, recording each call as one op (its position in the run as the node id).
-fn timed(f: PackedFunc, name: String, calls: Arc<Mutex<Calls>>) -> PackedFunc {
-    PackedFunc::from_fn(move |args, ret| {
-        let start = Instant::now();
-        let result = f.call_into(args, ret);
-        let duration_ns = start.elapsed().as_nanos() as u64;
-        let mut c = calls.lock();
-        let start_ns = start.saturating_duration_since(c.started).as_nanos() as u64;
-        let node_id = c.timings.len() as u32;
-        c.timings.push(OpTiming {
-            node_id,
-            name: name.clone(),
-            func_name: name.clone(),
-            start_ns,
-            duration_ns,
-            lane: 0,
-        });
-        result
-    })
 }
