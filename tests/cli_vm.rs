@@ -115,17 +115,18 @@ fn run_matches_tvm_0_18_on_every_recorded_case() {
     run_every_case("relax-0.18");
 }
 
-/// apache-tvm 0.27's libraries: run where this runtime reads tvm-ffi libraries as VM
+/// apache-tvm 0.27's and 0.25's libraries: run where this runtime reads tvm-ffi libraries as VM
 /// executables; where it does not (they open as plain kernel libraries), the test says so and
 /// checks nothing else.
 #[test]
-fn run_matches_apache_tvm_0_27_on_every_recorded_case() {
+fn run_matches_apache_tvm_0_25_and_0_27_on_every_recorded_case() {
     let probe = tvm_rt(&["inspect", &lib("relax-0.27", "mlp")]);
     if probe.code == 2 && probe.stderr.contains("holds a `library` module") {
         eprintln!("skipped: this runtime opens apache-tvm 0.27 libraries as kernel libraries, not VM executables");
         return;
     }
     run_every_case("relax-0.27");
+    run_every_case("relax-0.25");
 }
 
 #[test]

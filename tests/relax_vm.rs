@@ -318,6 +318,18 @@ fn tvm027_every_case_c_api() {
     assert_eq!(run_c("relax-0.27"), 9);
 }
 
+/// apache-tvm 0.25's libraries of the same models (its kernels and executables differ from
+/// 0.27's byte for byte), through the Rust and the C API.
+#[test]
+fn tvm025_every_case_rust_and_c_api() {
+    if let Err(why) = ffi_libraries_load() {
+        println!("SKIPPED: tvm-ffi libraries cannot be loaded yet: {why}");
+        return;
+    }
+    assert_eq!(run_rust("relax-0.25"), 9);
+    assert_eq!(run_c("relax-0.25"), 9);
+}
+
 /// The executable bytes inside a tvm-ffi library: the `__tvm_ffi__library_bin` symbol's module
 /// list (`<nbytes u64> <indptr vec<u64>> <child vec<u64>>`, then per module `<kind str>` and,
 /// except for `_lib`, `<bytes str>`), read from the ELF file.
@@ -536,7 +548,7 @@ fn pooled_storage_is_reused_across_calls() {
 #[test]
 fn shortcuts_change_no_result() {
     use tvm_runtime::vm::shortcut::Shortcut;
-    for version in ["relax-0.18", "relax-0.27"] {
+    for version in ["relax-0.18", "relax-0.25", "relax-0.27"] {
         for m in models(version) {
             let vm = load_vm(&m.lib);
             let session = VmModule::of(&vm).unwrap().session().unwrap();

@@ -14,7 +14,7 @@ import tvmrt
 from tvmrt.relax import VirtualMachine
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
-SETS = ["relax-0.18", "relax-0.27"]
+SETS = ["relax-0.18", "relax-0.25", "relax-0.27"]
 
 
 def _manifest(name: str) -> dict:

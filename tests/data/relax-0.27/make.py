@@ -1,5 +1,8 @@
 import numpy as np, tvm, os, sys, json
-import tvm.tirx as tir
+try:
+    import tvm.tirx as tir  # apache-tvm 0.27
+except ImportError:
+    import tvm.tir as tir  # 0.25, 0.26
 from tvm import relax
 from tvm.script import ir as I, relax as R
 out = sys.argv[1]
