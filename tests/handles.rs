@@ -56,6 +56,39 @@ fn call_int(f: *mut c_void) -> Result<i64, String> {
     Ok(unsafe { rv.v_int64 })
 }
 
+/// A callback freeing its own function handle (the slot `resource` points to), then answering 7.
+unsafe extern "C" fn free_self(
+    _values: *mut TVMValue,
+    _codes: *mut i32,
+    _n: i32,
+    ret: *mut c_void,
+    resource: *mut c_void,
+) -> i32 {
+    // SAFETY: `resource` is the test's slot holding this function's handle.
+    let handle = unsafe { *(resource as *mut *mut c_void) };
+    // SAFETY: a handle of this runtime; the call under way holds its own reference (checked mode).
+    if unsafe { TVMFuncFree(handle) } != 0 {
+        return -1;
+    }
+    let (mut v, mut c) = (TVMValue { v_int64: 7 }, tc::INT);
+    // SAFETY: `ret` is the slot the runtime passed to this callback.
+    unsafe { tvm_runtime::ffi::func::TVMCFuncSetReturn(ret, &mut v, &mut c, 1) }
+}
+
+/// With handles checked, a call holds a reference to its function: a function freeing its own
+/// handle finishes its call, and the handle is dead after it.
+#[test]
+fn a_function_freeing_its_own_handle_finishes_its_call() {
+    checked();
+    let mut slot: Box<*mut c_void> = Box::new(std::ptr::null_mut());
+    let mut h = std::ptr::null_mut();
+    // SAFETY: a valid callback, a resource slot that outlives the function, an out-pointer.
+    ok(unsafe { TVMFuncCreateFromCFunc(Some(free_self), &mut *slot as *mut *mut c_void as *mut c_void, None, &mut h) });
+    *slot = h;
+    assert_eq!(call_int(h), Ok(7));
+    assert!(call_int(h).unwrap_err().contains(NOT_LIVE));
+}
+
 fn fails(rc: i32, want: &str) {
     assert_eq!(rc, -1, "the call should fail with {want:?}");
     let e = last_error();

@@ -1,6 +1,6 @@
 //! Packed functions and the global registry.
 
-use super::ptr::{borrow_handle, check_type, out_param, NonNullFn};
+use super::ptr::{borrow_handle, check_type, handle_for_call, out_param, NonNullFn};
 use crate::abi::{type_code as tc, TVMByteArray, TVMPackedCFunc, TVMPackedCFuncFinalizer, TVMValue};
 use crate::runtime::cptr::{array_ptr_or_null, bytes_ptr};
 use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
@@ -99,8 +99,9 @@ pub unsafe extern "C" fn TVMFuncCall(
 ) -> c_int {
     ffi_boundary!("TVMFuncCall", {
         check_not_null!(func, ret_val, ret_type_code);
-        // SAFETY: `func` is a live handle (caller contract); its type is checked.
-        let f = unsafe { borrow_handle::<FuncObj>(func, "PackedFunc")? };
+        // SAFETY: `func` is a live handle the caller keeps for the call (caller contract); its
+        // type is checked.
+        let f = unsafe { handle_for_call::<FuncObj>(func, "PackedFunc")? };
         let n = usize::try_from(num_args).map_err(|_| Error::value(format!("negative num_args {num_args}")))?;
         // SAFETY: the caller passes `num_args` values and codes.
         let args = unsafe { Args::from_raw(arg_values, type_codes, n)? };

@@ -6,6 +6,7 @@ use crate::runtime::error::{Error, Result};
 use crate::runtime::live;
 use crate::runtime::object::{kind_name, ObjPtr, ObjectHeader, ObjectType};
 use std::ffi::c_void;
+use std::mem::ManuallyDrop;
 
 /// The out-parameter `p` as a reference; NULL is an error naming `name`.
 ///
@@ -87,6 +88,51 @@ pub(crate) unsafe fn borrow_handle<T: ObjectType>(handle: *mut c_void, what: &st
     unsafe { check_type::<T>(handle, what)? };
     // SAFETY: a live object of type `T`; `from_borrowed` takes its own reference.
     Ok(unsafe { ObjPtr::from_borrowed(handle as *mut ObjectHeader) })
+}
+
+/// The object behind a C handle for the length of one call, checked against the expected type.
+/// Unchecked (the default) it is borrowed as TVM's C API does, no reference count touched, so
+/// threads calling one function share no written cache line; with handles checked it holds a
+/// reference of its own, so a callee that frees the handle under its own call does not pull the
+/// object from under it.
+///
+/// # Safety
+/// `handle` must be NULL or point to a live object that the caller keeps alive for the call.
+pub(crate) unsafe fn handle_for_call<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<CallRef<T>> {
+    if live::checking() {
+        // SAFETY: the caller's contract is `borrow_handle`'s.
+        return Ok(CallRef { obj: ManuallyDrop::new(unsafe { borrow_handle(handle, what)? }), owned: true });
+    }
+    if handle.is_null() {
+        return Err(Error::value(format!("{what} handle is NULL")));
+    }
+    // SAFETY: non-NULL and live (caller contract).
+    unsafe { check_type::<T>(handle, what)? };
+    // SAFETY: a live object of type `T` that the caller keeps alive for the call; the pointer
+    // is never dropped (`owned` is false), so no reference is taken or released.
+    Ok(CallRef { obj: ManuallyDrop::new(unsafe { ObjPtr::from_raw(handle as *mut ObjectHeader) }), owned: false })
+}
+
+/// See [`handle_for_call`].
+pub(crate) struct CallRef<T: ObjectType> {
+    obj: ManuallyDrop<ObjPtr<T>>,
+    owned: bool,
+}
+
+impl<T: ObjectType> std::ops::Deref for CallRef<T> {
+    type Target = ObjPtr<T>;
+    fn deref(&self) -> &ObjPtr<T> {
+        &self.obj
+    }
+}
+
+impl<T: ObjectType> Drop for CallRef<T> {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: dropped once, here; it holds the reference `borrow_handle` took.
+            unsafe { ManuallyDrop::drop(&mut self.obj) };
+        }
+    }
 }
 
 #[cfg(test)]
