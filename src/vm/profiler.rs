@@ -3,6 +3,7 @@
 //! report as TVM's `runtime.profiling.Report` writes it in JSON (what the `profile` function of
 //! a VM made by `vm_profiler_load_executable` returns, as TVM's does).
 
+use super::executable::Executable;
 use super::frame::Frame;
 use super::session::{AllocatorKind, Callee, Session};
 use super::value::VmValue;
@@ -39,14 +40,14 @@ impl Recording {
     }
 }
 
-/// A session over the executable of `exec_module` whose packed functions record each call into
-/// the returned recording.
+/// A session over `exec` (whose kernels `exec_module` imports) whose packed functions record
+/// each call into the returned recording.
 pub fn timed_session(
+    exec: &Arc<Executable>,
     exec_module: &Module,
     devices: &[DLDevice],
     allocator: AllocatorKind,
 ) -> Result<(Session, Arc<Mutex<Recording>>)> {
-    let exec = super::ExecutableModule::of(exec_module)?.exec.clone();
     let mut session = Session::new(exec.clone(), exec_module.clone(), devices, allocator)?;
     let recording = Arc::new(Mutex::new(Recording { started: Instant::now(), calls: Vec::new() }));
     for (i, callee) in session.callees.iter_mut().enumerate() {
@@ -82,9 +83,9 @@ fn shape_string(args: &Args<'_>) -> String {
 }
 
 /// `profile(function name, *args)`: the function run once on a timed session with the devices
-/// and allocator of `session`; TVM's report JSON.
+/// and allocator of `session` (over `exec_module`); TVM's report JSON.
 pub fn profile(exec_module: &Module, session: &Session, name: &str, args: &[Value]) -> Result<String> {
-    let (timed, recording) = timed_session(exec_module, &session.devices, session.allocator)?;
+    let (timed, recording) = timed_session(&session.exec, exec_module, &session.devices, session.allocator)?;
     let mut frame = Frame::new(Arc::new(timed));
     let values = args.iter().map(|v| VmValue::from_value(v.clone())).collect::<Result<Vec<_>>>()?;
     let f = frame.session.vm_function(name)?;

@@ -22,7 +22,7 @@ use tvm_runtime::runtime::packed::{Module, PackedFunc, Value};
 use tvm_runtime::runtime::registry;
 use tvm_runtime::vm::profiler::{timed_session, KernelCall};
 use tvm_runtime::vm::session::AllocatorKind;
-use tvm_runtime::vm::Frame;
+use tvm_runtime::vm::{ExecutableModule, Frame};
 
 /// Type keys of VM executables: TVM 0.18's and the tvm-ffi releases'.
 const EXECUTABLE_KEYS: [&str; 2] = ["relax.Executable", "relax.VMExecutable"];
@@ -415,8 +415,9 @@ pub fn profile(args: &crate::profile::Args, model: &VmModel) -> Result<(), Failu
     let name = model.function(&args.vm)?.name.clone();
     let values: Vec<Value> =
         model.arrays(&args.vm, &args.inputs, Some(Fill::Random))?.into_iter().map(Value::NDArray).collect();
-    let (session, recording) =
-        timed_session(&model.exec, &[DLDevice::cpu(0)], AllocatorKind::from_code(POOLED_ALLOCATOR)?)?;
+    let exec = ExecutableModule::of(&model.exec)?.exec.clone();
+    let allocator = AllocatorKind::from_code(POOLED_ALLOCATOR)?;
+    let (session, recording) = timed_session(&exec, &model.exec, &[DLDevice::cpu(0)], allocator)?;
     let mut frame = Frame::new(Arc::new(session));
     for _ in 0..args.warmup {
         frame.call(&name, &values)?;
