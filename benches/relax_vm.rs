@@ -1,8 +1,9 @@
 //! The Relax VM against apache-tvm's own (the PyPI package's `libtvm_runtime.so` +
 //! `libtvm_ffi.so`), on the same files (tests/data/relax-0.27, written by apache-tvm 0.27):
-//! load (file -> first call done, in the process), start (the whole process, spawn to exit, of a
-//! client that loads, calls once and exits: it counts what "load" cannot see, TVM's static
-//! initializers run before main, where ours run lazily inside the load), per-call latency, peak
+//! load (file -> first call done, in the process, each runtime initialized first: TVM's static
+//! initializers run before main, ours at the first API call, which the client makes before the
+//! timer and times as init), start (the whole process, spawn to exit, of a client that loads,
+//! calls once and exits: it counts both runtimes' initialization), per-call latency, peak
 //! RSS of the whole process, and calls/s from 1 and 2 threads on one VM (ours only: TVM's VM
 //! object is single-threaded).
 //!
@@ -73,6 +74,7 @@ fn build_peer(scratch: &Path) -> Result<PathBuf, String> {
 
 #[derive(Default, Clone)]
 struct Sample {
+    init_us: f64,
     load_us: f64,
     start_us: f64,
     call_us: f64,
@@ -91,6 +93,7 @@ fn run(client: &Path, model: &Model, func: &str, seconds: &str, threads: usize) 
     let line = text.lines().last().unwrap_or_default();
     let (_, start) = spawn(client, model, func, "0", 0);
     Sample {
+        init_us: field(line, "init_us"),
         load_us: field(line, "load_us"),
         start_us: start.as_secs_f64() * 1e6,
         call_us: field(line, "call_us"),
@@ -142,7 +145,7 @@ fn main() {
     let peer = build_peer(&dir).map_err(|e| println!("apache-tvm not measured: {e}")).ok();
     println!("relax_vm: {reps} alternating runs per side, {seconds} s of calls each, medians; TVM_NUM_THREADS=1");
     println!(
-        "{:<11} {:>12} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>9}",
+        "{:<11} {:>12} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8} {:>10} {:>9} {:>9} {:>10} {:>10} {:>9}",
         "model",
         "side",
         "call us",
@@ -150,6 +153,7 @@ fn main() {
         "call x",
         "load us",
         "load x",
+        "init us",
         "start us",
         "start x",
         "rss MB",
@@ -176,7 +180,7 @@ fn report(name: &str, ours: &[Sample], peer: &[Sample], one: f64, two: f64) {
         let ratio = |f: fn(&Sample) -> f64| base.map(|b| format!("{:.2}", med(s, f) / med(b, f))).unwrap_or_default();
         let (t1, t2) = threads.map(|(a, b)| (format!("{a:.0}"), format!("{:.2}", b / a))).unwrap_or_default();
         println!(
-            "{:<11} {:>12} {:>10.3} {:>10.3} {:>9} {:>10.0} {:>10} {:>10.0} {:>9} {:>9.1} {:>10} {:>10} {:>9}",
+            "{:<11} {:>12} {:>10.3} {:>10.3} {:>9} {:>10.0} {:>10} {:>8.0} {:>10.0} {:>9} {:>9.1} {:>10} {:>10} {:>9}",
             name,
             side,
             med(s, |x| x.call_us),
@@ -184,6 +188,7 @@ fn report(name: &str, ours: &[Sample], peer: &[Sample], one: f64, two: f64) {
             ratio(|x| x.call_us),
             med(s, |x| x.load_us),
             ratio(|x| x.load_us),
+            med(s, |x| x.init_us),
             med(s, |x| x.start_us),
             ratio(|x| x.start_us),
             med(s, |x| x.maxrss_kb) / 1024.0,

@@ -29,6 +29,12 @@ static TVMValue call0(TVMFunctionHandle f, TVMValue* args, int* codes, int n, in
   return ret;
 }
 
+/* Any API call runs the runtime's initialization (the registry of global functions) once. */
+static void client_init(void) {
+  TVMFunctionHandle f;
+  check(TVMFuncGetGlobal("runtime.ModuleLoadFromFile", &f), "TVMFuncGetGlobal");
+}
+
 static void* client_load(const char* lib, const char* func, input_t* inputs, int n) {
   ctx_t loaded = {0};
   TVMModuleHandle mod, vm;
