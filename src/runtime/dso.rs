@@ -16,7 +16,7 @@ use super::packed::Module;
 use libloading::os::unix::{Library, RTLD_LAZY, RTLD_LOCAL};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -28,10 +28,17 @@ pub struct DsoLibrary {
     _lib: Library,
     /// The dlopen handle, identifying the mapped image.
     image: usize,
+    /// The names the library defines, read from its file; `None` where its section headers
+    /// could not tell. A name not among them is not looked up: loading probes for many
+    /// optional symbols, and a miss walks every library the image depends on.
+    defined: Option<HashSet<String>>,
 }
 
 impl SymbolSource for DsoLibrary {
     fn symbol(&self, name: &str) -> Option<*mut c_void> {
+        if self.defined.as_ref().is_some_and(|d| !d.contains(name)) {
+            return None;
+        }
         let name = std::ffi::CString::new(name).ok()?;
         // SAFETY: `image` is this library's live dlopen handle; we only read the symbol's address
         // (interpreting it is the caller's business). Plain dlsym: a miss is common here (probing
@@ -138,12 +145,12 @@ fn file_dlopen_opens(path: &str) -> Option<(PathBuf, std::fs::Metadata)> {
 /// Refuse a library `dlopen` could not map safely: the loader trusts the file, and a truncated
 /// library faults inside it (SIGBUS) instead of failing. The ELF header and tables of the file
 /// dlopen will open are checked first ([`elf::check`]); a directory or a device is refused too.
-/// Returns the library's imports (its undefined dynamic symbols; empty where they cannot be read).
-fn check_library_file(path: &str) -> Result<Vec<String>> {
+/// Returns the library's dynamic symbols (`None` where they cannot be read).
+fn check_library_file(path: &str) -> Result<Option<elf::DynamicSymbols>> {
     if !cfg!(all(target_os = "linux", target_pointer_width = "64")) {
-        return Ok(Vec::new());
+        return Ok(None);
     }
-    let Some((file, meta)) = file_dlopen_opens(path) else { return Ok(Vec::new()) };
+    let Some((file, meta)) = file_dlopen_opens(path) else { return Ok(None) };
     let found = if file.as_os_str() == path { String::new() } else { format!(" (found as {})", file.display()) };
     let fail = |what: &dyn std::fmt::Display| Error::value(format!("cannot load library `{path}`{found}: {what}"));
     if meta.is_dir() {
@@ -157,14 +164,15 @@ fn check_library_file(path: &str) -> Result<Vec<String>> {
     let bytes = elf::FileBytes { file, len: meta.len() };
     elf::check(&bytes, elf::Expected::host()).map_err(|e| fail(&e))?;
     // The loader reads no section headers: tables it would not need are not a reason to refuse.
-    Ok(elf::undefined_symbols(&bytes, elf::Expected::host()).unwrap_or_default())
+    Ok(elf::dynamic_symbols(&bytes, elf::Expected::host()).unwrap_or_default())
 }
 
 /// `runtime.module.loadfile_so`: load a compiled library and the modules packed in it.
 pub fn load_so(path: &str) -> Result<Module> {
     let functions = super::library::context_functions()?;
-    let imports = check_library_file(path)?;
-    ffi_library::expose_for_imports(&imports);
+    let symbols = check_library_file(path)?;
+    ffi_library::expose_for_imports(symbols.as_ref().map_or(&[][..], |s| &s.imports));
+    let defined = symbols.map(|s| s.defined.into_iter().collect::<HashSet<_>>());
     // SAFETY: loading a library runs its initializers; that is what the caller asked for.
     let lib = unsafe { Library::open(Some(path), RTLD_LAZY | RTLD_LOCAL) }.map_err(|e| {
         let reason = std::error::Error::source(&e).map(|s| format!(": {s}")).unwrap_or_default();
@@ -187,7 +195,7 @@ pub fn load_so(path: &str) -> Result<Module> {
             // Already loaded: `lib` (one more dlopen reference) is closed on drop here.
             Some(m) => m,
             None => {
-                let source = Arc::new(DsoLibrary { _lib: lib, image });
+                let source = Arc::new(DsoLibrary { _lib: lib, image, defined });
                 let module = Module::from_node(LibraryModule::new(source.clone()));
                 init_library_context(&*source, &module, functions);
                 live.insert(

@@ -388,18 +388,31 @@ const SYM_SIZE: u64 = 24;
 /// The most bytes of symbol and string tables read: far above any model library's.
 const MAX_TABLE: u64 = 64 << 20;
 
-/// The names of the dynamic symbols `data` uses but does not define (its imports), read from
-/// the section headers (`SHT_DYNSYM` and its string table). A library without section headers
-/// gives an empty list; tables that do not fit the file or exceed 64 MiB are an error. Call
-/// after [`check`] accepted the file.
+/// A library's dynamic symbols by name: those it uses but does not define (its imports) and
+/// those it defines.
+#[derive(Debug, Default)]
+pub struct DynamicSymbols {
+    pub imports: Vec<String>,
+    pub defined: Vec<String>,
+}
+
+/// The names of the dynamic symbols `data` uses but does not define (its imports); see
+/// [`dynamic_symbols`].
 pub fn undefined_symbols(data: &(impl Bytes + ?Sized), expected: Expected) -> Check<Vec<String>> {
+    Ok(dynamic_symbols(data, expected)?.map(|s| s.imports).unwrap_or_default())
+}
+
+/// The dynamic symbols of `data`, read from the section headers (`SHT_DYNSYM` and its string
+/// table); `None` for a library without section headers. Tables that do not fit the file or
+/// exceed 64 MiB are an error. Call after [`check`] accepted the file.
+pub fn dynamic_symbols(data: &(impl Bytes + ?Sized), expected: Expected) -> Check<Option<DynamicSymbols>> {
     let h = read_header(data, expected)?;
     if h.shoff == 0 || h.shnum == 0 || h.shentsize as u64 != SHDR_SIZE {
-        return Ok(Vec::new());
+        return Ok(None);
     }
     let sections = read_table(data, h.shoff, h.shnum as u64 * SHDR_SIZE, "the section header table")?;
     let section = |i: u64| sections.get((i * SHDR_SIZE) as usize..((i + 1) * SHDR_SIZE) as usize);
-    let mut out = Vec::new();
+    let mut out = DynamicSymbols::default();
     for i in 0..h.shnum as u64 {
         let s = Fields { b: section(i).expect("inside the table"), le: h.le };
         if s.u32(4) != SHT_DYNSYM {
@@ -412,12 +425,17 @@ pub fn undefined_symbols(data: &(impl Bytes + ?Sized), expected: Expected) -> Ch
         let symbols = read_table(data, s.u64(24), s.u64(32), "the dynamic symbol table")?;
         for sym in symbols.chunks_exact(SYM_SIZE as usize) {
             let f = Fields { b: sym, le: h.le };
-            if f.u16(6) == 0 && f.u32(0) != 0 {
-                out.push(name_at(&names, f.u32(0) as usize)?);
+            if f.u32(0) == 0 {
+                continue;
+            }
+            let name = name_at(&names, f.u32(0) as usize)?;
+            match f.u16(6) {
+                0 => out.imports.push(name),
+                _ => out.defined.push(name),
             }
         }
     }
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// `size` bytes at `offset`, when inside the file and at most [`MAX_TABLE`].
