@@ -212,12 +212,14 @@ class NDArray:
     """An n-dimensional array of the runtime (64-byte aligned data), as TVM's
     ``tvm.nd.NDArray``. ``numpy()`` copies out; ``np.from_dlpack(arr)`` shares the memory."""
 
-    __slots__ = ("_handle", "_shape", "_npdt", "__weakref__")
+    __slots__ = ("_handle", "_addr", "_shape", "_npdt", "__weakref__")
 
-    def __init__(self, handle: Any, shape: Optional[Tuple[int, ...]] = None, npdt: Optional[np.dtype] = None) -> None:
-        # `handle`: an owned TVMArrayHandle (POINTER(DLTensor)). An array's shape and dtype never
-        # change, so they are read once.
+    def __init__(self, handle: Any, shape: Optional[Tuple[int, ...]] = None, npdt: Optional[np.dtype] = None,
+                 addr: Optional[int] = None) -> None:
+        # `handle`: an owned TVMArrayHandle (POINTER(DLTensor)); `addr`: its address, when the
+        # caller has it. An array's shape and dtype never change, so they are read once.
         self._handle = handle
+        self._addr = addr
         self._shape = shape
         self._npdt = npdt
 
@@ -228,9 +230,17 @@ class NDArray:
             raise TVMError("NDArray has been freed")
         return h
 
+    def _address(self) -> int:
+        """The handle's address, as a packed argument carries it (worked out once)."""
+        if self._handle is None:
+            raise TVMError("NDArray has been freed")
+        if self._addr is None:
+            self._addr = ctypes.cast(self._handle, c_void_p).value
+        return self._addr
+
     def free(self) -> None:
         """Release the array now (a second call does nothing); later use raises TVMError."""
-        h, self._handle = self._handle, None
+        h, self._handle, self._addr = self._handle, None, None
         if h is not None and lib is not None:
             lib.TVMArrayFree(h)
 

@@ -126,7 +126,7 @@ def pack_args(args: Sequence[Any]) -> Tuple[Any, Any, List[Any]]:
 
 def _pack_one(a: Any, slot: TVMValue, keep: List[Any]) -> int:
     if isinstance(a, NDArray):
-        slot.v_handle = ctypes.cast(a._h(), c_void_p).value
+        slot.v_handle = a._address()
         return NDARRAY
     if isinstance(a, np.ndarray) or hasattr(a, "__dlpack__"):
         arr = array(np.asarray(a) if not isinstance(a, np.ndarray) else a)
@@ -178,7 +178,7 @@ def unpack(v: TVMValue, code: int) -> Any:
     if code == STR:
         return (v.v_str or b"").decode("utf-8", "replace")
     if code == NDARRAY:
-        return NDArray(ctypes.cast(c_void_p(v.v_handle), DLTensorPtr))
+        return NDArray(ctypes.cast(c_void_p(v.v_handle), DLTensorPtr), addr=v.v_handle)
     if code == MODULE:
         from .graph_executor import Module
 

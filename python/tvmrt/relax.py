@@ -89,8 +89,7 @@ class VirtualMachine:
         """The VM function ``key``: call it with arrays; a tuple result is a list."""
         if not isinstance(key, str):
             raise error.TypeError(f"VM function names are strings, got {type(key).__name__}")
-        f = self._vm_func(key)
-        return lambda *args: f(*[_as_ndarray(a) for a in args])
+        return self._vm_func(key)  # numpy and DLPack arguments are converted when packed
 
     def invoke_closure(self, closure: Any, *args: Any) -> Any:
         return self._vm_func("invoke_closure")(closure, *[_as_ndarray(a) for a in args])
