@@ -26,6 +26,16 @@ fn kernels(test: &str) -> std::path::PathBuf {
     build_so(&scratch("handles").join(format!("kernels_{test}.so")), &[kernels_c()], None)
 }
 
+/// Return the int `v` from a callback through its return slot `ret`.
+///
+/// # Safety
+/// `ret` must be the slot the runtime passed to the callback.
+unsafe fn return_int(ret: *mut c_void, v: i64) -> i32 {
+    let (mut v, mut c) = (TVMValue { v_int64: v }, tc::INT);
+    // SAFETY: `ret` is the callback's return slot (this function's contract).
+    unsafe { tvm_runtime::ffi::func::TVMCFuncSetReturn(ret, &mut v, &mut c, 1) }
+}
+
 unsafe extern "C" fn answer(
     _values: *mut TVMValue,
     _codes: *mut i32,
@@ -33,10 +43,8 @@ unsafe extern "C" fn answer(
     ret: *mut c_void,
     resource: *mut c_void,
 ) -> i32 {
-    let mut v = TVMValue { v_int64: resource as i64 };
-    let mut c = tc::INT;
     // SAFETY: `ret` is the slot the runtime passed to this callback.
-    unsafe { tvm_runtime::ffi::func::TVMCFuncSetReturn(ret, &mut v, &mut c, 1) }
+    unsafe { return_int(ret, resource as i64) }
 }
 
 fn make_func(n: i64) -> *mut c_void {
@@ -70,9 +78,8 @@ unsafe extern "C" fn free_self(
     if unsafe { TVMFuncFree(handle) } != 0 {
         return -1;
     }
-    let (mut v, mut c) = (TVMValue { v_int64: 7 }, tc::INT);
     // SAFETY: `ret` is the slot the runtime passed to this callback.
-    unsafe { tvm_runtime::ffi::func::TVMCFuncSetReturn(ret, &mut v, &mut c, 1) }
+    unsafe { return_int(ret, 7) }
 }
 
 /// With handles checked, a call holds a reference to its function: a function freeing its own

@@ -300,34 +300,31 @@ fn ffi_libraries_load() -> Result<(), String> {
     }
 }
 
+/// Every case of a set of tvm-ffi libraries through `run` (the Rust or the C API), or a line
+/// saying why not where this build does not load them.
+fn ffi_set(version: &str, run: fn(&str) -> usize) {
+    match ffi_libraries_load() {
+        Ok(()) => assert_eq!(run(version), 9, "{version}"),
+        Err(why) => println!("SKIPPED: {version} (tvm-ffi libraries) cannot be loaded yet: {why}"),
+    }
+}
+
 #[test]
 fn tvm027_every_case_rust_api() {
-    if let Err(why) = ffi_libraries_load() {
-        println!("SKIPPED: apache-tvm 0.27 libraries cannot be loaded yet: {why}");
-        return;
-    }
-    assert_eq!(run_rust("relax-0.27"), 9);
+    ffi_set("relax-0.27", run_rust);
 }
 
 #[test]
 fn tvm027_every_case_c_api() {
-    if let Err(why) = ffi_libraries_load() {
-        println!("SKIPPED: apache-tvm 0.27 libraries cannot be loaded yet: {why}");
-        return;
-    }
-    assert_eq!(run_c("relax-0.27"), 9);
+    ffi_set("relax-0.27", run_c);
 }
 
 /// apache-tvm 0.25's libraries of the same models (its kernels and executables differ from
 /// 0.27's byte for byte), through the Rust and the C API.
 #[test]
 fn tvm025_every_case_rust_and_c_api() {
-    if let Err(why) = ffi_libraries_load() {
-        println!("SKIPPED: tvm-ffi libraries cannot be loaded yet: {why}");
-        return;
-    }
-    assert_eq!(run_rust("relax-0.25"), 9);
-    assert_eq!(run_c("relax-0.25"), 9);
+    ffi_set("relax-0.25", run_rust);
+    ffi_set("relax-0.25", run_c);
 }
 
 /// The executable bytes inside a tvm-ffi library: the `__tvm_ffi__library_bin` symbol's module

@@ -88,14 +88,14 @@ static TVMFFIObjectHandle tensor(input_t* in) {
 static void client_init(void) {}
 
 static void* client_load(const char* lib, const char* func, input_t* inputs, int n) {
-  ctx_t loaded = {0}, *c = &loaded; /* the function only; client_bind adds the arguments */
+  ctx_t loaded = {0}; /* the function only; client_bind adds the arguments */
   TVMFFIAny path = any_str(lib);
   TVMFFIAny mod = call(global("ffi.ModuleLoadFromFile"), &path, 1, "loading the library");
   TVMFFIAny vm = call(get_function(mod.v_obj, "vm_load_executable"), NULL, 0, "vm_load_executable");
   TVMFFIAny init[3] = {any_int(kDLCPU), any_int(0), any_int(2)};
   call(get_function(vm.v_obj, "vm_initialization"), init, 3, "vm_initialization");
-  c->func = get_function(vm.v_obj, func);
-  return client_bind(c, inputs, n);
+  loaded.func = get_function(vm.v_obj, func);
+  return client_bind(&loaded, inputs, n);
 }
 
 static void* client_bind(void* loaded, input_t* inputs, int n) {

@@ -76,18 +76,27 @@ pub(crate) unsafe fn check_type<T: ObjectType>(handle: *mut c_void, what: &str) 
     Ok(())
 }
 
-/// A new reference to the object behind a C handle, checked against the expected type.
+/// The header of the object behind a C handle: not NULL, and of `T`'s type.
 ///
 /// # Safety
 /// `handle` must be NULL or point to a live object.
-pub(crate) unsafe fn borrow_handle<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<ObjPtr<T>> {
+unsafe fn checked_header<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<*mut ObjectHeader> {
     if handle.is_null() {
         return Err(Error::value(format!("{what} handle is NULL")));
     }
     // SAFETY: non-NULL and live (caller contract).
     unsafe { check_type::<T>(handle, what)? };
-    // SAFETY: a live object of type `T`; `from_borrowed` takes its own reference.
-    Ok(unsafe { ObjPtr::from_borrowed(handle as *mut ObjectHeader) })
+    Ok(handle as *mut ObjectHeader)
+}
+
+/// A new reference to the object behind a C handle, checked against the expected type.
+///
+/// # Safety
+/// `handle` must be NULL or point to a live object.
+pub(crate) unsafe fn borrow_handle<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<ObjPtr<T>> {
+    // SAFETY: the caller's contract; the header is then a live object of type `T`, and
+    // `from_borrowed` takes its own reference.
+    unsafe { Ok(ObjPtr::from_borrowed(checked_header::<T>(handle, what)?)) }
 }
 
 /// The object behind a C handle for the length of one call, checked against the expected type.
@@ -99,18 +108,20 @@ pub(crate) unsafe fn borrow_handle<T: ObjectType>(handle: *mut c_void, what: &st
 /// # Safety
 /// `handle` must be NULL or point to a live object that the caller keeps alive for the call.
 pub(crate) unsafe fn handle_for_call<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<CallRef<T>> {
-    if live::checking() {
-        // SAFETY: the caller's contract is `borrow_handle`'s.
-        return Ok(CallRef { obj: ManuallyDrop::new(unsafe { borrow_handle(handle, what)? }), owned: true });
-    }
-    if handle.is_null() {
-        return Err(Error::value(format!("{what} handle is NULL")));
-    }
-    // SAFETY: non-NULL and live (caller contract).
-    unsafe { check_type::<T>(handle, what)? };
-    // SAFETY: a live object of type `T` that the caller keeps alive for the call; the pointer
-    // is never dropped (`owned` is false), so no reference is taken or released.
-    Ok(CallRef { obj: ManuallyDrop::new(unsafe { ObjPtr::from_raw(handle as *mut ObjectHeader) }), owned: false })
+    // SAFETY: the caller's contract is `checked_header`'s.
+    let header = unsafe { checked_header::<T>(handle, what)? };
+    let owned = live::checking();
+    // SAFETY: a live object of type `T`, kept alive by the caller for the call. Owned, the
+    // pointer holds the reference `from_borrowed` takes (released in `drop`); otherwise it is
+    // never dropped, so no reference is taken or released.
+    let obj = unsafe {
+        if owned {
+            ObjPtr::from_borrowed(header)
+        } else {
+            ObjPtr::from_raw(header)
+        }
+    };
+    Ok(CallRef { obj: ManuallyDrop::new(obj), owned })
 }
 
 /// See [`handle_for_call`].
@@ -129,7 +140,7 @@ impl<T: ObjectType> std::ops::Deref for CallRef<T> {
 impl<T: ObjectType> Drop for CallRef<T> {
     fn drop(&mut self) {
         if self.owned {
-            // SAFETY: dropped once, here; it holds the reference `borrow_handle` took.
+            // SAFETY: dropped once, here; it holds the reference `from_borrowed` took.
             unsafe { ManuallyDrop::drop(&mut self.obj) };
         }
     }

@@ -172,7 +172,7 @@ pub fn load_so(path: &str) -> Result<Module> {
     let functions = super::library::context_functions()?;
     let symbols = check_library_file(path)?;
     ffi_library::expose_for_imports(symbols.as_ref().map_or(&[][..], |s| &s.imports));
-    let defined = symbols.map(|s| s.defined.into_iter().collect::<HashSet<_>>());
+    let defined = symbols.map(|s| s.defined);
     // SAFETY: loading a library runs its initializers; that is what the caller asked for.
     let lib = unsafe { Library::open(Some(path), RTLD_LAZY | RTLD_LOCAL) }.map_err(|e| {
         let reason = std::error::Error::source(&e).map(|s| format!(": {s}")).unwrap_or_default();

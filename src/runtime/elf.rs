@@ -393,7 +393,7 @@ const MAX_TABLE: u64 = 64 << 20;
 #[derive(Debug, Default)]
 pub struct DynamicSymbols {
     pub imports: Vec<String>,
-    pub defined: Vec<String>,
+    pub defined: std::collections::HashSet<String>,
 }
 
 /// The names of the dynamic symbols `data` uses but does not define (its imports); see
@@ -431,7 +431,9 @@ pub fn dynamic_symbols(data: &(impl Bytes + ?Sized), expected: Expected) -> Chec
             let name = name_at(&names, f.u32(0) as usize)?;
             match f.u16(6) {
                 0 => out.imports.push(name),
-                _ => out.defined.push(name),
+                _ => {
+                    out.defined.insert(name);
+                }
             }
         }
     }

@@ -150,12 +150,12 @@ impl NDArray {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 /// A new shape tuple object holding `dims`.
 pub fn shape_tuple(dims: &[i64]) -> ObjPtr<ShapeTupleObj> {
     ObjPtr::new(ShapeTupleObj::new(dims))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn build(
     data: *mut c_void,
     shape_tuple: ObjPtr<ShapeTupleObj>,

@@ -3,8 +3,7 @@
 //! entry resolved once to what a call runs, the devices and the allocator kind.
 
 use super::builtins::Builtin;
-use super::bytecode::Instr;
-use super::bytecode::{Arg, Reg};
+use super::bytecode::{Arg, Instr, Reg};
 use super::executable::{Executable, FuncKind};
 use super::shortcut::Shortcut;
 use super::value::{Callable, VmValue};
