@@ -44,7 +44,7 @@ fn main() {
     // C API: another executor over the same module.
     let cjson = CString::new(json.clone()).unwrap();
     let mut g = std::ptr::null_mut();
-    let rc = unsafe { TVMGraphExecutorCreate(cjson.as_ptr(), module.as_header() as *mut c_void, &dev, 1, &mut g) };
+    let rc = unsafe { TVMGraphExecutorCreate(cjson.as_ptr(), module.legacy_handle(), &dev, 1, &mut g) };
     assert_eq!(rc, 0, "TVMGraphExecutorCreate");
     unsafe {
         assert_eq!(TVMGraphExecutorSetInputByIndex(g, 0, &x.dl_tensor), 0);

@@ -78,7 +78,7 @@ impl Exec {
     fn new(json: &str, module: &Module, options: Option<&str>) -> Exec {
         let json = CString::new(json).unwrap();
         let dev = DLDevice::cpu(0);
-        let m = module.as_header() as *mut c_void;
+        let m = module.legacy_handle();
         let mut g = std::ptr::null_mut();
         let rc = match options {
             None => unsafe { TVMGraphExecutorCreate(json.as_ptr(), m, &dev, 1, &mut g) },

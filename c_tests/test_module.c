@@ -10,7 +10,6 @@
 
 #include "tvm_test.h"
 
-static int32_t refcount_of_object(void* obj) { return *(int32_t*)((char*)obj + 4); }
 
 /* ---- kernels ------------------------------------------------------------------------------- */
 
@@ -571,7 +570,7 @@ int main(void) {
   CHECK(rc == kTVMNDArrayHandle);
   if (rc == kTVMNDArrayHandle) {
     TVMArrayHandle h = (TVMArrayHandle)rv.v_handle;
-    CHECK(refcount_of_object((char*)h - 16) == 1);
+    CHECK(tvm_test_refcount((char*)h - 16) == 1);
     CHECK(h->ndim == 1 && h->shape[0] == 5 && ((float*)h->data)[4] == 4.0f);
     CHECK_OK(TVMArrayFree(h));
   }

@@ -1,19 +1,23 @@
 /*
- * Object layouts as TVM 0.18's headers define them. Code compiled against TVM's headers (its C++
- * containers' inline accessors, its Rust bindings) reads the fields of String, ShapeTuple, Array
- * and NDArray objects directly instead of calling the runtime, so those fields must be where
- * TVM puts them. The structs below are TVM's layouts (include/tvm/runtime/object.h, ndarray.h,
- * container/string.h, shape_tuple.h, array.h) written out in C:
+ * Object layouts as code compiled against TVM 0.18's headers reads them, over this runtime's one
+ * object model (docs/ARCHITECTURE.md, "Two ABIs, one object model"). Every object is a tvm-ffi
+ * object (24-byte header: combined reference count, type index, deleter taking flags), and a TVM
+ * 0.18 handle points 8 bytes into it, where TVM 0.18's 16-byte header lines up: its type_index
+ * and deleter fields fall on tvm-ffi's, and its payload on tvm-ffi's payload. So the payload
+ * fields 0.18 code reads directly stay where TVM 0.18 put them (include/tvm/runtime/object.h,
+ * ndarray.h, container/string.h, shape_tuple.h, array.h):
  *
  *   StringObj      {Object; const char* data; uint64_t size}     data NUL-terminated
  *   ShapeTupleObj  {Object; const int64_t* data; uint64_t size}
  *   ArrayNode      {Object; int64_t size_; int64_t capacity_}    then size_ Object* items inline
  *   NDArray        {Object; DLTensor dl_tensor; void* manager_ctx; ShapeTupleObj* shape_}
  *
- * Objects made by the runtime are read through them, and objects made here (with their own
- * deleter, as foreign code makes them) are handed to the runtime, which must read them the same
- * way and release them through that deleter (in the default mode: the checked-handle mode refuses
- * objects the runtime did not make).
+ * What differs from TVM 0.18: the header's type_index holds tvm-ffi's index (TVMObjectGetTypeIndex
+ * gives 0.18's), and the reference count is tvm-ffi's, 8 bytes before the handle (0.18's counter
+ * field is tvm-ffi's padding). Objects made here are built as foreign tvm-ffi code builds them
+ * (tvm-ffi header, deleter taking flags) and handed over as 0.18 handles; the runtime reads them
+ * through the same fields and releases them through that deleter (in the default mode: the
+ * checked-handle mode refuses objects the runtime did not make).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -21,10 +25,19 @@
 
 #include "tvm_test.h"
 
+/* tvm-ffi's TVMFFIObject, which every object starts with. */
+typedef struct {
+  uint64_t combined_ref_count; /* strong count in the low 32 bits, weak in the high 32 */
+  int32_t type_index;
+  uint32_t padding;
+  void (*deleter)(void* self, int flags);
+} FFIHeader;
+
+/* TVM 0.18's view of the same header, 8 bytes in: what a 0.18 handle points to. */
 typedef struct ObjectHeader {
-  uint32_t type_index;
-  int32_t ref_counter;
-  void (*deleter)(struct ObjectHeader* self);
+  uint32_t type_index; /* tvm-ffi's index */
+  uint32_t ffi_padding;
+  void (*deleter)(void* self, int flags);
 } ObjectHeader;
 
 typedef struct {
@@ -53,7 +66,8 @@ typedef struct {
   ShapeTupleObj* shape;
 } NDArrayContainer;
 
-_Static_assert(sizeof(ObjectHeader) == 16, "object header");
+_Static_assert(sizeof(FFIHeader) == 24, "tvm-ffi object header");
+_Static_assert(sizeof(ObjectHeader) == 16, "TVM 0.18's object header");
 _Static_assert(offsetof(StringObj, data) == 16 && offsetof(StringObj, size) == 24, "StringObj");
 _Static_assert(offsetof(ShapeTupleObj, data) == 16 && offsetof(ShapeTupleObj, size) == 24,
                "ShapeTupleObj");
@@ -65,7 +79,19 @@ _Static_assert(offsetof(NDArrayContainer, dl_tensor) == 16 &&
                    offsetof(NDArrayContainer, shape) == 72,
                "NDArray container");
 
+/* TVM 0.18's type indices, and tvm-ffi's for the same types (what the header holds). */
 enum { kString = 3, kArray = 4, kMap = 5, kShapeTuple = 6 };
+enum { kFFIString = 65, kFFIShape = 69, kLegacyArray = 128, kLegacyMap = 129 };
+
+static FFIHeader* ffi_header(const ObjectHeader* h) { return (FFIHeader*)((char*)h - 8); }
+static int32_t strong_count(const ObjectHeader* h) {
+  return (int32_t)(ffi_header(h)->combined_ref_count & 0xffffffffu);
+}
+/* TVM 0.18's type index of an object, as its C API gives it. */
+static unsigned type_of(ObjectHeader* h) {
+  unsigned t = 0;
+  return CHECK_OK(TVMObjectGetTypeIndex(h, &t)) ? t : 9999u;
+}
 
 /* ---- calling globals ------------------------------------------------------------------------ */
 
@@ -99,23 +125,33 @@ static int64_t call_int(const char* name, ObjectHeader* obj, int64_t i, int n) {
 static int string_is(const ObjectHeader* obj, const char* want) {
   const StringObj* s = (const StringObj*)obj;
   size_t n = strlen(want);
-  return obj != NULL && obj->type_index == kString && s->data != NULL && s->size == n &&
+  return obj != NULL && obj->type_index == kFFIString && s->data != NULL && s->size == n &&
          memcmp(s->data, want, n) == 0 && s->data[n] == '\0';
 }
 
-/* ---- objects made here, as foreign code makes them ------------------------------------------ */
+/* ---- objects made here, as foreign tvm-ffi code makes them --------------------------------- */
 
 static int foreign_freed = 0;
-static void free_foreign(ObjectHeader* self) {
+static void free_foreign(void* self, int flags) {
+  CHECK(flags == 3); /* strong and weak at once: no weak reference was taken */
   foreign_freed++;
   free(self);
 }
 
+/* A block of `size` bytes whose first 24 are a tvm-ffi header; returns its 0.18 handle. */
+static ObjectHeader* foreign_object(size_t size, int32_t ffi_type_index) {
+  FFIHeader* h = calloc(1, size);
+  REQUIRE(h != NULL);
+  *h = (FFIHeader){((uint64_t)1 << 32) | 1, ffi_type_index, 0, free_foreign};
+  return (ObjectHeader*)((char*)h + 8);
+}
+
 static ObjectHeader* foreign_string(const char* data, uint64_t size) {
-  StringObj* s = calloc(1, sizeof *s);
-  REQUIRE(s != NULL);
-  *s = (StringObj){{kString, 1, free_foreign}, data, size};
-  return &s->header;
+  ObjectHeader* h = foreign_object(8 + sizeof(StringObj), kFFIString);
+  StringObj* s = (StringObj*)h;
+  s->data = data;
+  s->size = size;
+  return h;
 }
 
 /* ---- the tests ------------------------------------------------------------------------------- */
@@ -128,7 +164,7 @@ static void strings_made_by_the_runtime(void) {
     a.v_str = texts[i];
     ObjectHeader* s = call_object("runtime.String", &a, &c, 1);
     if (!CHECK(string_is(s, texts[i]))) fprintf(stderr, "    string \"%s\"\n", texts[i]);
-    if (s) CHECK(s->ref_counter == 1);
+    if (s) CHECK(strong_count(s) == 1 && type_of(s) == kString);
     TVMObjectFree(s);
   }
 }
@@ -150,8 +186,8 @@ static void strings_made_here(void) {
   m_args[0].v_str = "k";
   m_args[1].v_handle = s;
   ObjectHeader* map = call_object("runtime.Map", m_args, m_codes, 2);
-  CHECK(map != NULL && map->type_index == kMap);
-  CHECK(s->ref_counter == 2);
+  CHECK(map != NULL && map->type_index == kLegacyMap && type_of(map) == kMap);
+  CHECK(strong_count(s) == 2);
   m_args[0].v_handle = map;
   m_codes[0] = kTVMObjectHandle;
   m_args[1].v_str = "k";
@@ -183,7 +219,7 @@ static void shape_tuples(void) {
   ObjectHeader* obj = call_object("runtime.ShapeTuple", a, c, 3);
   const ShapeTupleObj* t = (const ShapeTupleObj*)obj;
   REQUIRE(t != NULL);
-  CHECK(obj->type_index == kShapeTuple);
+  CHECK(obj->type_index == kFFIShape && type_of(obj) == kShapeTuple);
   CHECK(t->size == 3 && t->data != NULL);
   if (t->size == 3 && t->data) CHECK(t->data[0] == 2 && t->data[1] == -3 && t->data[2] == 1LL << 40);
   TVMObjectFree(obj);
@@ -195,10 +231,15 @@ static void shape_tuples(void) {
 
   /* One made here is read by the runtime through the same fields. */
   static const int64_t dims[4] = {7, 8, 9, 10};
-  ShapeTupleObj mine = {{kShapeTuple, 1, NULL}, dims, 4};
-  CHECK(call_int("runtime.GetShapeTupleSize", &mine.header, 0, 1) == 4);
-  CHECK(call_int("runtime.GetShapeTupleElem", &mine.header, 2, 2) == 9);
-  CHECK(mine.header.ref_counter == 1);
+  struct {
+    FFIHeader ffi;
+    const int64_t* data;
+    uint64_t size;
+  } mine = {{((uint64_t)1 << 32) | 1, kFFIShape, 0, NULL}, dims, 4};
+  ObjectHeader* handle = (ObjectHeader*)((char*)&mine + 8);
+  CHECK(call_int("runtime.GetShapeTupleSize", handle, 0, 1) == 4);
+  CHECK(call_int("runtime.GetShapeTupleElem", handle, 2, 2) == 9);
+  CHECK(strong_count(handle) == 1);
 }
 
 static void arrays_and_map_items(void) {
@@ -211,7 +252,7 @@ static void arrays_and_map_items(void) {
   ObjectHeader* arr = call_object("runtime.Array", a, c, 2);
   const ArrayNode* node = (const ArrayNode*)arr;
   REQUIRE(node != NULL);
-  CHECK(arr->type_index == kArray);
+  CHECK(arr->type_index == kLegacyArray && type_of(arr) == kArray);
   CHECK(node->size == 2 && node->capacity >= 2);
   if (node->size == 2) CHECK(string_is(node->items[0], "k1") && string_is(node->items[1], "v1"));
   TVMObjectFree(arr);
@@ -224,7 +265,7 @@ static void arrays_and_map_items(void) {
   ObjectHeader* items = call_object("runtime.MapItems", &m, &mc, 1);
   node = (const ArrayNode*)items;
   REQUIRE(node != NULL);
-  CHECK(items->type_index == kArray && node->size == 4);
+  CHECK(type_of(items) == kArray && node->size == 4);
   for (int64_t i = 0; i + 1 < node->size; i += 2) { /* key, value, key, value */
     const StringObj* k = (const StringObj*)node->items[i];
     int one = string_is(node->items[i], "k1") && string_is(node->items[i + 1], "v1");
@@ -237,9 +278,7 @@ static void arrays_and_map_items(void) {
 
   /* An ArrayNode made here (with a NULL item, which TVM's arrays may hold) read by the runtime. */
   foreign_freed = 0;
-  ArrayNode* mine = calloc(1, sizeof *mine + 3 * sizeof(ObjectHeader*));
-  REQUIRE(mine != NULL);
-  mine->header = (ObjectHeader){kArray, 1, free_foreign};
+  ArrayNode* mine = (ArrayNode*)foreign_object(8 + sizeof(ArrayNode) + 3 * sizeof(ObjectHeader*), kLegacyArray);
   mine->size = mine->capacity = 3;
   mine->items[0] = foreign_string("first", 5);
   mine->items[1] = NULL;
@@ -255,10 +294,10 @@ static void arrays_and_map_items(void) {
   g[1].v_int64 = 1;
   call("runtime.ArrayGetItem", g, gc, 2, &code);
   CHECK(code == kTVMNullptr);
-  CHECK(mine->items[0]->ref_counter == 1 && mine->items[2]->ref_counter == 1);
-  free_foreign(mine->items[0]);
-  free_foreign(mine->items[2]);
-  free_foreign(&mine->header);
+  CHECK(strong_count(mine->items[0]) == 1 && strong_count(mine->items[2]) == 1);
+  free_foreign(ffi_header(mine->items[0]), 3);
+  free_foreign(ffi_header(mine->items[2]), 3);
+  free_foreign(ffi_header(&mine->header), 3);
   CHECK(foreign_freed == 3);
 }
 
@@ -271,7 +310,7 @@ static void ndarray_shape(void) {
     const ShapeTupleObj* st = nd->shape;
     CHECK(&nd->dl_tensor == h);
     REQUIRE(st != NULL);
-    CHECK(st->header.type_index == kShapeTuple && st->size == (uint64_t)ndim);
+    CHECK(type_of((ObjectHeader*)st) == kShapeTuple && st->size == (uint64_t)ndim);
     CHECK(st->data == h->shape); /* dl_tensor.shape points into shape_, as in TVM */
     for (int i = 0; i < ndim; ++i) CHECK(st->data[i] == shape[i]);
     CHECK_OK(TVMArrayFree(h));

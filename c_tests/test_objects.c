@@ -7,7 +7,6 @@
 
 #include "tvm_test.h"
 
-static int32_t refcount_of_object(void* obj) { return *(int32_t*)((char*)obj + 4); }
 
 static int finalized = 0;
 static void on_finalize(void* res) {
@@ -106,18 +105,18 @@ int main(void) {
     unsigned ti = 0;
     CHECK_OK(TVMObjectGetTypeIndex(f, &ti));
     CHECK(ti == 7);
-    CHECK(refcount_of_object(f) == 1);
+    CHECK(tvm_test_refcount(f) == 1);
     int ok = 0;
     CHECK(call_square(f, 12, &ok) == 144 && ok);
 
     CHECK_OK(TVMObjectRetain(f));
     CHECK_OK(TVMObjectRetain(f));
-    CHECK(refcount_of_object(f) == 3);
+    CHECK(tvm_test_refcount(f) == 3);
     CHECK_OK(TVMFuncFree(f));
-    CHECK(refcount_of_object(f) == 2);
+    CHECK(tvm_test_refcount(f) == 2);
     CHECK(call_square(f, -7, &ok) == 49 && ok);
     CHECK_OK(TVMObjectFree(f));
-    CHECK(refcount_of_object(f) == 1);
+    CHECK(tvm_test_refcount(f) == 1);
     CHECK(finalized == 0);
     CHECK(call_square(f, 3, &ok) == 9 && ok);
     CHECK_OK(TVMObjectFree(f)); /* TVMObjectFree works on function objects */
@@ -140,12 +139,12 @@ int main(void) {
     TVMModuleHandle m = rv.v_handle;
     CHECK_OK(TVMObjectGetTypeIndex(m, &ti));
     CHECK(ti == 1);
-    int32_t base = refcount_of_object(m);
+    int32_t base = tvm_test_refcount(m);
     CHECK(base >= 1);
     CHECK_OK(TVMObjectRetain(m));
-    CHECK(refcount_of_object(m) == base + 1);
+    CHECK(tvm_test_refcount(m) == base + 1);
     CHECK_OK(TVMModFree(m));
-    CHECK(refcount_of_object(m) == base);
+    CHECK(tvm_test_refcount(m) == base);
     TVMFunctionHandle none = (TVMFunctionHandle)&ti;
     CHECK_OK(TVMModGetFunction(m, "does_not_exist", 1, &none));
     CHECK(none == NULL);

@@ -8,9 +8,11 @@
 
 #include "tvm_test.h"
 
-/* Reference count of an object (TVM's header: type_index u32 @0, ref_counter i32 @4). */
-static int32_t refcount_of_object(void* obj) { return *(int32_t*)((char*)obj + 4); }
-static uint32_t type_index_of_object(void* obj) { return *(uint32_t*)obj; }
+/* TVM 0.18's type index of an object, from the C API (the header holds tvm-ffi's). */
+static uint32_t type_index_of_object(void* obj) {
+  unsigned t = 0;
+  return TVMObjectGetTypeIndex(obj, &t) == 0 ? t : 9999u;
+}
 /* An NDArray handle points 16 bytes into its object. */
 static void* object_of_array(TVMArrayHandle h) { return (char*)h - 16; }
 
@@ -241,10 +243,10 @@ static int cbarg_to_return(TVMValue* args, int* codes, int n, TVMRetValueHandle 
   if (c == kTVMNDArrayHandle) obj = object_of_array((TVMArrayHandle)v.v_handle);
   if (c == kTVMPackedFuncHandle || c == kTVMModuleHandle || c == kTVMObjectHandle) obj = v.v_handle;
   r->code_before = c;
-  r->ref_before = obj ? refcount_of_object(obj) : -1;
+  r->ref_before = obj ? tvm_test_refcount(obj) : -1;
   r->convert_rc = TVMCbArgToReturn(&v, &c);
   r->code_after = c;
-  r->ref_after = obj ? refcount_of_object(obj) : -1;
+  r->ref_after = obj ? tvm_test_refcount(obj) : -1;
   if (r->convert_rc != 0) {
     snprintf(r->error, sizeof r->error, "%s", TVMGetLastError() ? TVMGetLastError() : "");
     return 0; /* report through the resource, not as a failure */
@@ -360,20 +362,20 @@ int main(void) {
     TVMArrayHandle arr = NULL;
     REQUIRE_OK(TVMArrayAlloc(shape, 2, kDLFloat, 32, 1, kDLCPU, 0, &arr));
     void* obj = object_of_array(arr);
-    CHECK(refcount_of_object(obj) == 1);
+    CHECK(tvm_test_refcount(obj) == 1);
     TVMValue a;
     a.v_handle = arr;
     CHECK_OK(call_returner2("arg", a, kTVMNDArrayHandle, &rv, &rc));
     CHECK(rc == kTVMNDArrayHandle && rv.v_handle == arr);
-    CHECK(refcount_of_object(obj) == 2);
+    CHECK(tvm_test_refcount(obj) == 2);
     CHECK_OK(TVMArrayFree((TVMArrayHandle)rv.v_handle));
-    CHECK(refcount_of_object(obj) == 1);
+    CHECK(tvm_test_refcount(obj) == 1);
     /* a stack DLTensor (code 7) is passed through as a borrowed pointer */
     DLTensor t = *arr;
     a.v_handle = &t;
     CHECK_OK(call_returner2("arg", a, kTVMDLTensorHandle, &rv, &rc));
     CHECK(rc == kTVMDLTensorHandle && rv.v_handle == &t);
-    CHECK(refcount_of_object(obj) == 1);
+    CHECK(tvm_test_refcount(obj) == 1);
     CHECK_OK(TVMArrayFree(arr));
   }
   {
@@ -382,7 +384,7 @@ int main(void) {
     CHECK(rc == kTVMNDArrayHandle);
     if (rc == kTVMNDArrayHandle) {
       TVMArrayHandle h = (TVMArrayHandle)rv.v_handle;
-      CHECK(refcount_of_object(object_of_array(h)) == 1);
+      CHECK(tvm_test_refcount(object_of_array(h)) == 1);
       CHECK(h->ndim == 1 && h->shape[0] == 3 && h->dtype.bits == 64);
       double back[3] = {0, 0, 0};
       CHECK_OK(TVMArrayCopyToBytes(h, back, sizeof back));
@@ -394,12 +396,12 @@ int main(void) {
     /* function: passed in and returned (+1), and a new one made inside the callback */
     TVMValue a;
     a.v_handle = g_returner;
-    int32_t before = refcount_of_object(g_returner);
+    int32_t before = tvm_test_refcount(g_returner);
     CHECK_OK(call_returner2("arg", a, kTVMPackedFuncHandle, &rv, &rc));
     CHECK(rc == kTVMPackedFuncHandle && rv.v_handle == g_returner);
-    CHECK(refcount_of_object(g_returner) == before + 1);
+    CHECK(tvm_test_refcount(g_returner) == before + 1);
     CHECK_OK(TVMFuncFree(rv.v_handle));
-    CHECK(refcount_of_object(g_returner) == before);
+    CHECK(tvm_test_refcount(g_returner) == before);
 
     finalized_count = 0;
     CHECK_OK(call_returner("new_func", &rv, &rc));
@@ -407,7 +409,7 @@ int main(void) {
     CHECK(finalized_count == 0);
     if (rc == kTVMPackedFuncHandle) {
       TVMFunctionHandle nf = rv.v_handle;
-      CHECK(refcount_of_object(nf) == 1);
+      CHECK(tvm_test_refcount(nf) == 1);
       CHECK(type_index_of_object(nf) == 7);
       TVMValue x;
       int xc = kTVMArgInt, r2 = -1;
@@ -429,14 +431,14 @@ int main(void) {
     REQUIRE(mrc == kTVMModuleHandle && rv.v_handle != NULL);
     mod = rv.v_handle;
     CHECK(type_index_of_object(mod) == 1);
-    int32_t before = refcount_of_object(mod);
+    int32_t before = tvm_test_refcount(mod);
     TVMValue a;
     a.v_handle = mod;
     CHECK_OK(call_returner2("arg", a, kTVMModuleHandle, &rv, &rc));
     CHECK(rc == kTVMModuleHandle && rv.v_handle == mod);
-    CHECK(refcount_of_object(mod) == before + 1);
+    CHECK(tvm_test_refcount(mod) == before + 1);
     CHECK_OK(TVMModFree(rv.v_handle));
-    CHECK(refcount_of_object(mod) == before);
+    CHECK(tvm_test_refcount(mod) == before);
     CHECK_OK(TVMFuncFree(syslib));
   }
 
@@ -464,7 +466,7 @@ int main(void) {
     CHECK(rc == kTVMNDArrayHandle);
     if (rc == kTVMNDArrayHandle) {
       TVMArrayHandle h = (TVMArrayHandle)rv.v_handle;
-      CHECK(refcount_of_object(object_of_array(h)) == 1);
+      CHECK(tvm_test_refcount(object_of_array(h)) == 1);
       CHECK(((double*)h->data)[1] == -2.5);
       CHECK_OK(TVMArrayFree(h));
     }
@@ -484,7 +486,7 @@ int main(void) {
       bad += sargs[i].bad;
     }
     CHECK(bad == 0);
-    CHECK(refcount_of_object(g_returner) == 1);
+    CHECK(tvm_test_refcount(g_returner) == 1);
     CHECK_OK(TVMFuncFree(fwd));
   }
 
@@ -507,21 +509,21 @@ int main(void) {
     CHECK(r.convert_rc == 0 && r.code_after == kTVMNDArrayHandle);
     CHECK(r.ref_before == 1 && r.ref_after == 2);
     CHECK(rc == kTVMNDArrayHandle && rv.v_handle == arr);
-    CHECK(refcount_of_object(object_of_array(arr)) == 2);
+    CHECK(tvm_test_refcount(object_of_array(arr)) == 2);
     CHECK_OK(TVMArrayFree(arr));
-    CHECK(refcount_of_object(object_of_array(arr)) == 1);
+    CHECK(tvm_test_refcount(object_of_array(arr)) == 1);
     CHECK_OK(TVMArrayFree(arr));
 
     /* function */
     memset(&r, 0, sizeof r);
     a.v_handle = g_returner;
     c = kTVMPackedFuncHandle;
-    int32_t before = refcount_of_object(g_returner);
+    int32_t before = tvm_test_refcount(g_returner);
     CHECK_OK(TVMFuncCall(cbf, &a, &c, 1, &rv, &rc));
     CHECK(r.convert_rc == 0 && r.code_after == kTVMPackedFuncHandle);
     CHECK(r.ref_after == r.ref_before + 1);
     CHECK(rc == kTVMPackedFuncHandle && rv.v_handle == g_returner);
-    CHECK(refcount_of_object(g_returner) == before + 1);
+    CHECK(tvm_test_refcount(g_returner) == before + 1);
     CHECK_OK(TVMFuncFree(rv.v_handle));
 
     /* module */
@@ -549,7 +551,7 @@ int main(void) {
       CHECK(slot == NULL); /* moved */
       CHECK(rc == kTVMPackedFuncHandle && rv.v_handle == victim);
       /* our reference moved into the callee and on to the result: exactly one remains */
-      CHECK(refcount_of_object(victim) == 1);
+      CHECK(tvm_test_refcount(victim) == 1);
       CHECK(finalized_count == 0);
       CHECK_OK(TVMFuncFree(rv.v_handle));
       CHECK(finalized_count == 1);
@@ -685,8 +687,8 @@ int main(void) {
     CHECK_FAIL(TVMFuncRegisterGlobal("pf_test.not_a_func", mod, 0), "TypeError");
     CHECK_FAIL(TVMArrayFree((TVMArrayHandle)((char*)g_returner + 16)), "TypeError");
     /* nothing was released by the failed calls */
-    CHECK(refcount_of_object(object_of_array(arr)) == 1);
-    CHECK(refcount_of_object(g_returner) == 1);
+    CHECK(tvm_test_refcount(object_of_array(arr)) == 1);
+    CHECK(tvm_test_refcount(g_returner) == 1);
     CHECK_OK(TVMArrayFree(arr));
   }
 

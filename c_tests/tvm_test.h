@@ -15,6 +15,8 @@
  *   CHECK_CONTAINS(s, substr)   non-fatal substring test (NULL-safe).
  *   return tvm_test_summary("test_x");  prints `test_x: N checks passed` (or the failure count)
  *                               and returns the process exit code.
+ *   tvm_test_refcount(handle)   the reference count of the object behind a TVM 0.18 handle (the
+ *                               strong count of its tvm-ffi header, 8 bytes before the handle).
  *   tvm_test_read_file(dir, name, &size)
  *                               the whole file dir/name, NUL-terminated (malloc'ed; exits if
  *                               unreadable), for data files such as graph JSON and params.
@@ -131,6 +133,12 @@ static inline void tvm_test_abort(const char* file, int line) {
   fprintf(stderr, "%s:%d: required check failed; stopping (%d checks, %d failed)\n", file, line,
           atomic_load(&tvm_test_checks), atomic_load(&tvm_test_failures));
   exit(1);
+}
+
+/* The strong count in the low 32 bits of the tvm-ffi header's combined count, which starts 8
+ * bytes before a TVM 0.18 handle (docs/ARCHITECTURE.md, "Two ABIs, one object model"). */
+static inline int32_t tvm_test_refcount(void* handle) {
+  return (int32_t)(*(uint64_t*)((char*)handle - 8) & 0xffffffffu);
 }
 
 #define CHECK(cond) tvm_test_check(!!(cond), __FILE__, __LINE__, #cond)

@@ -332,7 +332,10 @@ fn c_and_cpp_tests_pass() {
                 s
             }
         };
-        step.cmd.args(["-O1", "-g", "-pthread"]).args(WARNINGS).arg("-I").arg(&c_tests).arg("-I").arg(&include);
+        // tvm-ffi's own headers (c_tests/third_party) first: their DLPack is the newer one.
+        let ffi_include = c_tests.join("third_party/tvm_ffi/include");
+        step.cmd.args(["-O1", "-g", "-pthread"]).args(WARNINGS).arg("-I").arg(&c_tests).arg("-I").arg(&ffi_include);
+        step.cmd.arg("-I").arg(&include);
         for (name, value) in &defines {
             step.cmd.arg(format!("-D{name}=\"{}\"", value.display()));
         }

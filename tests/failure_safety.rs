@@ -434,7 +434,7 @@ fn panic_graph() -> String {
 
 /// The Rust module as a C module handle (owned).
 fn panicking_module() -> Mod {
-    Mod(Module::from_node(PanickingModule).into_raw() as *mut c_void)
+    Mod(Module::from_node(PanickingModule).into_legacy())
 }
 
 fn check_double(r: Result<Vec<f32>, String>, x: &[f32], what: &str) {
@@ -550,7 +550,7 @@ fn panic_in_a_global_called_from_parallel_tasks() {
             }
             Ok(Value::Null)
         });
-        let h = hook.into_raw() as *mut c_void;
+        let h = hook.into_legacy();
         ok(unsafe { tvm_runtime::ffi::func::TVMFuncRegisterGlobal(c"fs.test.hook".as_ptr(), h, 0) });
         ok(unsafe { tvm_runtime::ffi::func::TVMFuncFree(h) });
     });

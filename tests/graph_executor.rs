@@ -336,7 +336,8 @@ fn debug_executor_functions_tvm_python_calls() {
     let (info, _) = call(&f("get_input_info"), &[]).unwrap();
     let mut index = 0u32;
     ok(unsafe { tvm_runtime::ffi::object::TVMObjectGetTypeIndex(info.v_handle, &mut index) });
-    assert_eq!(tvm_runtime::runtime::object::type_index_to_key(index).unwrap(), "Map");
+    let ffi_index = tvm_runtime::runtime::object::legacy::ffi_index(index);
+    assert_eq!(tvm_runtime::runtime::object::type_index_to_key(ffi_index).unwrap(), "Map");
     ok(unsafe { tvm_runtime::ffi::object::TVMObjectFree(info.v_handle) });
     assert!(get_function(&m, "profile").is_some() && get_function(&m, "run_individual").is_some());
     let _ = global("tvm.relay._save_param_dict");
@@ -408,7 +409,9 @@ fn kernels_plan(model: &str) -> tvm_runtime::graph::Plan {
     use tvm_runtime::graph::{Graph, Plan};
     let lib = load_module(&kernels_so()).unwrap();
     let module = unsafe {
-        tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::packed::ModuleObj>::from_borrowed(lib.0 as *mut _)
+        tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::packed::ModuleObj>::from_borrowed(
+            tvm_runtime::runtime::object::legacy::header(lib.0),
+        )
     };
     let graph = Graph::parse(std::str::from_utf8(&tvm_data(model, "graph.json")).unwrap()).unwrap();
     Plan::new(graph, module, &[DLDevice::cpu(0)]).unwrap()

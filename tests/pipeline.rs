@@ -494,7 +494,7 @@ fn kernels_launch_on_their_groups_pool() {
                   "shape": ["list_shape", [[1, 2], [1, 2]]]},
     })
     .to_string();
-    let lib = Mod(Module::from_node(WhereModule).into_raw() as *mut c_void);
+    let lib = Mod(Module::from_node(WhereModule).into_legacy());
     let (f, _) =
         call(&global("tvm.graph_executor_factory.create"), &[Arg::Str(&json), Arg::Module(&lib), Arg::Str("default")])
             .unwrap();

@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 use std::ffi::{c_void, CString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tvm_runtime::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMValue};
+use tvm_runtime::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMFFIAny, TVMFFIByteArray, TVMValue};
 use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
 use tvm_runtime::ffi::module::{TVMModFree, TVMModGetFunction, TVMModLoadFromFile};
 use tvm_runtime::runtime::ndarray::NDArray;
@@ -317,6 +317,81 @@ fn tvm027_every_case_rust_api() {
 #[test]
 fn tvm027_every_case_c_api() {
     ffi_set("relax-0.27", run_c);
+}
+
+// ---- the same cases through tvm-ffi's C ABI (`TVMFFIFunctionCall`) ----------------------------
+
+/// Call a tvm-ffi function object with values (owned for the call) and take its result.
+fn ffi_call(f: *mut c_void, vals: Vec<Value>) -> Result<Value, String> {
+    use tvm_runtime::ffi::tvm_ffi::TVMFFIFunctionCall;
+    let mut anys: Vec<TVMFFIAny> = vals.into_iter().map(Value::into_any).collect();
+    let mut out = TVMFFIAny::NONE;
+    let rc = unsafe { TVMFFIFunctionCall(f, anys.as_mut_ptr(), anys.len() as i32, &mut out) };
+    for a in anys {
+        drop(unsafe { Value::adopt_any(a) });
+    }
+    match rc {
+        0 => Ok(unsafe { Value::adopt_any(out) }.unwrap()),
+        _ => Err(last_error()),
+    }
+}
+
+/// A global through `TVMFFIFunctionGetGlobal` (an owned tvm-ffi handle).
+fn ffi_global(name: &str) -> *mut c_void {
+    use tvm_runtime::ffi::tvm_ffi::TVMFFIFunctionGetGlobal;
+    let n = TVMFFIByteArray { data: name.as_ptr() as *const _, size: name.len() };
+    let mut f = std::ptr::null_mut();
+    ok(unsafe { TVMFFIFunctionGetGlobal(&n, &mut f) });
+    assert!(!f.is_null(), "global {name}");
+    f
+}
+
+/// `ffi.ModuleGetFunction(module, name)` as a tvm-ffi handle.
+fn ffi_module_function(get: *mut c_void, m: &Value, name: &str) -> *mut c_void {
+    match ffi_call(get, vec![m.clone(), Value::from(name), Value::Bool(true)]).unwrap() {
+        Value::Func(f) => f.into_raw() as *mut c_void,
+        other => panic!("{name}: {}", other.type_name()),
+    }
+}
+
+/// Every case as a program on tvm-ffi's C ABI alone runs it: `ffi.ModuleLoadFromFile`,
+/// `vm_load_executable`, `vm_initialization`, then each function with `ffi.Tensor` arguments.
+fn run_ffi(version: &str) -> usize {
+    use tvm_runtime::ffi::tvm_ffi::TVMFFIObjectDecRef;
+    let (load, get) = (ffi_global("ffi.ModuleLoadFromFile"), ffi_global("ffi.ModuleGetFunction"));
+    let mut n = 0;
+    for m in models(version) {
+        let exec = ffi_call(load, vec![Value::from(m.lib.to_str().unwrap())]).unwrap();
+        let load_exec = ffi_module_function(get, &exec, "vm_load_executable");
+        let vm = ffi_call(load_exec, vec![]).unwrap();
+        let init = ffi_module_function(get, &vm, "vm_initialization");
+        ffi_call(init, vec![Value::Int(1), Value::Int(0), Value::Int(2)]).unwrap();
+        for c in &m.cases {
+            let what = format!("{version} {} {} (tvm-ffi C API)", m.name, c.name);
+            let f = ffi_module_function(get, &vm, &c.func);
+            let out = ffi_call(f, input_arrays(c)).unwrap_or_else(|e| panic!("{what}: {e}"));
+            check_outputs(&what, c, &result_arrays(out));
+            ok(unsafe { TVMFFIObjectDecRef(f) });
+            n += 1;
+        }
+        for f in [load_exec, init] {
+            ok(unsafe { TVMFFIObjectDecRef(f) });
+        }
+    }
+    for f in [load, get] {
+        ok(unsafe { TVMFFIObjectDecRef(f) });
+    }
+    n
+}
+
+#[test]
+fn tvm027_every_case_tvm_ffi_api() {
+    ffi_set("relax-0.27", run_ffi);
+}
+
+#[test]
+fn tvm018_every_case_tvm_ffi_api() {
+    assert_eq!(run_ffi("relax-0.18"), 7);
 }
 
 /// apache-tvm 0.25's libraries of the same models (its kernels and executables differ from

@@ -102,7 +102,7 @@ fn factory_blob_round_trips_byte_for_byte() {
         // Re-serializing the factory reproduces TVM's payload.
         let m = unsafe {
             tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::packed::ModuleObj>::from_borrowed(
-                lib.0 as *mut _,
+                tvm_runtime::runtime::object::legacy::header(lib.0),
             )
         };
         let f = m.node().as_any().downcast_ref::<GraphExecutorFactory>().unwrap();

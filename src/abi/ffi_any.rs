@@ -16,6 +16,10 @@ pub mod ffi_type_index {
     pub const DLTENSOR_PTR: i32 = 7;
     pub const RAW_STR: i32 = 8;
     pub const BYTE_ARRAY_PTR: i32 = 9;
+    pub const OBJECT_RVALUE_REF: i32 = 10;
+    /// A string of at most 7 bytes held in the value (its length in `zero_padding`).
+    pub const SMALL_STR: i32 = 11;
+    pub const SMALL_BYTES: i32 = 12;
     /// First type index of heap objects (`kTVMFFIStaticObjectBegin`).
     pub const STATIC_OBJECT_BEGIN: i32 = 64;
 }
@@ -66,6 +70,24 @@ impl TVMFFIAny {
     pub fn as_ptr(&self) -> *mut c_void {
         self.value as usize as *mut c_void
     }
+    /// The POD value of at most 8 bytes stored at the union's start (see [`TVMFFIAny::pod`]).
+    pub fn as_pod<T: Copy>(&self) -> T {
+        assert!(std::mem::size_of::<T>() <= 8);
+        // SAFETY: T fits in the 8 bytes of `value` (asserted) and is plain data; unaligned read.
+        unsafe { std::ptr::read_unaligned(&self.value as *const u64 as *const T) }
+    }
+    /// A small string or bytes value: up to 7 bytes held in the value itself.
+    pub fn small(type_index: i32, bytes: &[u8]) -> TVMFFIAny {
+        assert!(bytes.len() <= 7);
+        let mut value = [0u8; 8];
+        value[..bytes.len()].copy_from_slice(bytes);
+        TVMFFIAny { type_index, zero_padding: bytes.len() as u32, value: u64::from_ne_bytes(value) }
+    }
+    /// The bytes of a small string or bytes value.
+    pub fn small_bytes(&self) -> Vec<u8> {
+        let n = (self.zero_padding as usize).min(7);
+        self.value.to_ne_bytes()[..n].to_vec()
+    }
 }
 
 /// `TVMFFIByteArray`: bytes the callee does not own.
@@ -79,3 +101,64 @@ pub struct TVMFFIByteArray {
 /// A kernel exported as `__tvm_ffi_<name>`.
 pub type TVMFFISafeCallType =
     unsafe extern "C" fn(handle: *mut c_void, args: *const TVMFFIAny, num_args: i32, result: *mut TVMFFIAny) -> i32;
+
+/// `TVMFFIFieldInfo`: one reflected field of an object type.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TVMFFIFieldInfo {
+    pub name: TVMFFIByteArray,
+    pub doc: TVMFFIByteArray,
+    pub metadata: TVMFFIByteArray,
+    pub flags: i64,
+    pub size: i64,
+    pub alignment: i64,
+    pub offset: i64,
+    pub getter: Option<unsafe extern "C" fn(field: *mut c_void, result: *mut TVMFFIAny) -> i32>,
+    pub setter: *mut c_void,
+    pub default_value_or_factory: TVMFFIAny,
+    pub field_static_type_index: i32,
+}
+
+/// `TVMFFIMethodInfo`: one reflected method (a function value).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TVMFFIMethodInfo {
+    pub name: TVMFFIByteArray,
+    pub doc: TVMFFIByteArray,
+    pub metadata: TVMFFIByteArray,
+    pub flags: i64,
+    pub method: TVMFFIAny,
+}
+
+/// `TVMFFITypeMetadata`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TVMFFITypeMetadata {
+    pub doc: TVMFFIByteArray,
+    pub creator: Option<unsafe extern "C" fn(result: *mut *mut c_void) -> i32>,
+    pub total_size: i32,
+    pub structural_eq_hash_kind: i32,
+}
+
+/// `TVMFFITypeInfo`: what tvm-ffi's frontends read of a type, directly.
+#[repr(C)]
+pub struct TVMFFITypeInfo {
+    pub type_index: i32,
+    pub type_depth: i32,
+    pub type_key: TVMFFIByteArray,
+    pub type_ancestors: *const *const TVMFFITypeInfo,
+    pub type_key_hash: u64,
+    pub num_fields: i32,
+    pub num_methods: i32,
+    pub fields: *const TVMFFIFieldInfo,
+    pub methods: *const TVMFFIMethodInfo,
+    pub metadata: *const TVMFFITypeMetadata,
+}
+
+/// `TVMFFITypeAttrColumn`: one attribute's values by type index (from `begin_index`).
+#[repr(C)]
+pub struct TVMFFITypeAttrColumn {
+    pub data: *const TVMFFIAny,
+    pub size: i32,
+    pub begin_index: i32,
+}

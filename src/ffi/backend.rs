@@ -8,7 +8,7 @@ use crate::runtime::error::Error;
 use crate::runtime::library::{register_system_symbol, ContextFunctions};
 use once_cell::sync::Lazy;
 
-use crate::runtime::object::ObjectHeader;
+use crate::runtime::object::legacy;
 use std::ffi::{c_char, c_int, c_void};
 
 /// The exported functions a kernel library reaches through its `__TVM*` context pointers.
@@ -51,8 +51,7 @@ pub unsafe extern "C" fn TVMBackendGetFuncFromEnv(
         let name = unsafe { c_str!(func_name)? };
         // SAFETY: `mod_node` is the module pointer the runtime stored in `__tvm_module_ctx`.
         let m = unsafe { super::module::module_arg(mod_node, "mod_node")? };
-        let f: *mut ObjectHeader = m.get_func_from_env(name)?;
-        *out = f as *mut c_void;
+        *out = legacy::handle(m.get_func_from_env(name)?);
         Ok(0)
     })
 }

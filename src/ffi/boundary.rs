@@ -122,7 +122,7 @@ mod tests {
         use crate::abi::TVMValue;
         use crate::runtime::packed::PackedFunc;
         let f = PackedFunc::from_typed(|_| panic!("inside a packed function"));
-        let h = f.into_raw() as *mut std::ffi::c_void;
+        let h = f.into_legacy();
         let mut ret = TVMValue::null();
         let mut code = 0;
         // SAFETY: a live function handle and valid out-pointers.

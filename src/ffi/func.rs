@@ -4,7 +4,7 @@ use super::ptr::{borrow_handle, check_type, handle_for_call, out_param, NonNullF
 use crate::abi::{type_code as tc, TVMByteArray, TVMPackedCFunc, TVMPackedCFuncFinalizer, TVMValue};
 use crate::runtime::cptr::{array_ptr_or_null, bytes_ptr};
 use crate::runtime::error::{error_from_callee, last_error_generation, Error, Result};
-use crate::runtime::object::ObjectHeader;
+use crate::runtime::object::legacy;
 use crate::runtime::packed::{Args, FuncObj, PackedFunc, Value};
 use crate::runtime::registry;
 use std::cell::RefCell;
@@ -74,9 +74,9 @@ pub(crate) fn value_to_c(v: Value) -> Result<(TVMValue, c_int)> {
             let _ = a.into_raw();
             (TVMValue { v_handle: h }, tc::NDARRAY_HANDLE)
         }
-        Value::Module(m) => (TVMValue { v_handle: m.into_raw() as *mut c_void }, tc::MODULE_HANDLE),
-        Value::Func(f) => (TVMValue { v_handle: f.into_raw() as *mut c_void }, tc::PACKED_FUNC_HANDLE),
-        Value::Object(o) => (TVMValue { v_handle: o.into_raw() as *mut c_void }, tc::OBJECT_HANDLE),
+        Value::Module(m) => (TVMValue { v_handle: m.into_legacy() }, tc::MODULE_HANDLE),
+        Value::Func(f) => (TVMValue { v_handle: f.into_legacy() }, tc::PACKED_FUNC_HANDLE),
+        Value::Object(o) => (TVMValue { v_handle: o.into_legacy() }, tc::OBJECT_HANDLE),
     })
 }
 
@@ -178,7 +178,7 @@ pub unsafe extern "C" fn TVMFuncCreateFromCFunc(
             }
             Ok(())
         });
-        *out = f.into_raw() as *mut c_void;
+        *out = f.into_legacy();
         Ok(0)
     })
 }
@@ -233,17 +233,17 @@ pub unsafe extern "C" fn TVMCbArgToReturn(value: *mut TVMValue, code: *mut c_int
                     std::mem::forget(args.object(0)?);
                 }
                 tc::OBJECT_RVALUE_REF_ARG => {
-                    let slot = (*value).v_handle as *mut *mut ObjectHeader;
+                    let slot = (*value).v_handle as *mut *mut c_void;
                     check_not_null!(slot);
                     if !(*slot).is_null() {
-                        crate::runtime::live::check(*slot, "object")?;
+                        legacy::checked_header(*slot, "object")?;
                     }
-                    let header = std::ptr::replace(slot, std::ptr::null_mut());
-                    if header.is_null() {
+                    let handle = std::ptr::replace(slot, std::ptr::null_mut());
+                    if handle.is_null() {
                         *value = TVMValue::null();
                         *code = tc::NULLPTR;
                     } else {
-                        let obj = crate::runtime::object::ObjectRef::from_raw(header);
+                        let obj = crate::runtime::object::ObjectRef::from_raw(legacy::header(handle));
                         let (v, c) = value_to_c(Value::from_object(obj))?;
                         *value = v;
                         *code = c;
@@ -270,8 +270,8 @@ pub unsafe extern "C" fn TVMFuncFree(func: *mut c_void) -> c_int {
         // SAFETY: live handle (caller contract); its type is checked before the caller's
         // reference is released.
         unsafe {
-            check_type::<FuncObj>(func, "PackedFunc")?;
-            crate::runtime::object::release(func as *mut ObjectHeader);
+            let header = check_type::<FuncObj>(func, "PackedFunc")?;
+            crate::runtime::object::release(header);
         }
         Ok(0)
     })
@@ -308,7 +308,7 @@ pub unsafe extern "C" fn TVMFuncGetGlobal(name: *const c_char, out: *mut *mut c_
         let out = unsafe { out_param(out, "out")? };
         // SAFETY: C string argument (caller contract).
         let name = unsafe { c_str!(name)? };
-        let handle = registry::get(name).map_or(std::ptr::null_mut(), |f| f.into_raw() as *mut c_void);
+        let handle = registry::get(name).map_or(std::ptr::null_mut(), |f| f.into_legacy());
         *out = handle;
         Ok(0)
     })

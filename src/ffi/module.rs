@@ -2,7 +2,7 @@
 
 use super::ptr::{borrow_handle, check_type, out_param};
 use crate::runtime::error::Result;
-use crate::runtime::object::{release, ObjectHeader};
+use crate::runtime::object::release;
 use crate::runtime::packed::{Module, ModuleObj};
 use std::ffi::{c_char, c_int, c_void};
 
@@ -43,7 +43,7 @@ pub unsafe extern "C" fn TVMModLoadFromFile(
         let file_name = unsafe { c_str!(file_name)? };
         let format = if format.is_null() { "" } else { unsafe { c_str!(format)? } };
         let m = Module::load_from_file(file_name, format)?;
-        *out = m.into_raw() as *mut c_void;
+        *out = m.into_legacy();
         Ok(0)
     })
 }
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn TVMModGetFunction(
         let m = unsafe { module_arg(mod_, "mod")? };
         let name = unsafe { c_str!(func_name)? };
         let f = m.get_function(name, query_imports != 0)?;
-        *out = f.map_or(std::ptr::null_mut(), |f| f.into_raw() as *mut c_void);
+        *out = f.map_or(std::ptr::null_mut(), |f| f.into_legacy());
         Ok(0)
     })
 }
@@ -102,8 +102,8 @@ pub unsafe extern "C" fn TVMModFree(mod_: *mut c_void) -> c_int {
         }
         // SAFETY: live handle; type checked before the release of the caller's reference.
         unsafe {
-            check_type::<ModuleObj>(mod_, "Module")?;
-            release(mod_ as *mut ObjectHeader);
+            let header = check_type::<ModuleObj>(mod_, "Module")?;
+            release(header);
         }
         Ok(0)
     })

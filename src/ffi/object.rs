@@ -3,9 +3,8 @@
 use super::ptr::out_param;
 use crate::abi::DLTensor;
 use crate::runtime::error::Error;
-use crate::runtime::live;
 use crate::runtime::ndarray::NDArray;
-use crate::runtime::object::{self, ObjectHeader};
+use crate::runtime::object::{self, legacy};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
 /// The type index of an object (read from its header).
@@ -17,11 +16,11 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 pub unsafe extern "C" fn TVMObjectGetTypeIndex(obj: *mut c_void, out_tindex: *mut c_uint) -> c_int {
     ffi_boundary!("TVMObjectGetTypeIndex", {
         check_not_null!(obj);
-        live::check(obj, "object")?;
+        let header = legacy::checked_header(obj, "object")?;
         // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
         let out_tindex = unsafe { out_param(out_tindex, "out_tindex")? };
-        // SAFETY: a live object starts with its header (caller contract).
-        *out_tindex = unsafe { (*(obj as *mut ObjectHeader)).type_index };
+        // SAFETY: a live object's header lies before its 0.18 handle (caller contract).
+        *out_tindex = legacy::index_of(unsafe { (*header).type_index });
         Ok(0)
     })
 }
@@ -38,8 +37,7 @@ pub unsafe extern "C" fn TVMObjectTypeKey2Index(type_key: *const c_char, out_tin
         let out_tindex = unsafe { out_param(out_tindex, "out_tindex")? };
         // SAFETY: C string argument (caller contract).
         let key = unsafe { c_str!(type_key)? };
-        let i = object::type_key_to_index(key)?;
-        *out_tindex = i;
+        *out_tindex = legacy::index_of(object::type_key_to_index(key)?);
         Ok(0)
     })
 }
@@ -54,7 +52,7 @@ pub unsafe extern "C" fn TVMObjectTypeIndex2Key(tindex: c_uint, out_type_key: *m
     ffi_boundary!("TVMObjectTypeIndex2Key", {
         // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
         let out_type_key = unsafe { out_param(out_type_key, "out_type_key")? };
-        let key = object::type_index_to_key(tindex)?;
+        let key = object::legacy_type_key(legacy::ffi_index(tindex))?;
         // SAFETY: malloc of len+1 bytes, then a copy of the key and a terminating NUL.
         unsafe {
             let p = libc::malloc(key.len() + 1) as *mut c_char;
@@ -77,9 +75,9 @@ pub unsafe extern "C" fn TVMObjectTypeIndex2Key(tindex: c_uint, out_type_key: *m
 pub unsafe extern "C" fn TVMObjectRetain(obj: *mut c_void) -> c_int {
     ffi_boundary!("TVMObjectRetain", {
         if !obj.is_null() {
-            live::check(obj, "object")?;
+            let header = legacy::checked_header(obj, "object")?;
             // SAFETY: live object (caller contract; verified in the checked mode).
-            unsafe { object::retain(obj as *mut ObjectHeader) };
+            unsafe { object::retain(header) };
         }
         Ok(0)
     })
@@ -94,10 +92,10 @@ pub unsafe extern "C" fn TVMObjectRetain(obj: *mut c_void) -> c_int {
 pub unsafe extern "C" fn TVMObjectFree(obj: *mut c_void) -> c_int {
     ffi_boundary!("TVMObjectFree", {
         if !obj.is_null() {
-            live::check(obj, "object")?;
+            let header = legacy::checked_header(obj, "object")?;
             // SAFETY: the caller owns one reference to a live object (verified to be live in the
             // checked mode).
-            unsafe { object::release(obj as *mut ObjectHeader) };
+            unsafe { object::release(header) };
         }
         Ok(0)
     })
@@ -116,7 +114,8 @@ pub unsafe extern "C" fn TVMObjectDerivedFrom(
     ffi_boundary!("TVMObjectDerivedFrom", {
         // SAFETY: out-parameter valid for writes when non-NULL (C contract).
         let is_derived = unsafe { out_param(is_derived, "is_derived")? };
-        *is_derived = object::derived_from(child_type_index, parent_type_index)? as c_int;
+        let (child, parent) = (legacy::ffi_index(child_type_index), legacy::ffi_index(parent_type_index));
+        *is_derived = object::derived_from(child, parent)? as c_int;
         Ok(0)
     })
 }
@@ -132,10 +131,10 @@ pub unsafe extern "C" fn TVMArrayGetTypeIndex(handle: *mut DLTensor, out_tindex:
         check_not_null!(handle);
         // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
         let out_tindex = unsafe { out_param(out_tindex, "out_tindex")? };
-        // SAFETY: an array handle points 16 bytes into a live container (TVM's ABI).
+        // SAFETY: an array handle points into a live container (TVM's ABI).
         let header = unsafe { NDArray::header_of_handle(handle)? };
         // SAFETY: the header of the live container behind `handle`.
-        *out_tindex = unsafe { (*header).type_index };
+        *out_tindex = legacy::index_of(unsafe { (*header).type_index });
         Ok(0)
     })
 }

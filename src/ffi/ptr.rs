@@ -4,7 +4,7 @@
 
 use crate::runtime::error::{Error, Result};
 use crate::runtime::live;
-use crate::runtime::object::{kind_name, ObjPtr, ObjectHeader, ObjectType};
+use crate::runtime::object::{kind_name, legacy, ObjPtr, ObjectHeader, ObjectType};
 use std::ffi::c_void;
 use std::mem::ManuallyDrop;
 
@@ -66,14 +66,15 @@ pub(crate) unsafe fn slice_mut<'a, T>(p: *mut T, len: usize, name: &str) -> Resu
 ///
 /// # Safety
 /// `handle` must point to a live object (in the checked mode: or to anything at all).
-pub(crate) unsafe fn check_type<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<()> {
-    live::check(handle, kind_name(T::TYPE_INDEX))?;
-    // SAFETY: a live object starts with its header (caller contract).
-    let ti = unsafe { (*(handle as *mut ObjectHeader)).type_index };
+pub(crate) unsafe fn check_type<T: ObjectType>(handle: *mut c_void, what: &str) -> Result<*mut ObjectHeader> {
+    let header = legacy::checked_header(handle, kind_name(T::TYPE_INDEX))?;
+    // SAFETY: a live object's header lies before its 0.18 handle (caller contract).
+    let ti = unsafe { (*header).type_index };
     if ti != T::TYPE_INDEX {
+        let ti = legacy::index_of(ti);
         return Err(Error::type_error(format!("handle {handle:p} is not a {what} (type index {ti})")));
     }
-    Ok(())
+    Ok(header)
 }
 
 /// The header of the object behind a C handle: not NULL, and of `T`'s type.
@@ -85,8 +86,7 @@ unsafe fn checked_header<T: ObjectType>(handle: *mut c_void, what: &str) -> Resu
         return Err(Error::value(format!("{what} handle is NULL")));
     }
     // SAFETY: non-NULL and live (caller contract).
-    unsafe { check_type::<T>(handle, what)? };
-    Ok(handle as *mut ObjectHeader)
+    unsafe { check_type::<T>(handle, what) }
 }
 
 /// A new reference to the object behind a C handle, checked against the expected type.

@@ -6,8 +6,16 @@
 //! A raised error is stored as the calling thread's last error, `Kind: message`, which the
 //! kernel wrapper (`runtime::ffi_library`) turns into the error of the call.
 
-use crate::runtime::error::set_last_error_text;
-use std::ffi::{c_char, CStr};
+use super::ptr::{borrow_handle, out_param};
+use crate::abi::{DLDataType, TVMFFIAny, TVMFFIByteArray, TVMFFISafeCallType};
+use crate::runtime::error::{last_error_message, set_last_error_text, Error, Result};
+use crate::runtime::ffi_error::{keep_raised, take_raised, ErrorObj};
+use crate::runtime::live;
+use crate::runtime::object::{self, legacy, type_index, ObjPtr, ObjectHeader, ObjectRef};
+use crate::runtime::packed::{byte_array, call_safe, string_any, Args, FuncObj, PackedFunc, Value};
+use crate::runtime::reflection::owned_any;
+use crate::runtime::registry;
+use std::ffi::{c_char, c_int, c_void, CStr};
 
 /// The text of a C string argument (NULL reads as empty; invalid UTF-8 is replaced).
 ///
@@ -24,6 +32,148 @@ unsafe fn text(p: *const c_char) -> String {
 fn raise(kind: String, message: String) {
     let kind = if kind.is_empty() { "RuntimeError".to_string() } else { kind };
     set_last_error_text(&format!("{kind}: {message}"));
+}
+
+/// A `TVMFFIByteArray*` argument's bytes (NULL reads as empty).
+///
+/// # Safety
+/// `a` must be NULL or a valid byte array.
+unsafe fn bytes_arg<'a>(a: *const TVMFFIByteArray) -> &'a [u8] {
+    // SAFETY: the caller's contract.
+    if a.is_null() {
+        &[]
+    } else {
+        unsafe { byte_array(&*a) }
+    }
+}
+
+/// A new reference to an optional object argument (NULL: none).
+///
+/// # Safety
+/// `h` must be NULL or a live object.
+unsafe fn object_arg(h: *mut c_void, what: &str) -> Result<Option<ObjectRef>> {
+    if h.is_null() {
+        return Ok(None);
+    }
+    live::check(h, what)?;
+    // SAFETY: a live object (caller contract; verified in the checked mode).
+    Ok(Some(unsafe { ObjectRef::from_borrowed(h as *mut ObjectHeader) }))
+}
+
+/// Make an `ffi.Error` (kind, message, backtrace; no cause).
+///
+/// # Safety
+/// Each array must be NULL (empty) or valid; `out` NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIErrorCreate(
+    kind: *const TVMFFIByteArray,
+    message: *const TVMFFIByteArray,
+    backtrace: *const TVMFFIByteArray,
+    out: *mut *mut c_void,
+) -> c_int {
+    ffi_boundary!("TVMFFIErrorCreate", {
+        // SAFETY: the caller's contract.
+        let (k, m, b, out) =
+            unsafe { (bytes_arg(kind), bytes_arg(message), bytes_arg(backtrace), out_param(out, "out")?) };
+        *out = ObjPtr::new(ErrorObj::new(k, m, b, None, None)).into_raw() as *mut c_void;
+        Ok(0)
+    })
+}
+
+/// Make an `ffi.Error` with a cause (another error, or NULL) and extra context (any object, or
+/// NULL); the new error holds references to both.
+///
+/// # Safety
+/// As [`TVMFFIErrorCreate`]; `cause_chain` and `extra_context` NULL or live objects.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIErrorCreateWithCauseAndExtraContext(
+    kind: *const TVMFFIByteArray,
+    message: *const TVMFFIByteArray,
+    backtrace: *const TVMFFIByteArray,
+    cause_chain: *mut c_void,
+    extra_context: *mut c_void,
+    out: *mut *mut c_void,
+) -> c_int {
+    ffi_boundary!("TVMFFIErrorCreateWithCauseAndExtraContext", {
+        // SAFETY: the caller's contract.
+        let (k, m, b, out) =
+            unsafe { (bytes_arg(kind), bytes_arg(message), bytes_arg(backtrace), out_param(out, "out")?) };
+        // SAFETY: the caller's contract.
+        let (cause, extra) =
+            unsafe { (object_arg(cause_chain, "cause_chain")?, object_arg(extra_context, "extra_context")?) };
+        *out = ObjPtr::new(ErrorObj::new(k, m, b, cause, extra)).into_raw() as *mut c_void;
+        Ok(0)
+    })
+}
+
+/// Raise an `ffi.Error` on the calling thread (it takes its own reference): the next
+/// [`TVMFFIErrorMoveFromRaised`] hands back this object, and `TVMGetLastError` shows
+/// `Kind: message`.
+///
+/// # Safety
+/// `error` must be NULL (nothing happens) or a live `ffi.Error`.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIErrorSetRaised(error: *mut c_void) {
+    ffi_boundary!("TVMFFIErrorSetRaised", {
+        // SAFETY: the caller's contract.
+        let Some(obj) = (unsafe { object_arg(error, "error")? }) else { return Ok(()) };
+        let e =
+            obj.downcast::<ErrorObj>().ok_or_else(|| Error::type_error("TVMFFIErrorSetRaised takes an ffi.Error"))?;
+        set_last_error_text(&e.text());
+        keep_raised(e);
+        Ok(())
+    })
+}
+
+/// Move the calling thread's raised error out as an owned `ffi.Error` (NULL when none): the
+/// object raised, or one made from the last error the runtime set.
+///
+/// # Safety
+/// `result` must be NULL (nothing happens) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIErrorMoveFromRaised(result: *mut *mut c_void) {
+    ffi_boundary!("TVMFFIErrorMoveFromRaised", {
+        if !result.is_null() {
+            let e = take_raised();
+            // SAFETY: writable (caller contract).
+            unsafe { *result = e.map_or(std::ptr::null_mut(), |e| e.into_raw() as *mut c_void) };
+        }
+        Ok(())
+    })
+}
+
+thread_local! {
+    /// The text [`TVMFFIBacktrace`] last returned on this thread, and its array.
+    static BACKTRACE: std::cell::RefCell<(std::ffi::CString, TVMFFIByteArray)> =
+        std::cell::RefCell::new((std::ffi::CString::default(), TVMFFIByteArray { data: std::ptr::null(), size: 0 }));
+}
+
+/// The calling site as a one-frame backtrace in tvm-ffi's format (`  File "<file>", line N, in
+/// <func>`), valid until the next call on this thread.
+///
+/// # Safety
+/// `filename` and `func` must be NULL or NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIBacktrace(
+    filename: *const c_char,
+    lineno: c_int,
+    func: *const c_char,
+    cross_ffi_boundary: c_int,
+) -> *const TVMFFIByteArray {
+    ffi_boundary!("TVMFFIBacktrace", {
+        let _ = cross_ffi_boundary;
+        // SAFETY: the caller's contract.
+        let (file, func) = unsafe { (text(filename), text(func)) };
+        let line = format!("  File \"{file}\", line {lineno}, in {func}\n");
+        let c = std::ffi::CString::new(line.replace('\0', "")).expect("NULs were removed");
+        Ok(BACKTRACE.with(|b| {
+            let mut b = b.borrow_mut();
+            let size = c.as_bytes().len();
+            b.0 = c;
+            b.1 = TVMFFIByteArray { data: b.0.as_ptr(), size };
+            &b.1 as *const TVMFFIByteArray
+        }))
+    })
 }
 
 /// Raise an error of `kind` with `message` on the calling thread.
@@ -65,5 +215,361 @@ pub unsafe extern "C" fn TVMFFIErrorSetRaisedFromCStrParts(
         // SAFETY: the caller's contract.
         raise(unsafe { text(kind) }, message);
         Ok(())
+    })
+}
+
+// ---- tvm-ffi's C ABI over the one object model (docs/ARCHITECTURE.md) ------------------------
+//
+// Handles here are tvm-ffi handles: the object header's address (TVM 0.18's handles of the same
+// objects are 8 bytes further in). Status-returning functions give 0 or -1 with the error raised
+// on the calling thread, as tvm-ffi's do.
+
+/// The tvm-ffi version whose ABI this library provides.
+pub const FFI_VERSION: TVMFFIVersion = TVMFFIVersion { major: 0, minor: 1, patch: 16 };
+
+/// `TVMFFIVersion`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TVMFFIVersion {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+}
+
+/// The tvm-ffi ABI version this library provides.
+///
+/// # Safety
+/// `out_version` must be NULL (nothing is written) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIGetVersion(out_version: *mut TVMFFIVersion) {
+    ffi_boundary!("TVMFFIGetVersion", {
+        if !out_version.is_null() {
+            // SAFETY: writable when non-NULL (caller contract).
+            unsafe { *out_version = FFI_VERSION };
+        }
+        Ok(())
+    })
+}
+
+/// Add a strong reference (NULL is a no-op).
+///
+/// # Safety
+/// `obj` must be NULL or a live object.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIObjectIncRef(obj: *mut c_void) -> c_int {
+    ffi_boundary!("TVMFFIObjectIncRef", {
+        if !obj.is_null() {
+            live::check(obj, "object")?;
+            // SAFETY: a live object (caller contract; verified in the checked mode).
+            unsafe { object::retain(obj as *mut ObjectHeader) };
+        }
+        Ok(0)
+    })
+}
+
+/// Drop a strong reference (NULL is a no-op); the object goes with its last one.
+///
+/// # Safety
+/// `obj` must be NULL or a live object whose reference the caller owns and gives up.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIObjectDecRef(obj: *mut c_void) -> c_int {
+    ffi_boundary!("TVMFFIObjectDecRef", {
+        if !obj.is_null() {
+            live::check(obj, "object")?;
+            // SAFETY: the caller's reference to a live object (verified in the checked mode).
+            unsafe { object::release(obj as *mut ObjectHeader) };
+        }
+        Ok(0)
+    })
+}
+
+/// A foreign callable with its context; `deleter` runs when the function object dies.
+struct ForeignFunction {
+    context: *mut c_void,
+    call: TVMFFISafeCallType,
+    deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+}
+
+// SAFETY: tvm-ffi's contract for `TVMFFIFunctionCreate`: the callable may be called, and its
+// context deleted, from any thread.
+unsafe impl Send for ForeignFunction {}
+// SAFETY: as above.
+unsafe impl Sync for ForeignFunction {}
+
+impl ForeignFunction {
+    fn call(&self, args: Args<'_>, ret: &mut Value) -> Result<()> {
+        let vals = (0..args.len()).map(|i| args.to_value(i)).collect::<Result<Vec<_>>>()?;
+        // SAFETY: `TVMFFIFunctionCreate`'s contract: `call` follows the convention for `context`.
+        *ret = unsafe { call_safe(self.call, self.context, vals)? };
+        Ok(())
+    }
+}
+
+impl Drop for ForeignFunction {
+    fn drop(&mut self) {
+        if let Some(d) = self.deleter {
+            // SAFETY: the deleter given with the context, called once.
+            unsafe { d(self.context) };
+        }
+    }
+}
+
+/// Make a function object over a C callable in tvm-ffi's convention (`safe_call(self, args,
+/// num_args, result)`); `deleter(self)` runs when the object dies.
+///
+/// # Safety
+/// `safe_call` must follow tvm-ffi's convention; `deleter` must be NULL or safe to call once on
+/// `self`; `out` must be NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIFunctionCreate(
+    self_: *mut c_void,
+    safe_call: Option<TVMFFISafeCallType>,
+    deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+    out: *mut *mut c_void,
+) -> c_int {
+    ffi_boundary!("TVMFFIFunctionCreate", {
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out = unsafe { out_param(out, "out")? };
+        let foreign = ForeignFunction {
+            context: self_,
+            call: safe_call.ok_or_else(|| Error::value("argument `safe_call` is NULL"))?,
+            deleter,
+        };
+        let f = PackedFunc::from_fn(move |args, ret| foreign.call(args, ret));
+        *out = f.into_raw() as *mut c_void;
+        Ok(0)
+    })
+}
+
+/// Call a function object through its cell, as tvm-ffi's inline code does.
+///
+/// # Safety
+/// `func` must be NULL (an error) or a live function object; `args` must point to `num_args`
+/// valid values; `result` must be NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIFunctionCall(
+    func: *mut c_void,
+    args: *mut TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    ffi_boundary!("TVMFFIFunctionCall", {
+        check_not_null!(func, result);
+        live::check(func, "function")?;
+        let header = func as *mut ObjectHeader;
+        // SAFETY: a live object (caller contract).
+        let ti = unsafe { (*header).type_index };
+        if ti != type_index::PACKED_FUNC {
+            return Err(Error::type_error(format!("handle {func:p} is not an ffi.Function (type index {ti})")));
+        }
+        // SAFETY: a function object starts its payload with tvm-ffi's cell, whose `safe_call`
+        // takes the object itself; arguments and result per the caller's contract.
+        let rc = unsafe {
+            let cell = (header as *mut u8).add(size_of::<ObjectHeader>()) as *const TVMFFISafeCallType;
+            (*cell)(func, args, num_args, result)
+        };
+        // Non-zero: the callee raised its error on this thread; it stays as raised.
+        Ok(rc)
+    })
+}
+
+/// The bytes a `TVMFFIByteArray*` argument names, as text.
+///
+/// # Safety
+/// `a` must be NULL (an error) or a valid byte array.
+unsafe fn name_arg(a: *const TVMFFIByteArray, what: &str) -> Result<String> {
+    if a.is_null() {
+        return Err(Error::value(format!("argument `{what}` is NULL")));
+    }
+    // SAFETY: a valid byte array (caller contract).
+    let bytes = unsafe { byte_array(&*a) };
+    String::from_utf8(bytes.to_vec()).map_err(|_| Error::value(format!("argument `{what}` is not UTF-8")))
+}
+
+/// Look up a global function: `*out` is an owned handle, or NULL when the name is unknown.
+///
+/// # Safety
+/// `name` must be NULL (an error) or a valid byte array; `out` must be NULL (an error) or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIFunctionGetGlobal(name: *const TVMFFIByteArray, out: *mut *mut c_void) -> c_int {
+    ffi_boundary!("TVMFFIFunctionGetGlobal", {
+        // SAFETY: the caller's contract.
+        let (name, out) = unsafe { (name_arg(name, "name")?, out_param(out, "out")?) };
+        *out = registry::get(&name).map_or(std::ptr::null_mut(), |f| f.into_raw() as *mut c_void);
+        Ok(0)
+    })
+}
+
+/// Register a function object as a global (the registry takes its own reference); an existing
+/// name is an error unless `allow_override` is non-zero.
+///
+/// # Safety
+/// `name` must be NULL (an error) or a valid byte array; `f` NULL (an error) or a live function.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIFunctionSetGlobal(
+    name: *const TVMFFIByteArray,
+    f: *mut c_void,
+    allow_override: c_int,
+) -> c_int {
+    ffi_boundary!("TVMFFIFunctionSetGlobal", {
+        check_not_null!(f);
+        // SAFETY: the caller's contract.
+        let name = unsafe { name_arg(name, "name")? };
+        // SAFETY: a live handle (caller contract), its type checked.
+        let func = unsafe { borrow_handle::<FuncObj>(legacy::handle(f as *mut ObjectHeader), "ffi.Function")? };
+        registry::register(&name, func, allow_override != 0)?;
+        Ok(0)
+    })
+}
+
+/// An owned copy of a value view: a raw string or byte array becomes an object, an object gets
+/// a new reference, anything else is copied.
+///
+/// # Safety
+/// `any_view` must be NULL (an error) or a valid view; `out` NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(any_view: *const TVMFFIAny, out: *mut TVMFFIAny) -> c_int {
+    ffi_boundary!("TVMFFIAnyViewToOwnedAny", {
+        check_not_null!(any_view);
+        // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
+        let out = unsafe { out_param(out, "out")? };
+        // SAFETY: a valid view (caller contract).
+        let view = unsafe { &*any_view };
+        // SAFETY: a valid view (caller contract).
+        *out = unsafe { owned_any(view)? };
+        Ok(0)
+    })
+}
+
+/// A string value from bytes: held inline up to 7 bytes, else an `ffi.String`.
+///
+/// # Safety
+/// `input` must be NULL (an error) or a valid byte array; `out` NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIStringFromByteArray(input: *const TVMFFIByteArray, out: *mut TVMFFIAny) -> c_int {
+    ffi_boundary!("TVMFFIStringFromByteArray", {
+        check_not_null!(input);
+        // SAFETY: the caller's contract.
+        let (bytes, out) = unsafe { (byte_array(&*input), out_param(out, "out")?) };
+        *out = string_any(bytes);
+        Ok(0)
+    })
+}
+
+/// A bytes value: held inline up to 7 bytes, else an `ffi.Bytes`.
+///
+/// # Safety
+/// `input` must be NULL (an error) or a valid byte array; `out` NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIBytesFromByteArray(input: *const TVMFFIByteArray, out: *mut TVMFFIAny) -> c_int {
+    ffi_boundary!("TVMFFIBytesFromByteArray", {
+        check_not_null!(input);
+        // SAFETY: the caller's contract.
+        let (bytes, out) = unsafe { (byte_array(&*input), out_param(out, "out")?) };
+        *out = Value::Bytes(bytes.to_vec()).into_any();
+        Ok(0)
+    })
+}
+
+/// The type index of a registered type key (tvm-ffi's keys; TVM 0.18's name the same types).
+///
+/// # Safety
+/// `type_key` must be NULL (an error) or a valid byte array; `out_tindex` NULL (an error) or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFITypeKeyToIndex(type_key: *const TVMFFIByteArray, out_tindex: *mut i32) -> c_int {
+    ffi_boundary!("TVMFFITypeKeyToIndex", {
+        // SAFETY: the caller's contract.
+        let (key, out) = unsafe { (name_arg(type_key, "type_key")?, out_param(out_tindex, "out_tindex")?) };
+        *out = object::type_key_to_index(&key)? as i32;
+        Ok(0)
+    })
+}
+
+/// Parse a data type string (`float32`, `int8x4`, `bool`, ...).
+///
+/// # Safety
+/// `str` must be NULL (an error) or a valid byte array; `out` NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIDataTypeFromString(str: *const TVMFFIByteArray, out: *mut DLDataType) -> c_int {
+    ffi_boundary!("TVMFFIDataTypeFromString", {
+        // SAFETY: the caller's contract.
+        let (text, out) = unsafe { (name_arg(str, "str")?, out_param(out, "out")?) };
+        *out = DLDataType::parse(&text)?;
+        Ok(0)
+    })
+}
+
+/// A data type's string, as a string value.
+///
+/// # Safety
+/// `dtype` must be NULL (an error) or readable; `out` NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIDataTypeToString(dtype: *const DLDataType, out: *mut TVMFFIAny) -> c_int {
+    ffi_boundary!("TVMFFIDataTypeToString", {
+        check_not_null!(dtype);
+        // SAFETY: the caller's contract.
+        let (dtype, out) = unsafe { (*dtype, out_param(out, "out")?) };
+        *out = string_any(dtype.to_string().as_bytes());
+        Ok(0)
+    })
+}
+
+/// Serializes the init-once and deinit-once calls (a handle is set once, by one caller).
+static INIT_ONCE: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
+/// Set `*handle_addr` by `init_func` if it is still NULL, once across threads.
+///
+/// # Safety
+/// `handle_addr` must be NULL (an error) or a pointer slot only these functions write;
+/// `init_func` NULL (an error) or a function that writes its argument and returns 0 or -1.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIHandleInitOnce(
+    handle_addr: *mut *mut c_void,
+    init_func: Option<unsafe extern "C" fn(*mut *mut c_void) -> c_int>,
+) -> c_int {
+    ffi_boundary!("TVMFFIHandleInitOnce", {
+        check_not_null!(handle_addr);
+        let init = init_func.ok_or_else(|| Error::value("argument `init_func` is NULL"))?;
+        let _once = INIT_ONCE.lock();
+        // SAFETY: a slot these functions own (caller contract), read and written under the lock.
+        unsafe {
+            if (*handle_addr).is_null() {
+                let mut made = std::ptr::null_mut();
+                if init(&mut made) != 0 {
+                    return Err(Error::raw(last_error_message().unwrap_or_default()));
+                }
+                *handle_addr = made;
+            }
+        }
+        Ok(0)
+    })
+}
+
+/// Undo [`TVMFFIHandleInitOnce`]: `deinit_func(*handle_addr)` if it is set, then NULL.
+///
+/// # Safety
+/// As [`TVMFFIHandleInitOnce`], with `deinit_func` taking the handle.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIHandleDeinitOnce(
+    handle_addr: *mut *mut c_void,
+    deinit_func: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
+) -> c_int {
+    ffi_boundary!("TVMFFIHandleDeinitOnce", {
+        check_not_null!(handle_addr);
+        let deinit = deinit_func.ok_or_else(|| Error::value("argument `deinit_func` is NULL"))?;
+        let _once = INIT_ONCE.lock();
+        // SAFETY: as in `TVMFFIHandleInitOnce`.
+        unsafe {
+            let h = *handle_addr;
+            if !h.is_null() {
+                if deinit(h) != 0 {
+                    return Err(Error::raw(last_error_message().unwrap_or_default()));
+                }
+                *handle_addr = std::ptr::null_mut();
+            }
+        }
+        Ok(0)
     })
 }

@@ -26,6 +26,7 @@ fn all() -> Vec<(&'static str, PackedFunc)> {
     all.extend(params_globals());
     all.extend(array_globals());
     all.extend(module_globals());
+    all.extend(ffi_module_globals());
     all.extend(super::time_evaluator::globals());
     all
 }
@@ -156,20 +157,8 @@ fn module_globals() -> Vec<(&'static str, PackedFunc)> {
             "runtime.module.loadfile_so",
             PackedFunc::from_typed(|args| Ok(Value::Module(super::dso::load_so(&args.string(0)?)?))),
         ),
-        (
-            "runtime.SystemLib",
-            PackedFunc::from_typed(|args| {
-                let prefix = if args.is_empty() { String::new() } else { args.string(0)? };
-                Ok(Value::Module(system_lib(&prefix)?))
-            }),
-        ),
-        (
-            "runtime.ModuleLoadFromFile",
-            PackedFunc::from_typed(|args| {
-                let fmt = if args.len() > 1 { args.string(1)? } else { String::new() };
-                Ok(Value::Module(Module::load_from_file(&args.string(0)?, &fmt)?))
-            }),
-        ),
+        ("runtime.SystemLib", PackedFunc::from_typed(system_lib_global)),
+        ("runtime.ModuleLoadFromFile", PackedFunc::from_typed(load_module_global)),
         (
             "runtime.ModuleGetTypeKey",
             PackedFunc::from_typed(|args| Ok(Value::Str(args.module(0)?.type_key().to_string()))),
@@ -192,6 +181,61 @@ fn module_globals() -> Vec<(&'static str, PackedFunc)> {
                     .ok_or_else(|| Error::index(format!("import index {i} out of range (module has {n})")))
             }),
         ),
+    ]
+}
+
+/// `ModuleLoadFromFile(path[, format])`.
+fn load_module_global(args: Args<'_>) -> Result<Value> {
+    let fmt = if args.len() > 1 { args.string(1)? } else { String::new() };
+    Ok(Value::Module(Module::load_from_file(&args.string(0)?, &fmt)?))
+}
+
+/// `SystemLib([prefix])`.
+fn system_lib_global(args: Args<'_>) -> Result<Value> {
+    let prefix = if args.is_empty() { String::new() } else { args.string(0)? };
+    Ok(Value::Module(system_lib(&prefix)?))
+}
+
+/// A flag argument, given as a bool or an int (tvm-ffi passes bools).
+fn flag(args: &Args<'_>, i: usize) -> Result<bool> {
+    match args.to_value(i)? {
+        Value::Bool(b) => Ok(b),
+        Value::Int(v) => Ok(v != 0),
+        v => Err(Error::type_error(format!("argument {i}: expected bool, got {}", v.type_name()))),
+    }
+}
+
+/// tvm-ffi's module globals (`ffi.Module*`), over the same modules as TVM 0.18's.
+fn ffi_module_globals() -> Vec<(&'static str, PackedFunc)> {
+    vec![
+        ("ffi.ModuleLoadFromFile", PackedFunc::from_typed(load_module_global)),
+        (
+            "ffi.Module.load_from_file.so",
+            PackedFunc::from_typed(|args| Ok(Value::Module(super::dso::load_so(&args.string(0)?)?))),
+        ),
+        (
+            "ffi.ModuleGetFunction",
+            PackedFunc::from_typed(|args| {
+                let query_imports = args.len() < 3 || flag(&args, 2)?;
+                Ok(args.module(0)?.get_function(&args.string(1)?, query_imports)?.map_or(Value::Null, Value::Func))
+            }),
+        ),
+        (
+            "ffi.ModuleImplementsFunction",
+            PackedFunc::from_typed(|args| {
+                let query_imports = args.len() >= 3 && flag(&args, 2)?;
+                Ok(Value::Bool(args.module(0)?.get_function(&args.string(1)?, query_imports)?.is_some()))
+            }),
+        ),
+        ("ffi.ModuleGetKind", PackedFunc::from_typed(|args| Ok(Value::Str(args.module(0)?.type_key().to_string())))),
+        (
+            "ffi.ModuleImportModule",
+            PackedFunc::from_typed(|args| {
+                args.module(0)?.import(&args.module(1)?)?;
+                Ok(Value::Null)
+            }),
+        ),
+        ("ffi.SystemLib", PackedFunc::from_typed(system_lib_global)),
     ]
 }
 

@@ -3,7 +3,7 @@
 //! `runtime.MapGetItem`, ...) are defined above the packed functions, in `container_globals.rs`.
 
 use super::error::{Error, Result};
-use super::object::{type_index, InplaceObject, ObjPtr, ObjectRef, ObjectType};
+use super::object::{type_index, InplaceObject, LegacyRef, ObjPtr, ObjectRef, ObjectType};
 use std::ffi::c_char;
 
 /// TVM's `{const T* data; uint64_t size}` payload (of `StringObj` and `ShapeTupleObj`), which code
@@ -63,17 +63,48 @@ impl ObjectType for StringObj {
     const TYPE_INDEX: u32 = type_index::STRING;
 }
 
-impl StringObj {
-    pub fn new(s: &str) -> Self {
-        // SAFETY: `c_char` and `u8` have the same size and alignment; this only reinterprets.
-        let bytes = unsafe { std::slice::from_raw_parts(s.as_ptr() as *const c_char, s.len()) };
-        StringObj(SliceObj::new(bytes))
+/// Bytes as C characters (`c_char` and `u8` have the same size and alignment).
+fn chars(bytes: &[u8]) -> &[c_char] {
+    // SAFETY: only reinterprets elements of the same size and alignment.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const c_char, bytes.len()) }
+}
+
+/// The reverse of [`chars`].
+fn bytes_of(chars: &[c_char]) -> &[u8] {
+    // SAFETY: as in `chars`.
+    unsafe { std::slice::from_raw_parts(chars.as_ptr() as *const u8, chars.len()) }
+}
+
+/// Payload of an `ffi.Bytes`: tvm-ffi's `TVMFFIByteArray` cell, `{data, size}` like a string's.
+#[repr(transparent)]
+pub struct BytesObj(SliceObj<c_char>);
+
+impl ObjectType for BytesObj {
+    const TYPE_INDEX: u32 = type_index::BYTES;
+}
+
+impl BytesObj {
+    pub fn new(bytes: &[u8]) -> Self {
+        BytesObj(SliceObj::new(chars(bytes)))
     }
 
     pub fn as_bytes(&self) -> Result<&[u8]> {
-        let chars = self.0.items("runtime.String")?;
-        // SAFETY: as in `new`, the reverse reinterpretation.
-        Ok(unsafe { std::slice::from_raw_parts(chars.as_ptr() as *const u8, chars.len()) })
+        Ok(bytes_of(self.0.items("ffi.Bytes")?))
+    }
+}
+
+impl StringObj {
+    pub fn new(s: &str) -> Self {
+        Self::from_bytes(s.as_bytes())
+    }
+
+    /// A string of arbitrary bytes (tvm-ffi's strings need not be UTF-8).
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        StringObj(SliceObj::new(chars(bytes)))
+    }
+
+    pub fn as_bytes(&self) -> Result<&[u8]> {
+        Ok(bytes_of(self.0.items("runtime.String")?))
     }
 
     pub fn to_string(&self) -> Result<String> {
@@ -95,7 +126,7 @@ impl ObjectType for ArrayObj {
 }
 
 impl InplaceObject for ArrayObj {
-    type Elem = Option<ObjectRef>;
+    type Elem = Option<LegacyRef>;
     fn tail_len(&self) -> usize {
         usize::try_from(self.size).unwrap_or(0)
     }
@@ -104,7 +135,8 @@ impl InplaceObject for ArrayObj {
 /// An array object of `items`.
 pub fn array_object(items: Vec<ObjectRef>) -> ObjectRef {
     let n = items.len() as i64;
-    ObjPtr::new_inplace(ArrayObj { size: n, capacity: n }, items.into_iter().map(Some).collect()).to_object_ref()
+    ObjPtr::new_inplace(ArrayObj { size: n, capacity: n }, items.into_iter().map(|i| Some(LegacyRef::new(i))).collect())
+        .to_object_ref()
 }
 
 /// Payload of a `Map` with string keys, in insertion order (made by the global `runtime.Map`).
@@ -158,17 +190,18 @@ mod tests {
     use super::*;
     use crate::runtime::object::{Obj, ObjectHeader};
     use crate::runtime::packed::Value;
-    use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// Offset of a field from the start of its object (the handle C sees).
+    /// Offset of a field from the TVM 0.18 handle of its object (8 bytes into the tvm-ffi
+    /// header, whose offsets are 8 more).
     fn offset<T>(header: *mut ObjectHeader, field: *const T) -> usize {
-        field as usize - header as usize
+        field as usize - crate::runtime::object::legacy::handle(header) as usize
     }
 
     #[test]
     fn strings_and_shape_tuples_have_tvm_layout() {
-        assert_eq!(size_of::<Obj<StringObj>>(), 32);
-        assert_eq!(size_of::<Obj<ShapeTupleObj>>(), 32);
+        assert_eq!(size_of::<Obj<StringObj>>(), 40);
+        assert_eq!(size_of::<Obj<ShapeTupleObj>>(), 40);
         for text in ["héllo", ""] {
             let s = ObjPtr::new(StringObj::new(text));
             assert_eq!(offset(s.as_header(), &s.0.data), 16);
@@ -190,8 +223,8 @@ mod tests {
 
     #[test]
     fn array_items_follow_the_node_inline() {
-        assert_eq!(size_of::<Obj<ArrayObj>>(), 32);
-        assert_eq!(size_of::<Option<ObjectRef>>(), size_of::<*mut ObjectHeader>());
+        assert_eq!(size_of::<Obj<ArrayObj>>(), 40);
+        assert_eq!(size_of::<Option<LegacyRef>>(), size_of::<*mut ObjectHeader>());
         let items = vec![string_object("a"), shape_object(&[1]), string_object("c")];
         let arr = array_object(items.clone()).downcast::<ArrayObj>().unwrap();
         let h = arr.as_header();
@@ -199,7 +232,7 @@ mod tests {
         assert_eq!((arr.size, arr.capacity), (3, 3));
         assert_eq!(offset(h, arr.tail().as_ptr()), 32);
         for (slot, item) in arr.tail().iter().zip(&items) {
-            assert_eq!(slot.as_ref().unwrap().as_header(), item.as_header());
+            assert_eq!(slot.as_ref().unwrap().get().as_header(), item.as_header());
         }
         assert_eq!(items[0].downcast::<StringObj>().unwrap().ref_count(), 3); // items, array, this
         drop(arr);
@@ -208,8 +241,8 @@ mod tests {
         assert!(empty.tail().is_empty());
     }
 
-    /// A `runtime.String` as TVM's Rust bindings make one: their own allocation and deleter, and
-    /// `size` bytes of data with no NUL after them.
+    /// An `ffi.String` as foreign code compiled against tvm-ffi's headers makes one: its own
+    /// allocation and deleter (taking flags), and `size` bytes of data with no NUL after them.
     #[repr(C)]
     struct ForeignString {
         header: ObjectHeader,
@@ -219,15 +252,15 @@ mod tests {
 
     static FOREIGN_FREED: AtomicUsize = AtomicUsize::new(0);
 
-    unsafe extern "C" fn free_foreign(h: *mut ObjectHeader) {
+    unsafe extern "C" fn free_foreign(h: *mut std::ffi::c_void, flags: std::ffi::c_int) {
+        assert_eq!(flags, crate::runtime::object::DELETE_BOTH, "no weak reference was taken");
         // SAFETY: installed only on boxes of `ForeignString` made by `foreign_string`.
         drop(unsafe { Box::from_raw(h as *mut ForeignString) });
         FOREIGN_FREED.fetch_add(1, Ordering::SeqCst);
     }
 
     fn foreign_string(data: *const u8, size: u64) -> ObjectRef {
-        let header =
-            ObjectHeader { type_index: type_index::STRING, ref_count: AtomicI32::new(1), deleter: Some(free_foreign) };
+        let header = ObjectHeader::new(type_index::STRING, free_foreign);
         let raw = Box::into_raw(Box::new(ForeignString { header, data, size }));
         // SAFETY: a live object with the object header, whose one reference passes over.
         unsafe { ObjectRef::from_raw(raw as *mut ObjectHeader) }

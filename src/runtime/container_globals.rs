@@ -56,7 +56,7 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
                 usize::try_from(i)
                     .ok()
                     .and_then(|i| a.tail().get(i))
-                    .map(|item| item.as_ref().map_or(Value::Null, object_to_value))
+                    .map(|item| item.as_ref().map_or(Value::Null, |r| object_to_value(&r.get())))
                     .ok_or_else(|| Error::index(format!("array index {i} out of range (size {n})")))
             }),
         ),

@@ -11,7 +11,7 @@ use super::elf;
 use super::error::{Error, Result};
 use super::ffi_library;
 use super::library::{init_library_context, LibraryModule, SymbolSource};
-use super::object::{ObjPtr, ObjectHeader};
+use super::object::{self, ObjPtr, ObjectHeader};
 use super::packed::Module;
 use libloading::os::unix::{Library, RTLD_LAZY, RTLD_LOCAL};
 use once_cell::sync::Lazy;
@@ -19,7 +19,6 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// A dlopen'd library; closed when the last module or function using it is released.
@@ -112,17 +111,8 @@ static LIVE_IMAGES: Lazy<Mutex<HashMap<usize, LiveImage>>> = Lazy::new(Default::
 /// A new reference to `header` if its count is still above zero (the object is not dying).
 fn try_retain(header: *mut ObjectHeader) -> Option<Module> {
     // SAFETY: entries of LIVE_IMAGES are removed (under the same lock held by our caller) before
-    // the module's memory is freed, so the header is readable here.
-    let count = unsafe { &(*header).ref_count };
-    let mut cur = count.load(Ordering::Acquire);
-    while cur > 0 {
-        match count.compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Acquire) {
-            // SAFETY: we now own the reference we just added.
-            Ok(_) => return Some(unsafe { ObjPtr::from_raw(header) }),
-            Err(now) => cur = now,
-        }
-    }
-    None
+    // the module's memory is freed, so the header is readable here; a reference taken is ours.
+    unsafe { object::try_retain(header).then(|| ObjPtr::from_raw(header)) }
 }
 
 /// The file `dlopen(path)` opens and its metadata: `path` itself when it has a '/', else the

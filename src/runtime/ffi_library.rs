@@ -190,7 +190,8 @@ pub fn wrap_ffi_kernel(f: TVMFFISafeCallType, keep_alive: Module) -> PackedFunc 
                 Error::runtime(format!("kernel returned {status} without raising an error"))
             }));
         }
-        *ret = from_any(&result)?;
+        // SAFETY: the kernel's owned result.
+        *ret = unsafe { Value::adopt_any(result)? };
         Ok(())
     })
 }
@@ -258,20 +259,4 @@ impl Converted {
 
 fn arg_error(i: usize, what: &str) -> Error {
     Error::type_error(format!("argument {i}: a {what} cannot be passed to a tvm-ffi kernel"))
-}
-
-/// A kernel's result as our value (kernels return nothing, or a plain value).
-fn from_any(a: &TVMFFIAny) -> Result<Value> {
-    Ok(match a.type_index {
-        ti::NONE => Value::Null,
-        ti::INT => Value::Int(a.as_i64()),
-        ti::BOOL => Value::Bool(a.as_i64() != 0),
-        ti::FLOAT => Value::Float(a.as_f64()),
-        ti::OPAQUE_PTR => Value::Handle(a.as_ptr()),
-        t => {
-            return Err(Error::type_error(format!(
-                "a tvm-ffi kernel returned a value of type index {t}, which this runtime does not take from kernels"
-            )))
-        }
-    })
 }

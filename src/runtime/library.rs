@@ -146,12 +146,18 @@ pub fn init_library_context(symbols: &dyn SymbolSource, module: &Module, functio
             unsafe { *(slot as *mut usize) = addr };
         }
     }
-    for ctx in ["__tvm_module_ctx", super::ffi_library::LIBRARY_CTX] {
+    // TVM 0.18's code passes its context to `TVMBackendGetFuncFromEnv` (a 0.18 handle), tvm-ffi's
+    // to `TVMFFIEnvModLookupFromImports` (a tvm-ffi handle).
+    let contexts = [
+        ("__tvm_module_ctx", module.legacy_handle()),
+        (super::ffi_library::LIBRARY_CTX, module.as_header() as *mut c_void),
+    ];
+    for (ctx, handle) in contexts {
         let Some(slot) = symbols.symbol(ctx) else { continue };
-        // SAFETY: `__tvm_module_ctx` is a writable `void*` global; compiled code passes it back
-        // to `TVMBackendGetFuncFromEnv`. The module outlives the code (the code is kept alive by
-        // the module), so the pointer stays valid while kernels can run.
-        unsafe { *(slot as *mut *mut c_void) = module.as_header() as *mut c_void };
+        // SAFETY: a context symbol is a writable `void*` global that compiled code passes back
+        // to the runtime. The module outlives the code (the code is kept alive by the module),
+        // so the pointer stays valid while kernels can run.
+        unsafe { *(slot as *mut *mut c_void) = handle };
     }
 }
 

@@ -18,7 +18,6 @@
 
 use super::error::{Error, Result};
 use parking_lot::Mutex;
-use std::alloc::Layout;
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -131,32 +130,27 @@ pub fn not_live(addr: usize, kind: &str) -> Error {
     Error::value(format!("{kind} handle {addr:#x} is not live (freed already, or not created by this runtime)"))
 }
 
-struct Held {
-    addr: usize,
-    layout: Layout,
-}
+static HELD: Mutex<VecDeque<usize>> = Mutex::new(VecDeque::new());
 
-static HELD: Mutex<VecDeque<Held>> = Mutex::new(VecDeque::new());
-
-/// Keep a dead object's memory (allocated with the global allocator as `layout`) out of the
-/// allocator's hands for a while; the oldest held block is freed once [`QUARANTINE`] are held.
+/// Keep a dead object's block (from `malloc`) out of the allocator's hands for a while; the
+/// oldest held block is freed once [`QUARANTINE`] are held.
 ///
 /// # Safety
-/// `p` must have been allocated by the global allocator with `layout`, hold nothing that still
-/// needs dropping, and not be used by anyone afterwards (it is freed here, later).
-pub(crate) unsafe fn quarantine(p: *mut u8, layout: Layout) {
+/// `p` must have been allocated by `malloc`, hold nothing that still needs dropping, and not be
+/// used by anyone afterwards (it is freed here, later).
+pub(crate) unsafe fn quarantine(p: *mut u8) {
     let oldest = {
         let mut held = HELD.lock();
-        held.push_back(Held { addr: p as usize, layout });
+        held.push_back(p as usize);
         if held.len() > QUARANTINE {
             held.pop_front()
         } else {
             None
         }
     };
-    if let Some(h) = oldest {
-        // SAFETY: a block given to `quarantine` with its layout (contract above), freed once:
-        // it left the queue here.
-        unsafe { std::alloc::dealloc(h.addr as *mut u8, h.layout) };
+    if let Some(addr) = oldest {
+        // SAFETY: a `malloc` block given to `quarantine` (contract above), freed once: it left
+        // the queue here.
+        unsafe { libc::free(addr as *mut libc::c_void) };
     }
 }

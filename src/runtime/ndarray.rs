@@ -1,6 +1,7 @@
-//! NDArray: a refcounted container whose `DLTensor` sits at offset 16, as in TVM.
+//! NDArray: a refcounted container whose `DLTensor` sits right after the object header: at offset
+//! 24 of the tvm-ffi handle (an `ffi.Tensor`), 16 of the TVM 0.18 handle.
 //!
-//! `TVMArrayHandle` is the address of that `DLTensor`; the object header is 16 bytes before it.
+//! `TVMArrayHandle` is the address of that `DLTensor`; the tvm-ffi header is 24 bytes before it.
 
 use super::container::ShapeTupleObj;
 use super::cptr;
@@ -8,13 +9,13 @@ use super::device::{device_api, ALLOC_ALIGNMENT};
 use super::dtype::data_size;
 use super::error::{Error, Result};
 use super::live;
-use super::object::{type_index, ObjPtr, ObjectHeader, ObjectType};
+use super::object::{type_index, LegacyPtr, ObjPtr, ObjectHeader, ObjectType};
 use super::tensor::{host_view_of, TensorRef};
 use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLTensor};
 use std::ffi::c_void;
 
 /// Offset from the object header to the `DLTensor` (the handle).
-pub const DLTENSOR_OFFSET: usize = 16;
+pub const DLTENSOR_OFFSET: usize = 24;
 
 /// Who owns the memory behind `dl_tensor.data`.
 enum DataOwner {
@@ -31,15 +32,15 @@ enum DataOwner {
 /// Payload of an NDArray object. The first three fields mirror TVM's container layout.
 #[repr(C)]
 pub struct NDArrayData {
-    /// Offset 16 from the header: the handle points here.
+    /// Offset 24 from the header (16 from the 0.18 handle): the array handle points here.
     pub dl_tensor: DLTensor,
-    /// Offset 64: the memory owner (parent container, DLPack tensor, or NULL).
+    /// Offset 64 of the 0.18 handle: the memory owner (parent container, DLPack tensor, or NULL).
     manager_ctx: *mut c_void,
-    /// Offset 72: TVM's `shape_`, the ShapeTuple object that owns the array `dl_tensor.shape`
+    /// Offset 72 of the 0.18 handle: TVM's `shape_`, the ShapeTuple object that owns the array `dl_tensor.shape`
     /// points to (C++ code compiled against TVM's headers reads it in `NDArray::Shape()`). The
     /// strides are owned through `dl_tensor.strides` (a boxed slice of `ndim` values, turned into
     /// a raw pointer so it stays valid wherever the struct moves).
-    shape_tuple: ObjPtr<ShapeTupleObj>,
+    shape_tuple: LegacyPtr<ShapeTupleObj>,
     owner: DataOwner,
 }
 
@@ -142,7 +143,7 @@ impl NDArrayData {
 }
 
 impl NDArray {
-    /// The handle C sees (`TVMArrayHandle`): the `DLTensor` 16 bytes into the object. Derived
+    /// The handle C sees (`TVMArrayHandle`): the `DLTensor` 24 bytes into the object. Derived
     /// from the object pointer, so the header stays reachable from it (`header_of_handle`).
     pub fn as_dltensor_ptr(&self) -> *mut DLTensor {
         // SAFETY: the payload starts `DLTENSOR_OFFSET` bytes into the object (layout test).
@@ -180,7 +181,7 @@ fn build(
         strides: strides.map_or(std::ptr::null_mut(), into_dims),
         byte_offset,
     };
-    Ok(NDArray::new(NDArrayData { dl_tensor, manager_ctx, shape_tuple, owner }))
+    Ok(NDArray::new(NDArrayData { dl_tensor, manager_ctx, shape_tuple: LegacyPtr::new(shape_tuple), owner }))
 }
 
 impl NDArray {
@@ -425,7 +426,7 @@ mod tests {
         let a = NDArray::empty(&[2, 3], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
         let handle = a.as_dltensor_ptr() as usize;
         assert_eq!(handle - a.as_header() as usize, DLTENSOR_OFFSET);
-        assert_eq!(std::mem::size_of::<Obj<()>>(), 16);
+        assert_eq!(std::mem::size_of::<Obj<()>>(), 24);
         assert_eq!(a.data_ptr() as usize % 64, 0);
         // TVM's `shape_`: the ShapeTuple object that `dl_tensor.shape` points into.
         assert_eq!(a.shape_tuple.to_object_ref().type_index(), type_index::SHAPE_TUPLE);

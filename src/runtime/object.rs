@@ -1,9 +1,12 @@
-//! Reference-counted objects with TVM's 16-byte header.
+//! Reference-counted objects in tvm-ffi's layout, seen by TVM 0.18's ABI 8 bytes in.
 //!
-//! Every object handed to C starts with [`ObjectHeader`] (`type_index` u32, atomic refcount i32,
-//! deleter pointer), so a handle is a pointer to the header and `TVMObjectRetain/Free` work on any
-//! object. Typed payloads live right after the header in [`Obj<T>`]; for NDArrays that puts the
-//! `DLTensor` at offset 16, the address TVM uses as `TVMArrayHandle`.
+//! Every object is a block from `malloc`: [`AllocHeader`] (8 bytes, tvm-ffi's
+//! `TVMFFIObjectAllocHeader`), then the 24-byte [`ObjectHeader`] (tvm-ffi's `TVMFFIObject`:
+//! combined strong/weak count, type index, deleter taking flags), then the payload `T` of
+//! [`Obj<T>`]. A tvm-ffi handle is the header's address; a TVM 0.18 handle is the same object
+//! seen 8 bytes in ([`legacy`]), where 0.18's type index, deleter and payload fall on tvm-ffi's.
+//! Type indices are tvm-ffi's; [`legacy`] translates 0.18's static ones (docs/ARCHITECTURE.md,
+//! "Two ABIs, one object model").
 
 use super::error::{Error, Result};
 use super::live;
@@ -11,33 +14,76 @@ use once_cell::sync::Lazy;
 use parking_lot::RwLock;
 use std::alloc::Layout;
 use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Static type indices (TVM's `TypeIndex`).
+/// Type indices, tvm-ffi's (`TVMFFITypeIndex`); the 0.18 containers tvm-ffi has no layout for
+/// are reserved from 128 (their 0.18 indices: [`legacy`]).
 pub mod type_index {
-    pub const ROOT: u32 = 0;
-    pub const MODULE: u32 = 1;
-    pub const NDARRAY: u32 = 2;
-    pub const STRING: u32 = 3;
-    pub const ARRAY: u32 = 4;
-    pub const MAP: u32 = 5;
-    pub const SHAPE_TUPLE: u32 = 6;
-    pub const PACKED_FUNC: u32 = 7;
-    pub const DISCO_DREF: u32 = 8;
-    pub const RPC_OBJECT_REF: u32 = 9;
-    pub const CLOSURE: u32 = 10;
-    pub const ADT: u32 = 11;
-    pub const DYNAMIC_BEGIN: u32 = 12;
+    pub const ROOT: u32 = 64;
+    pub const STRING: u32 = 65;
+    pub const BYTES: u32 = 66;
+    pub const ERROR: u32 = 67;
+    pub const PACKED_FUNC: u32 = 68;
+    pub const SHAPE_TUPLE: u32 = 69;
+    pub const NDARRAY: u32 = 70;
+    pub const FFI_ARRAY: u32 = 71;
+    pub const FFI_MAP: u32 = 72;
+    pub const MODULE: u32 = 73;
+    pub const OPAQUE_PY_OBJECT: u32 = 74;
+    pub const LIST: u32 = 75;
+    pub const DICT: u32 = 76;
+    pub const VISIT_INTERRUPT: u32 = 77;
+    pub const BIG_INT: u32 = 78;
+    /// TVM 0.18's `Array` (`size_`, `capacity_`, then `Object*` items inline).
+    pub const ARRAY: u32 = 128;
+    /// TVM 0.18's `Map`.
+    pub const MAP: u32 = 129;
+    pub const DISCO_DREF: u32 = 130;
+    pub const RPC_OBJECT_REF: u32 = 131;
+    pub const CLOSURE: u32 = 132;
+    pub const ADT: u32 = 133;
+    /// The first index given to a type registered at run time.
+    pub const DYNAMIC_BEGIN: u32 = 134;
 }
 
-/// The header every object starts with (16 bytes on LP64).
+/// tvm-ffi's `TVMFFIObjectAllocHeader`, right before every object: `delete_space` is NULL, our
+/// deleters free the block themselves.
+#[repr(C)]
+pub struct AllocHeader {
+    pub delete_space: Option<unsafe extern "C" fn(*mut c_void)>,
+}
+
+/// The deleter's `flags`: drop the payload (strong count reached zero), free the block (weak).
+pub const DELETE_STRONG: c_int = 1;
+pub const DELETE_WEAK: c_int = 2;
+pub const DELETE_BOTH: c_int = DELETE_STRONG | DELETE_WEAK;
+const STRONG_ONE: u64 = 1;
+const WEAK_ONE: u64 = 1 << 32;
+const BOTH_ONE: u64 = STRONG_ONE | WEAK_ONE;
+const COUNT_MASK: u64 = (1 << 32) - 1;
+
+/// A deleter as tvm-ffi calls it: the object (tvm-ffi handle) and the `DELETE_*` flags.
+pub type Deleter = unsafe extern "C" fn(*mut c_void, c_int);
+
+/// tvm-ffi's `TVMFFIObject` (24 bytes), which every object starts with.
 #[repr(C)]
 pub struct ObjectHeader {
+    /// Strong count in the low 32 bits, weak count in the high 32.
+    pub combined_ref_count: AtomicU64,
     pub type_index: u32,
-    pub ref_count: AtomicI32,
-    pub deleter: Option<unsafe extern "C" fn(*mut ObjectHeader)>,
+    /// tvm-ffi's `__padding`, where TVM 0.18's view has its (unused) counter.
+    pub padding: u32,
+    pub deleter: Option<Deleter>,
+}
+
+impl ObjectHeader {
+    /// The header of a new object of type `type_index`: one strong and one weak reference.
+    pub fn new(type_index: u32, deleter: Deleter) -> Self {
+        ObjectHeader { combined_ref_count: AtomicU64::new(BOTH_ONE), type_index, padding: 0, deleter: Some(deleter) }
+    }
 }
 
 /// A payload type that can live inside an object.
@@ -45,7 +91,7 @@ pub trait ObjectType: Send + Sync + 'static {
     const TYPE_INDEX: u32;
 }
 
-/// Header plus payload, laid out as in C.
+/// Header plus payload, laid out as in C (the payload at offset 24).
 #[repr(C)]
 pub struct Obj<T> {
     header: ObjectHeader,
@@ -63,57 +109,85 @@ pub trait InplaceObject: ObjectType {
     fn tail_len(&self) -> usize;
 }
 
-/// The block of an `Obj<T>` followed by `n` elements, and the offset of the first element.
-fn inplace_layout<T: InplaceObject>(n: usize) -> (Layout, usize) {
-    let (layout, offset) = Layout::new::<Obj<T>>()
-        .extend(Layout::array::<T::Elem>(n).expect("element count of an existing Vec"))
+/// Offset of the object header in its block.
+const HEADER_OFFSET: usize = size_of::<AllocHeader>();
+
+/// The block of an `Obj<T>` (after its allocation header) followed by `n` elements of `E`, and
+/// the offset of the first element from the object header.
+fn block_layout<T, E>(n: usize) -> (Layout, usize) {
+    const { assert!(align_of::<Obj<T>>() <= 8, "a payload sits 24 bytes after the header") };
+    let (with_tail, offset) = Layout::new::<Obj<T>>()
+        .extend(Layout::array::<E>(n).expect("element count of an existing Vec"))
         .expect("element count of an existing Vec");
-    (layout.pad_to_align(), offset)
+    let size = HEADER_OFFSET + with_tail.size();
+    (Layout::from_size_align(size, 16).expect("an object's size fits"), offset)
 }
 
-/// Return a dead object's block (its payload already dropped) to the allocator, or with checked
+/// A fresh block for an object of `layout` (from [`block_layout`]); returns the header's place.
+fn alloc_block(layout: Layout) -> NonNull<ObjectHeader> {
+    // SAFETY: malloc of a non-zero size; 16-byte aligned on the platforms we build for, which
+    // `block_layout` asks no more than.
+    let block = unsafe { libc::malloc(layout.size()) } as *mut u8;
+    let Some(block) = NonNull::new(block) else { std::alloc::handle_alloc_error(layout) };
+    // SAFETY: the block has room for the allocation header at its start and the object after.
+    unsafe {
+        (block.as_ptr() as *mut AllocHeader).write(AllocHeader { delete_space: None });
+        NonNull::new_unchecked(block.as_ptr().add(HEADER_OFFSET) as *mut ObjectHeader)
+    }
+}
+
+/// Return a dead object's block (its payload already dropped) to `malloc`, or with checked
 /// handles hold it back, so the next object does not get this address while a stale handle to it
 /// may still be around.
 ///
 /// # Safety
-/// `header` must start a block of `layout` from the global allocator whose count reached zero;
+/// `header` must be the header of a block from [`alloc_block`] whose counts both reached zero;
 /// it is not used again by the caller.
-unsafe fn free_block(header: *mut ObjectHeader, layout: Layout) {
+unsafe fn free_block(header: *mut ObjectHeader) {
+    let block = (header as *mut u8).wrapping_sub(HEADER_OFFSET);
     if live::checking() {
         // SAFETY: the block is still allocated (contract above) and is handed over once.
         unsafe {
             (*header).type_index = DEAD_TYPE_INDEX;
-            live::quarantine(header as *mut u8, layout);
+            live::quarantine(block);
         }
     } else {
-        // SAFETY: allocated with `layout` by the global allocator, freed once (contract above).
-        unsafe { std::alloc::dealloc(header as *mut u8, layout) };
+        // SAFETY: allocated by `malloc` in `alloc_block`, freed once (contract above).
+        unsafe { libc::free(block as *mut c_void) };
     }
 }
 
-unsafe extern "C" fn delete_obj<T>(header: *mut ObjectHeader) {
+unsafe extern "C" fn delete_obj<T>(header: *mut c_void, flags: c_int) {
     let obj = header as *mut Obj<T>;
-    // SAFETY: installed only by `ObjPtr::<T>::new` (a `Box<Obj<T>>`, so of `Obj<T>`'s layout
-    // from the global allocator); the count reached zero, so nobody else holds it; the payload
-    // is dropped once, and the block is freed once.
+    // SAFETY: installed only by `ObjPtr::<T>::new` (an `Obj<T>` in a block of `alloc_block`);
+    // tvm-ffi's protocol calls it once with the strong flag (the payload is dropped once) and
+    // once with the weak flag (the block is freed once), or once with both.
     unsafe {
-        std::ptr::drop_in_place(std::ptr::addr_of_mut!((*obj).data));
-        free_block(header, Layout::new::<Obj<T>>());
+        if flags & DELETE_STRONG != 0 {
+            std::ptr::drop_in_place(std::ptr::addr_of_mut!((*obj).data));
+        }
+        if flags & DELETE_WEAK != 0 {
+            free_block(header as *mut ObjectHeader);
+        }
     }
 }
 
-unsafe extern "C" fn delete_inplace<T: InplaceObject>(header: *mut ObjectHeader) {
+unsafe extern "C" fn delete_inplace<T: InplaceObject>(header: *mut c_void, flags: c_int) {
     let obj = header as *mut Obj<T>;
-    // SAFETY: installed only by `ObjPtr::<T>::new_inplace`, which allocated `inplace_layout(n)`
-    // with `n == tail_len()` initialised elements at its offset; the count reached zero, so
-    // nobody else holds it; elements and payload are dropped once, then the block is freed.
+    // SAFETY: installed only by `ObjPtr::<T>::new_inplace`, which wrote `tail_len()` elements
+    // at `block_layout`'s offset; called as `delete_obj` is (payload and elements dropped once,
+    // with the strong flag, before the block is freed).
     unsafe {
-        let n = (*obj).data.tail_len();
-        let (layout, offset) = inplace_layout::<T>(n);
-        let first = (header as *mut u8).add(offset) as *mut T::Elem;
-        std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(first, n));
-        std::ptr::drop_in_place(std::ptr::addr_of_mut!((*obj).data));
-        free_block(header, layout);
+        if flags & DELETE_STRONG != 0 {
+            let n = (*obj).data.tail_len();
+            let (_, offset) = block_layout::<T, T::Elem>(n);
+            let first = (header as *mut u8).add(offset) as *mut T::Elem;
+            std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(first, n));
+            std::ptr::drop_in_place(std::ptr::addr_of_mut!((*obj).data));
+        }
+        if flags & DELETE_WEAK != 0 {
+            free_block(header as *mut ObjectHeader);
+        }
     }
 }
 
@@ -129,14 +203,14 @@ unsafe impl<T: ObjectType> Send for ObjPtr<T> {}
 // SAFETY: as above.
 unsafe impl<T: ObjectType> Sync for ObjPtr<T> {}
 
-fn header_of<T: ObjectType>(deleter: unsafe extern "C" fn(*mut ObjectHeader)) -> ObjectHeader {
-    ObjectHeader { type_index: T::TYPE_INDEX, ref_count: AtomicI32::new(1), deleter: Some(deleter) }
-}
-
 impl<T: ObjectType> ObjPtr<T> {
     pub fn new(data: T) -> Self {
-        let boxed = Box::new(Obj { header: header_of::<T>(delete_obj::<T>), data });
-        Self::adopt(NonNull::from(Box::leak(boxed)))
+        let (layout, _) = block_layout::<T, ()>(0);
+        let header = alloc_block(layout);
+        let ptr = header.cast::<Obj<T>>();
+        // SAFETY: a fresh block with room for `Obj<T>` at the header's place, suitably aligned.
+        unsafe { ptr.as_ptr().write(Obj { header: ObjectHeader::new(T::TYPE_INDEX, delete_obj::<T>), data }) };
+        Self::adopt(ptr)
     }
 
     /// Take the first reference to a new object.
@@ -147,19 +221,29 @@ impl<T: ObjectType> ObjPtr<T> {
         ObjPtr { ptr, _marker: PhantomData }
     }
 
-    /// Address of the header: the C handle of this object.
+    /// Address of the header: the tvm-ffi handle of this object.
     pub fn as_header(&self) -> *mut ObjectHeader {
         self.ptr.as_ptr() as *mut ObjectHeader
     }
 
-    /// Give up this reference and return the handle (one owned reference travels with it).
+    /// Give up this reference and return the header (one owned reference travels with it).
     pub fn into_raw(self) -> *mut ObjectHeader {
         let p = self.as_header();
         std::mem::forget(self);
         p
     }
 
-    /// Take over one owned reference from a handle.
+    /// The TVM 0.18 handle of this object (borrowed).
+    pub fn legacy_handle(&self) -> *mut c_void {
+        legacy::handle(self.as_header())
+    }
+
+    /// Give up this reference and return the TVM 0.18 handle it travels with.
+    pub fn into_legacy(self) -> *mut c_void {
+        legacy::handle(self.into_raw())
+    }
+
+    /// Take over one owned reference from a header.
     ///
     /// # Safety
     /// `header` must be non-null and point to a live object laid out as `Obj<T>` (header followed
@@ -171,7 +255,7 @@ impl<T: ObjectType> ObjPtr<T> {
         ObjPtr { ptr, _marker: PhantomData }
     }
 
-    /// A new reference to a live object of type `T` from a borrowed handle.
+    /// A new reference to a live object of type `T` from a borrowed header.
     ///
     /// # Safety
     /// `header` must be non-null and point to a live object laid out as `Obj<T>`, kept alive by
@@ -189,9 +273,10 @@ impl<T: ObjectType> ObjPtr<T> {
         a.ptr == b.ptr
     }
 
+    /// The strong reference count.
     pub fn ref_count(&self) -> i32 {
         // SAFETY: we hold a reference, so the header is live.
-        unsafe { (*self.as_header()).ref_count.load(Ordering::Relaxed) }
+        unsafe { strong_count(self.as_header()) }
     }
 
     /// An untyped reference to the same object.
@@ -206,15 +291,14 @@ impl<T: InplaceObject> ObjPtr<T> {
     /// report `elems.len()` as its `tail_len`.
     pub fn new_inplace(data: T, elems: Vec<T::Elem>) -> Self {
         assert_eq!(data.tail_len(), elems.len(), "an inline object's payload counts its elements");
-        let (layout, offset) = inplace_layout::<T>(elems.len());
-        // SAFETY: `layout` has a non-zero size (it holds the header).
-        let block = unsafe { std::alloc::alloc(layout) };
-        let Some(ptr) = NonNull::new(block as *mut Obj<T>) else { std::alloc::handle_alloc_error(layout) };
-        // SAFETY: the fresh block has room for `Obj<T>` at its start and `elems` at `offset`
-        // (`inplace_layout`), both suitably aligned; each slot is written once.
+        let (layout, offset) = block_layout::<T, T::Elem>(elems.len());
+        let header = alloc_block(layout);
+        let ptr = header.cast::<Obj<T>>();
+        // SAFETY: the fresh block has room for `Obj<T>` at the header's place and `elems` at
+        // `offset` from it (`block_layout`), both suitably aligned; each slot is written once.
         unsafe {
-            ptr.as_ptr().write(Obj { header: header_of::<T>(delete_inplace::<T>), data });
-            let first = block.add(offset) as *mut T::Elem;
+            ptr.as_ptr().write(Obj { header: ObjectHeader::new(T::TYPE_INDEX, delete_inplace::<T>), data });
+            let first = (header.as_ptr() as *mut u8).add(offset) as *mut T::Elem;
             for (i, e) in elems.into_iter().enumerate() {
                 first.add(i).write(e);
             }
@@ -224,7 +308,7 @@ impl<T: InplaceObject> ObjPtr<T> {
 
     /// The elements after the payload.
     pub fn tail(&self) -> &[T::Elem] {
-        let (_, offset) = inplace_layout::<T>(0);
+        let (_, offset) = block_layout::<T, T::Elem>(0);
         // SAFETY: an object of an inline type holds `tail_len()` initialised elements at this
         // offset (made by `new_inplace`, or by foreign code with the same C layout); they live
         // as long as the reference we hold.
@@ -263,43 +347,142 @@ impl<T: ObjectType> Drop for ObjPtr<T> {
     }
 }
 
-/// Increment the reference count.
+/// An owned reference kept as the object's TVM 0.18 handle, for a field that code compiled
+/// against TVM 0.18's headers reads as an `Object*` (a 0.18 `Array`'s items).
+#[repr(transparent)]
+pub struct LegacyRef {
+    handle: NonNull<c_void>,
+}
+
+// SAFETY: an `ObjectRef` in another form (Send + Sync payloads, atomic count).
+unsafe impl Send for LegacyRef {}
+// SAFETY: as above.
+unsafe impl Sync for LegacyRef {}
+
+impl LegacyRef {
+    pub fn new(r: ObjectRef) -> Self {
+        LegacyRef { handle: NonNull::new(r.into_legacy()).expect("an object's handle is not NULL") }
+    }
+    fn header(&self) -> *mut ObjectHeader {
+        legacy::header(self.handle.as_ptr())
+    }
+    /// A new reference to the same object.
+    pub fn get(&self) -> ObjectRef {
+        // SAFETY: the object is live (we hold a reference).
+        unsafe { ObjectRef::from_borrowed(self.header()) }
+    }
+}
+
+impl Drop for LegacyRef {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference (taken over from the `ObjectRef` in `new`).
+        unsafe { release(self.header()) }
+    }
+}
+
+/// [`LegacyRef`] to an object of type `T` (an NDArray's `shape_`).
+#[repr(transparent)]
+pub struct LegacyPtr<T: ObjectType> {
+    inner: LegacyRef,
+    _marker: PhantomData<ObjPtr<T>>,
+}
+
+impl<T: ObjectType> LegacyPtr<T> {
+    pub fn new(p: ObjPtr<T>) -> Self {
+        // SAFETY: the reference `into_raw` gives up passes to the `ObjectRef`.
+        let inner = LegacyRef::new(unsafe { ObjectRef::from_raw(p.into_raw()) });
+        LegacyPtr { inner, _marker: PhantomData }
+    }
+    /// An untyped reference to the same object.
+    pub fn to_object_ref(&self) -> ObjectRef {
+        self.inner.get()
+    }
+}
+
+impl<T: ObjectType> std::ops::Deref for LegacyPtr<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: made from an `ObjPtr<T>` whose reference we hold: a live `Obj<T>`.
+        unsafe { &(*(self.inner.header() as *const Obj<T>)).data }
+    }
+}
+
+/// The strong count of a live object.
+///
+/// # Safety
+/// `header` must point to a live object.
+pub unsafe fn strong_count(header: *mut ObjectHeader) -> i32 {
+    // SAFETY: live by this function's contract.
+    (unsafe { (*header).combined_ref_count.load(Ordering::Relaxed) } & COUNT_MASK) as i32
+}
+
+/// Add a strong reference.
 ///
 /// # Safety
 /// `header` must be non-null and point to a live object (one whose count is at least one and
 /// stays so for the duration of the call). The caller then owns the added reference.
 pub unsafe fn retain(header: *mut ObjectHeader) {
     // SAFETY: `header` points to a live object by this function's contract; the count is atomic.
-    unsafe { (*header).ref_count.fetch_add(1, Ordering::Relaxed) };
+    unsafe { (*header).combined_ref_count.fetch_add(STRONG_ONE, Ordering::Relaxed) };
 }
 
-/// Decrement the reference count and run the deleter when it reaches zero.
+/// Add a strong reference unless the strong count already reached zero (the object is dying);
+/// whether it was added.
+///
+/// # Safety
+/// `header` must point to an object whose block is still allocated (a weak reference, or a
+/// lock its deleter takes, keeps it so).
+pub unsafe fn try_retain(header: *mut ObjectHeader) -> bool {
+    // SAFETY: the block is allocated by this function's contract; the count is atomic.
+    let count = unsafe { &(*header).combined_ref_count };
+    let mut cur = count.load(Ordering::Acquire);
+    while cur & COUNT_MASK != 0 {
+        match count.compare_exchange_weak(cur, cur + STRONG_ONE, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return true,
+            Err(now) => cur = now,
+        }
+    }
+    false
+}
+
+/// Drop a strong reference and run the deleter as tvm-ffi does: with both flags when it was the
+/// last reference of either kind, else with the strong flag, then the weak one when the last
+/// weak reference (the one every object holds for its strong references) goes.
 ///
 /// # Safety
 /// `header` must be non-null and point to a live object, and the caller must own one reference,
 /// which this call consumes: `header` must not be used through that reference afterwards.
 pub unsafe fn release(header: *mut ObjectHeader) {
     // SAFETY: live by this function's contract (the caller's reference keeps it alive).
-    if unsafe { (*header).ref_count.fetch_sub(1, Ordering::Release) } == 1 {
-        // SAFETY: ours was the last reference, so the object is still allocated and unshared.
-        // Acquire load rather than a fence (same effect; ThreadSanitizer understands it).
-        let deleter = unsafe {
-            (*header).ref_count.load(Ordering::Acquire);
-            (*header).deleter
-        };
-        if live::checking() {
-            live::unregister(header as usize);
+    let count = unsafe { &(*header).combined_ref_count };
+    let before = count.fetch_sub(STRONG_ONE, Ordering::Release);
+    if before & COUNT_MASK != STRONG_ONE {
+        return;
+    }
+    // Ours was the last strong reference. Acquire load rather than a fence (same effect;
+    // ThreadSanitizer understands it).
+    count.load(Ordering::Acquire);
+    if live::checking() {
+        live::unregister(header as usize);
+    }
+    // SAFETY: the object is still allocated; the deleter installed with it is called as tvm-ffi's
+    // protocol says, and `header` is not touched after the call that frees it.
+    unsafe {
+        let Some(deleter) = (*header).deleter else { return };
+        if before == BOTH_ONE {
+            deleter(header as *mut c_void, DELETE_BOTH);
+            return;
         }
-        if let Some(deleter) = deleter {
-            // SAFETY: the count reached zero; the deleter installed with the object frees it
-            // exactly once, and `header` is not touched afterwards.
-            unsafe { deleter(header) };
+        deleter(header as *mut c_void, DELETE_STRONG);
+        if count.fetch_sub(WEAK_ONE, Ordering::Release) == WEAK_ONE {
+            count.load(Ordering::Acquire);
+            deleter(header as *mut c_void, DELETE_WEAK);
         }
     }
 }
 
-/// An owning, untyped reference to any object: one pointer, as TVM's `ObjectRef` (so an
-/// `Option<ObjectRef>` is a nullable `Object*` in C).
+/// An owning, untyped reference to any object: one pointer, as tvm-ffi's `ObjectRef` (so an
+/// `Option<ObjectRef>` is a nullable `TVMFFIObject*` in C).
 #[repr(transparent)]
 pub struct ObjectRef {
     ptr: NonNull<ObjectHeader>,
@@ -311,7 +494,7 @@ unsafe impl Send for ObjectRef {}
 unsafe impl Sync for ObjectRef {}
 
 impl ObjectRef {
-    /// Take over one owned reference from a handle.
+    /// Take over one owned reference from a header.
     ///
     /// # Safety
     /// `header` must be non-null and point to a live object (any type) whose header is an
@@ -320,7 +503,7 @@ impl ObjectRef {
         // SAFETY: `header` is non-null by this function's contract (`# Safety` above).
         ObjectRef { ptr: unsafe { NonNull::new_unchecked(header) } }
     }
-    /// A new reference from a borrowed handle.
+    /// A new reference from a borrowed header.
     ///
     /// # Safety
     /// `header` must be non-null and point to a live object, kept alive by some reference for the
@@ -341,6 +524,14 @@ impl ObjectRef {
         std::mem::forget(self);
         p
     }
+    /// The TVM 0.18 handle of this object (borrowed).
+    pub fn legacy_handle(&self) -> *mut c_void {
+        legacy::handle(self.as_header())
+    }
+    /// Give up this reference and return the TVM 0.18 handle it travels with.
+    pub fn into_legacy(self) -> *mut c_void {
+        legacy::handle(self.into_raw())
+    }
     pub fn type_index(&self) -> u32 {
         // SAFETY: live object.
         unsafe { (*self.as_header()).type_index }
@@ -350,7 +541,7 @@ impl ObjectRef {
         if self.type_index() == T::TYPE_INDEX {
             // SAFETY: the type index identifies the payload type; objects with a given static
             // index are created by `ObjPtr::<T>` of the matching `T`, or by foreign code with
-            // the same C layout (TVM's, which the payloads of `container` keep).
+            // the same C layout (tvm-ffi's, which the payloads of `container` keep).
             Some(unsafe { ObjPtr::from_borrowed(self.as_header()) })
         } else {
             None
@@ -378,45 +569,204 @@ impl std::fmt::Debug for ObjectRef {
     }
 }
 
-/// The type table: keys and parents by index.
+/// TVM 0.18's view of the objects: a handle 8 bytes into the header, and 0.18's static type
+/// indices (0-11), which the table below maps to tvm-ffi's; every other index is the same in
+/// both views.
+pub mod legacy {
+    use super::{type_index as ti, ObjectHeader};
+    use crate::runtime::error::Result;
+    use crate::runtime::live;
+    use std::ffi::c_void;
+
+    /// Where a 0.18 handle points into the tvm-ffi header.
+    pub const VIEW_OFFSET: usize = 8;
+
+    /// 0.18's static indices, in order, as tvm-ffi indices.
+    const STATIC: [u32; 12] = [
+        ti::ROOT,
+        ti::MODULE,
+        ti::NDARRAY,
+        ti::STRING,
+        ti::ARRAY,
+        ti::MAP,
+        ti::SHAPE_TUPLE,
+        ti::PACKED_FUNC,
+        ti::DISCO_DREF,
+        ti::RPC_OBJECT_REF,
+        ti::CLOSURE,
+        ti::ADT,
+    ];
+
+    /// The 0.18 handle of an object.
+    pub fn handle(header: *mut ObjectHeader) -> *mut c_void {
+        (header as *mut u8).wrapping_add(VIEW_OFFSET) as *mut c_void
+    }
+
+    /// The header behind a 0.18 handle (address arithmetic only; nothing is read).
+    pub fn header(handle: *mut c_void) -> *mut ObjectHeader {
+        (handle as *mut u8).wrapping_sub(VIEW_OFFSET) as *mut ObjectHeader
+    }
+
+    /// The header behind a non-NULL 0.18 handle, which in the checked mode must be a live
+    /// object (the error names the handle as C passed it, and `kind`).
+    pub fn checked_header(handle: *mut c_void, kind: &str) -> Result<*mut ObjectHeader> {
+        let h = header(handle);
+        if live::checking() && !live::is_live(h as usize) {
+            return Err(live::not_live(handle as usize, kind));
+        }
+        Ok(h)
+    }
+
+    /// A tvm-ffi type index as 0.18 numbers it.
+    pub fn index_of(ffi_index: u32) -> u32 {
+        STATIC.iter().position(|&i| i == ffi_index).map_or(ffi_index, |p| p as u32)
+    }
+
+    /// A 0.18 type index as tvm-ffi numbers it.
+    pub fn ffi_index(legacy_index: u32) -> u32 {
+        STATIC.get(legacy_index as usize).copied().unwrap_or(legacy_index)
+    }
+}
+
+/// One registered type: its key (tvm-ffi's vocabulary), the key TVM 0.18 knows it by, its
+/// parent, and the indices it reserved for its subtypes (tvm-ffi's child slots: subtypes take
+/// `index + 1 ..` while they last, so compiled code may test a range; then any index, if the
+/// type lets its children overflow).
+struct TypeEntry {
+    key: String,
+    legacy_key: Option<&'static str>,
+    parent: u32,
+    depth: u32,
+    slots: u32,
+    used_slots: u32,
+    can_overflow: bool,
+}
+
+/// The type table, by tvm-ffi index (0-13 the POD kinds of `TVMFFIAny`, 64-78 tvm-ffi's static
+/// objects, 128-133 TVM 0.18's containers, then the types registered at run time). Every key,
+/// in either vocabulary, finds its index.
 struct TypeTable {
-    keys: Vec<String>,
-    parents: Vec<u32>,
+    entries: Vec<Option<TypeEntry>>,
     by_key: HashMap<String, u32>,
+    next_dynamic: u32,
+}
+
+/// tvm-ffi's keys of the `TVMFFIAny` kinds that are not objects (indices 0-13).
+const POD_KEYS: [&str; 14] = [
+    "None",
+    "int",
+    "bool",
+    "float",
+    "void*",
+    "DataType",
+    "Device",
+    "DLTensor*",
+    "const char*",
+    "TVMFFIByteArray*",
+    "ObjectRValueRef",
+    "ffi.SmallStr",
+    "ffi.SmallBytes",
+    "ffi.Unchanged",
+];
+
+/// Static object types: index, tvm-ffi key, TVM 0.18 key.
+const STATIC_TYPES: [(u32, &str, Option<&str>); 21] = {
+    use self::type_index as ti;
+    [
+        (ti::ROOT, "ffi.Object", Some("runtime.Object")),
+        (ti::STRING, "ffi.String", Some("runtime.String")),
+        (ti::BYTES, "ffi.Bytes", None),
+        (ti::ERROR, "ffi.Error", None),
+        (ti::PACKED_FUNC, "ffi.Function", Some("runtime.PackedFunc")),
+        (ti::SHAPE_TUPLE, "ffi.Shape", Some("runtime.ShapeTuple")),
+        (ti::NDARRAY, "ffi.Tensor", Some("runtime.NDArray")),
+        (ti::FFI_ARRAY, "ffi.Array", None),
+        (ti::FFI_MAP, "ffi.Map", None),
+        (ti::MODULE, "ffi.Module", Some("runtime.Module")),
+        (ti::OPAQUE_PY_OBJECT, "ffi.OpaquePyObject", None),
+        (ti::LIST, "ffi.List", None),
+        (ti::DICT, "ffi.Dict", None),
+        (ti::VISIT_INTERRUPT, "ffi.VisitInterrupt", None),
+        (ti::BIG_INT, "ffi.BigInt", None),
+        // TVM's keys for these two have no `runtime.` prefix; its Python finds its container
+        // classes by them.
+        (ti::ARRAY, "Array", Some("Array")),
+        (ti::MAP, "Map", Some("Map")),
+        (ti::DISCO_DREF, "runtime.DiscoDRef", Some("runtime.DiscoDRef")),
+        (ti::RPC_OBJECT_REF, "runtime.RPCObjectRef", Some("runtime.RPCObjectRef")),
+        (ti::CLOSURE, "runtime.Closure", Some("runtime.Closure")),
+        (ti::ADT, "runtime.ADT", Some("runtime.ADT")),
+    ]
+};
+
+impl TypeTable {
+    fn insert(&mut self, index: u32, key: &str, legacy_key: Option<&'static str>, parent: u32) {
+        self.insert_with_slots(index, key, legacy_key, parent, 0, true);
+    }
+
+    fn insert_with_slots(
+        &mut self,
+        index: u32,
+        key: &str,
+        legacy_key: Option<&'static str>,
+        parent: u32,
+        child_slots: u32,
+        can_overflow: bool,
+    ) {
+        let slot = index as usize;
+        if self.entries.len() <= slot {
+            self.entries.resize_with(slot + 1, || None);
+        }
+        let depth = if parent == index { 0 } else { self.entry(parent).map_or(0, |p| p.depth + 1) };
+        let entry = TypeEntry {
+            key: key.to_string(),
+            legacy_key,
+            parent,
+            depth,
+            slots: child_slots + 1,
+            used_slots: 1,
+            can_overflow,
+        };
+        self.entries[slot] = Some(entry);
+        self.by_key.insert(key.to_string(), index);
+        if let Some(k) = legacy_key {
+            self.by_key.insert(k.to_string(), index);
+        }
+    }
+
+    fn entry(&self, index: u32) -> Option<&TypeEntry> {
+        self.entries.get(index as usize).and_then(Option::as_ref)
+    }
 }
 
 static TYPES: Lazy<RwLock<TypeTable>> = Lazy::new(|| {
-    let statics = [
-        "runtime.Object",
-        "runtime.Module",
-        "runtime.NDArray",
-        "runtime.String",
-        // TVM's keys for these two have no `runtime.` prefix; its Python finds its container
-        // classes by them.
-        "Array",
-        "Map",
-        "runtime.ShapeTuple",
-        "runtime.PackedFunc",
-        "runtime.DiscoDRef",
-        "runtime.RPCObjectRef",
-        "runtime.Closure",
-        "runtime.ADT",
-    ];
-    let keys: Vec<String> = statics.iter().map(|s| s.to_string()).collect();
-    let by_key = keys.iter().enumerate().map(|(i, k)| (k.clone(), i as u32)).collect();
-    RwLock::new(TypeTable { parents: vec![0; keys.len()], keys, by_key })
+    let mut t = TypeTable { entries: Vec::new(), by_key: HashMap::new(), next_dynamic: type_index::DYNAMIC_BEGIN };
+    for (i, key) in POD_KEYS.iter().enumerate() {
+        t.insert(i as u32, key, None, i as u32);
+    }
+    for (index, key, legacy_key) in STATIC_TYPES {
+        t.insert(index, key, legacy_key, type_index::ROOT);
+    }
+    RwLock::new(t)
 });
 
-/// Index of a registered type key.
+/// Index of a registered type key (either vocabulary).
 pub fn type_key_to_index(key: &str) -> Result<u32> {
     let t = TYPES.read();
     t.by_key.get(key).copied().ok_or_else(|| Error::value(format!("Cannot find type `{key}`")))
 }
 
-/// Key of a registered type index.
+/// Key of a registered type index (tvm-ffi's vocabulary).
 pub fn type_index_to_key(index: u32) -> Result<String> {
     let t = TYPES.read();
-    t.keys.get(index as usize).cloned().ok_or_else(|| Error::index(format!("type index {index} is not registered")))
+    t.entry(index).map(|e| e.key.clone()).ok_or_else(|| Error::index(format!("type index {index} is not registered")))
+}
+
+/// Key of a registered type index as TVM 0.18 names it (its own key where it has one).
+pub fn legacy_type_key(index: u32) -> Result<String> {
+    let t = TYPES.read();
+    let e = t.entry(index).ok_or_else(|| Error::index(format!("type index {index} is not registered")))?;
+    Ok(e.legacy_key.map_or_else(|| e.key.clone(), str::to_string))
 }
 
 fn type_key_of(index: u32) -> String {
@@ -425,39 +775,87 @@ fn type_key_of(index: u32) -> String {
 
 /// Register a dynamic type deriving from `parent`; returns its index (existing key: same index).
 pub fn register_type(key: &str, parent: u32) -> Result<u32> {
+    get_or_alloc_type(key, None, parent, 0, true)
+}
+
+/// tvm-ffi's `TypeGetOrAllocIndex`: the index of `key`, registered now if new, at
+/// `static_index` if given, else in a slot its parent reserved, else (if the parent allows it)
+/// after every index given so far; `child_slots` indices after it are kept for its subtypes.
+pub fn get_or_alloc_type(
+    key: &str,
+    static_index: Option<u32>,
+    parent: u32,
+    child_slots: u32,
+    can_overflow: bool,
+) -> Result<u32> {
     let mut t = TYPES.write();
     if let Some(&i) = t.by_key.get(key) {
         return Ok(i);
     }
-    if parent as usize >= t.keys.len() {
-        return Err(Error::index(format!("parent type index {parent} is not registered")));
+    let Some(p) = t.entry(parent) else {
+        return Err(Error::index(format!("parent type index {parent} of `{key}` is not registered")));
+    };
+    let (parent_overflow, parent_free) = (p.can_overflow, p.used_slots < p.slots);
+    let wanted = child_slots + 1;
+    let index = match static_index {
+        Some(i) if t.entry(i).is_some() => {
+            return Err(Error::value(format!("static type index {i} of `{key}` is taken by `{}`", type_key_in(&t, i))));
+        }
+        Some(i) => i,
+        None if parent_free && p.used_slots + wanted <= p.slots => {
+            let i = parent + p.used_slots;
+            t.entries[parent as usize].as_mut().expect("checked above").used_slots += wanted;
+            i
+        }
+        None if parent_overflow => {
+            let i = t.next_dynamic.max(t.entries.len() as u32);
+            t.next_dynamic = i + wanted;
+            i
+        }
+        None => {
+            return Err(Error::value(format!(
+                "type `{}` has no index left for subtype `{key}`",
+                type_key_in(&t, parent)
+            )))
+        }
+    };
+    t.insert_with_slots(index, key, None, parent, child_slots, can_overflow && parent_overflow);
+    if let Some(e) = t.entries[index as usize].as_mut() {
+        e.used_slots = 1;
     }
-    let index = t.keys.len() as u32;
-    t.keys.push(key.to_string());
-    t.parents.push(parent);
-    t.by_key.insert(key.to_string(), index);
+    t.next_dynamic = t.next_dynamic.max(index + wanted);
     Ok(index)
+}
+
+fn type_key_in(t: &TypeTable, index: u32) -> String {
+    t.entry(index).map_or_else(|| format!("<type {index}>"), |e| e.key.clone())
+}
+
+/// A registered type's parent and depth (0 for `ffi.Object`), for tvm-ffi's type information.
+pub fn type_parent_and_depth(index: u32) -> Result<(u32, u32)> {
+    let t = TYPES.read();
+    let e = t.entry(index).ok_or_else(|| Error::index(format!("type index {index} is not registered")))?;
+    Ok((e.parent, e.depth))
 }
 
 /// Whether `child` is `parent` or derives from it.
 pub fn derived_from(child: u32, parent: u32) -> Result<bool> {
     let t = TYPES.read();
-    let n = t.keys.len() as u32;
-    if child >= n {
-        return Err(Error::index(format!("type index {child} is not registered")));
-    }
-    if parent >= n {
-        return Err(Error::index(format!("type index {parent} is not registered")));
+    for i in [child, parent] {
+        if t.entry(i).is_none() {
+            return Err(Error::index(format!("type index {i} is not registered")));
+        }
     }
     let mut cur = child;
     loop {
         if cur == parent {
             return Ok(true);
         }
-        if cur == type_index::ROOT {
+        let up = t.entry(cur).map_or(cur, |e| e.parent);
+        if up == cur {
             return Ok(false);
         }
-        cur = t.parents[cur as usize];
+        cur = up;
     }
 }
 
@@ -491,7 +889,7 @@ mod tests {
     #[test]
     fn refcount_and_deleter() {
         let a = ObjPtr::new(Probe(7));
-        assert_eq!(std::mem::size_of::<ObjectHeader>(), 16);
+        assert_eq!(std::mem::size_of::<ObjectHeader>(), 24);
         let b = a.clone();
         assert_eq!(a.ref_count(), 2);
         let untyped = a.to_object_ref();
@@ -506,8 +904,13 @@ mod tests {
 
     #[test]
     fn type_table() {
-        assert_eq!(type_key_to_index("runtime.NDArray").unwrap(), 2);
-        assert_eq!(type_index_to_key(7).unwrap(), "runtime.PackedFunc");
+        assert_eq!(type_key_to_index("runtime.NDArray").unwrap(), type_index::NDARRAY);
+        assert_eq!(type_key_to_index("ffi.Tensor").unwrap(), type_index::NDARRAY);
+        assert_eq!(type_index_to_key(68).unwrap(), "ffi.Function");
+        assert_eq!(legacy_type_key(68).unwrap(), "runtime.PackedFunc");
+        assert_eq!((legacy::index_of(type_index::NDARRAY), legacy::ffi_index(2)), (2, type_index::NDARRAY));
+        assert_eq!(legacy::index_of(type_index::ARRAY), 4);
+        assert_eq!(type_key_to_index("int").unwrap(), 1);
         assert!(type_key_to_index("no.such.Type").unwrap_err().message().contains("no.such.Type"));
         let child = register_type("test.Child", type_index::MODULE).unwrap();
         assert!(child >= type_index::DYNAMIC_BEGIN);

@@ -7,18 +7,20 @@
 //! [`ModuleNode`] (what kind of module it is) and its import list; the lookups that reach the
 //! global registry are in `module.rs`, above the registry.
 
-use super::container::StringObj;
+use super::container::{BytesObj, StringObj};
 use super::cptr::{array_ptr_or_null, bytes_ptr};
 use super::error::{Error, Result};
-use super::live;
 use super::ndarray::{NDArray, NDArrayData};
-use super::object::{type_index, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
+use super::object::{legacy, type_index, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
 use super::tensor::{RawTensor, TensorRef};
-use crate::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc, TVMByteArray, TVMValue};
+use crate::abi::{
+    ffi_type_index as fti, type_code as tc, DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc, TVMByteArray,
+    TVMFFIAny, TVMFFIByteArray, TVMFFISafeCallType, TVMValue,
+};
 use parking_lot::{Mutex, RwLock};
 use std::any::Any;
 use std::collections::HashMap;
-use std::ffi::{c_void, CStr, CString};
+use std::ffi::{c_char, c_void, CStr, CString};
 
 /// Borrowed arguments of one call.
 #[derive(Clone, Copy)]
@@ -255,21 +257,23 @@ impl<'a> Args<'a> {
         let (v, c) = self.slot(i)?;
         // SAFETY: the type code says the union holds an object pointer (or, for NDArray, the
         // DLTensor inside a container; for rvalue refs, a pointer to an object pointer).
-        let header = unsafe {
+        let handle = unsafe {
             match c {
-                tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE => v.v_handle as *mut ObjectHeader,
-                tc::NDARRAY_HANDLE if !v.v_handle.is_null() => NDArray::header_of_handle(v.v_handle as *mut DLTensor)?,
-                tc::OBJECT_RVALUE_REF_ARG if !v.v_handle.is_null() => *(v.v_handle as *mut *mut ObjectHeader),
+                tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE => v.v_handle,
+                tc::NDARRAY_HANDLE if !v.v_handle.is_null() => {
+                    // (The container is checked by `header_of_handle`.)
+                    let header = NDArray::header_of_handle(v.v_handle as *mut DLTensor)?;
+                    // SAFETY: a live object for the duration of the call (caller contract).
+                    return Ok(ObjectRef::from_borrowed(header));
+                }
+                tc::OBJECT_RVALUE_REF_ARG if !v.v_handle.is_null() => *(v.v_handle as *mut *mut c_void),
                 _ => return Err(Self::mismatch(i, "object", c)),
             }
         };
-        if header.is_null() {
+        if handle.is_null() {
             return Err(Error::value(format!("argument {i}: object handle is NULL")));
         }
-        if c != tc::NDARRAY_HANDLE {
-            // (An NDArray's container was checked by `header_of_handle`.)
-            live::check(header, "object").map_err(|e| e.context(format!("argument {i}")))?;
-        }
+        let header = legacy::checked_header(handle, "object").map_err(|e| e.context(format!("argument {i}")))?;
         // SAFETY: live object for the duration of the call (caller contract).
         Ok(unsafe { ObjectRef::from_borrowed(header) })
     }
@@ -442,7 +446,7 @@ impl Value {
             tc::OBJECT_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE if !unsafe { v.v_handle }.is_null() => {
                 // SAFETY: a non-NULL object handle carrying an owned reference (contract above),
                 // which the result adopts.
-                Value::from_object(unsafe { ObjectRef::from_raw(v.v_handle as *mut ObjectHeader) })
+                Value::from_object(unsafe { ObjectRef::from_raw(legacy::header(v.v_handle)) })
             }
             tc::NDARRAY_HANDLE if !unsafe { v.v_handle }.is_null() => {
                 // SAFETY: the handle is the `DLTensor` of a live NDArray container of this
@@ -543,11 +547,11 @@ impl ArgBuffer {
                 (TVMValue { v_handle: arr as *const TVMByteArray as *mut c_void }, tc::BYTES)
             }
             Value::NDArray(a) => (TVMValue { v_handle: a.as_dltensor_ptr() as *mut c_void }, tc::NDARRAY_HANDLE),
-            Value::Module(m) => (TVMValue { v_handle: m.as_header() as *mut c_void }, tc::MODULE_HANDLE),
-            Value::Func(f) => (TVMValue { v_handle: f.as_header() as *mut c_void }, tc::PACKED_FUNC_HANDLE),
+            Value::Module(m) => (TVMValue { v_handle: m.legacy_handle() }, tc::MODULE_HANDLE),
+            Value::Func(f) => (TVMValue { v_handle: f.legacy_handle() }, tc::PACKED_FUNC_HANDLE),
             Value::Object(o) => {
                 self._objects.push(o.clone());
-                (TVMValue { v_handle: o.as_header() as *mut c_void }, tc::OBJECT_HANDLE)
+                (TVMValue { v_handle: o.legacy_handle() }, tc::OBJECT_HANDLE)
             }
         };
         self.values.push(val);
@@ -564,10 +568,19 @@ impl ArgBuffer {
 
 type Body = dyn Fn(Args<'_>, &mut Value) -> Result<()> + Send + Sync;
 
-/// Payload of a packed-function object.
+/// Payload of a packed-function object: tvm-ffi's function cell (`TVMFFIFunctionCell`, which
+/// tvm-ffi code calls inline through the object), then the body.
+#[repr(C)]
 pub struct FuncObj {
+    safe_call: TVMFFISafeCallType,
+    cpp_call: *mut c_void,
     body: Box<Body>,
 }
+
+// SAFETY: `cpp_call` is always NULL (no C++ entry); the body is Send + Sync.
+unsafe impl Send for FuncObj {}
+// SAFETY: as above.
+unsafe impl Sync for FuncObj {}
 
 impl ObjectType for FuncObj {
     const TYPE_INDEX: u32 = type_index::PACKED_FUNC;
@@ -579,7 +592,7 @@ pub type PackedFunc = ObjPtr<FuncObj>;
 impl PackedFunc {
     /// Wrap a Rust closure that writes its result into the given slot.
     pub fn from_fn(f: impl Fn(Args<'_>, &mut Value) -> Result<()> + Send + Sync + 'static) -> PackedFunc {
-        PackedFunc::new(FuncObj { body: Box::new(f) })
+        PackedFunc::new(FuncObj { safe_call: ffi_safe_call, cpp_call: std::ptr::null_mut(), body: Box::new(f) })
     }
 
     /// Wrap a Rust closure that returns its result.
@@ -592,7 +605,20 @@ impl PackedFunc {
 
     /// Call with borrowed C-representation arguments, writing the result into `ret`.
     pub fn call_into(&self, args: Args<'_>, ret: &mut Value) -> Result<()> {
-        (self.body)(args, ret)
+        if self.safe_call as *const () == ffi_safe_call as *const () {
+            return (self.body)(args, ret);
+        }
+        self.call_foreign(args, ret)
+    }
+
+    /// A function object made by foreign tvm-ffi code: only its cell is ours to read, so the
+    /// call goes through its `safe_call`.
+    fn call_foreign(&self, args: Args<'_>, ret: &mut Value) -> Result<()> {
+        let vals = (0..args.len()).map(|i| args.to_value(i)).collect::<Result<Vec<_>>>()?;
+        // SAFETY: a live function object (we hold a reference); its cell's `safe_call` takes
+        // the object itself.
+        *ret = unsafe { call_safe(self.safe_call, self.as_header() as *mut c_void, vals)? };
+        Ok(())
     }
 
     /// Call with borrowed arguments and return the result.
@@ -607,6 +633,198 @@ impl PackedFunc {
         let buf = ArgBuffer::from_values(vals)?;
         self.call_args(buf.args())
     }
+}
+
+// ---- tvm-ffi's values and calling convention -------------------------------------------------
+
+/// The `safe_call` of every function made here: tvm-ffi's convention (`TVMFFIAny` arguments, an
+/// owned `TVMFFIAny` result, 0 or -1 with the error raised on this thread) over the body.
+///
+/// # Safety
+/// `handle` must be a live function object made here; `args` must point to `num_args` valid
+/// `TVMFFIAny` views; `result` must be writable.
+unsafe extern "C" fn ffi_safe_call(
+    handle: *mut c_void,
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> i32 {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<TVMFFIAny> {
+        // SAFETY: the caller's contract: a live `Obj<FuncObj>` behind `handle`, kept alive by
+        // the caller for the call (no reference is taken, none dropped).
+        let f = std::mem::ManuallyDrop::new(unsafe { PackedFunc::from_raw(handle as *mut ObjectHeader) });
+        let n = usize::try_from(num_args).map_err(|_| Error::value(format!("negative num_args {num_args}")))?;
+        // SAFETY: `num_args` views (caller contract); NULL only with none.
+        let views = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(args, n) } };
+        // SAFETY: valid views (caller contract).
+        let vals = views.iter().map(|a| unsafe { Value::from_any_view(a) }).collect::<Result<Vec<_>>>()?;
+        let buf = ArgBuffer::from_values(&vals)?;
+        Ok(f.call_args(buf.args())?.into_any())
+    }));
+    let err = match outcome {
+        Ok(Ok(any)) => {
+            // SAFETY: writable (caller contract).
+            unsafe { *result = any };
+            return 0;
+        }
+        Ok(Err(e)) => e,
+        Err(p) => Error::internal(format!("panic in a packed function: {}", super::error::panic_message(&*p))),
+    };
+    let _ = std::panic::catch_unwind(|| super::error::set_last_error(&err));
+    -1
+}
+
+impl Value {
+    /// The value a `TVMFFIAny` view holds; objects get a new reference, strings and bytes are
+    /// copied (an `ffi.String` argument arrives as a string).
+    ///
+    /// # Safety
+    /// `a` must be a valid view: its pointers valid for the call, its object live.
+    pub unsafe fn from_any_view(a: &TVMFFIAny) -> Result<Value> {
+        Ok(match a.type_index {
+            fti::NONE => Value::Null,
+            fti::INT => Value::Int(a.as_i64()),
+            fti::BOOL => Value::Bool(a.as_i64() != 0),
+            fti::FLOAT => Value::Float(a.as_f64()),
+            fti::OPAQUE_PTR => Value::Handle(a.as_ptr()),
+            fti::DATA_TYPE => Value::DataType(a.as_pod()),
+            fti::DEVICE => Value::Device(a.as_pod()),
+            // SAFETY: a valid tensor for the call (contract above).
+            fti::DLTENSOR_PTR => Value::DLTensor(unsafe { RawTensor::new(a.as_ptr() as *mut DLTensor) }),
+            fti::RAW_STR if !a.as_ptr().is_null() => {
+                // SAFETY: a NUL-terminated string (contract above).
+                text_value(unsafe { CStr::from_ptr(a.as_ptr() as *const c_char) }.to_bytes())
+            }
+            fti::BYTE_ARRAY_PTR if !a.as_ptr().is_null() => {
+                // SAFETY: a valid byte array (contract above).
+                Value::Bytes(unsafe { byte_array(&*(a.as_ptr() as *const TVMFFIByteArray)) }.to_vec())
+            }
+            fti::SMALL_STR => text_value(&a.small_bytes()),
+            fti::SMALL_BYTES => Value::Bytes(a.small_bytes()),
+            fti::OBJECT_RVALUE_REF if !a.as_ptr().is_null() => {
+                // SAFETY: a pointer to an object pointer (contract above).
+                let header = unsafe { *(a.as_ptr() as *const *mut ObjectHeader) };
+                // SAFETY: as for any object view.
+                unsafe { object_value(header)? }
+            }
+            // SAFETY: an object view (contract above).
+            t if t >= fti::STATIC_OBJECT_BEGIN => unsafe { object_value(a.as_ptr() as *mut ObjectHeader)? },
+            t => return Err(Error::type_error(format!("cannot take a tvm-ffi value of type index {t}"))),
+        })
+    }
+
+    /// Take over an owned `TVMFFIAny` (its object reference passes to the value, or is released
+    /// when the value copies it).
+    ///
+    /// # Safety
+    /// As [`Value::from_any_view`], and the caller owns the value's reference.
+    pub unsafe fn adopt_any(a: TVMFFIAny) -> Result<Value> {
+        // SAFETY: the caller's contract.
+        let v = unsafe { Value::from_any_view(&a) };
+        if a.type_index >= fti::STATIC_OBJECT_BEGIN && !a.as_ptr().is_null() {
+            // SAFETY: the caller's reference, no longer needed (the view took its own).
+            unsafe { super::object::release(a.as_ptr() as *mut ObjectHeader) };
+        }
+        v
+    }
+
+    /// This value as an owned `TVMFFIAny`: objects carry one reference; strings and bytes of up
+    /// to 7 bytes are held inline, longer ones become `ffi.String` / `ffi.Bytes` objects.
+    pub fn into_any(self) -> TVMFFIAny {
+        let obj = |h: *mut ObjectHeader| {
+            // SAFETY: a live header.
+            TVMFFIAny::ptr(unsafe { (*h).type_index } as i32, h as *const c_void)
+        };
+        match self {
+            Value::Null => TVMFFIAny::NONE,
+            Value::Int(v) => TVMFFIAny::int(fti::INT, v),
+            Value::Bool(b) => TVMFFIAny::int(fti::BOOL, b as i64),
+            Value::Float(v) => TVMFFIAny::float(v),
+            Value::Handle(p) => TVMFFIAny::ptr(fti::OPAQUE_PTR, p),
+            Value::DataType(t) => TVMFFIAny::pod(fti::DATA_TYPE, t),
+            Value::Device(d) => TVMFFIAny::pod(fti::DEVICE, d),
+            Value::DLTensor(t) => TVMFFIAny::ptr(fti::DLTENSOR_PTR, t.as_ptr() as *const c_void),
+            Value::Str(s) => string_any(s.as_bytes()),
+            Value::RawStr(s) => string_any(s.as_bytes()),
+            Value::Bytes(b) if b.len() <= 7 => TVMFFIAny::small(fti::SMALL_BYTES, &b),
+            Value::Bytes(b) => obj(ObjPtr::new(BytesObj::new(&b)).into_raw()),
+            Value::NDArray(a) => obj(a.into_raw()),
+            Value::Module(m) => obj(m.into_raw()),
+            Value::Func(f) => obj(f.into_raw()),
+            Value::Object(o) => obj(o.into_raw()),
+        }
+    }
+}
+
+/// Call a callable in tvm-ffi's convention, `call(context, args, n, result)`, with owned
+/// arguments (released after the call), and take its result.
+///
+/// # Safety
+/// `call` must follow tvm-ffi's convention for `context`.
+pub unsafe fn call_safe(call: TVMFFISafeCallType, context: *mut c_void, vals: Vec<Value>) -> Result<Value> {
+    let anys: Vec<TVMFFIAny> = vals.into_iter().map(Value::into_any).collect();
+    let mut out = TVMFFIAny::NONE;
+    let generation = super::error::last_error_generation();
+    // SAFETY: the caller's contract; `anys.len()` valid arguments and a writable result.
+    let rc = unsafe { call(context, anys.as_ptr(), anys.len() as i32, &mut out) };
+    for a in anys {
+        // SAFETY: each was made owned by `into_any` and is released once here.
+        drop(unsafe { Value::adopt_any(a) });
+    }
+    if rc != 0 {
+        return Err(super::error::error_from_callee(generation, || {
+            Error::runtime(format!("a tvm-ffi function returned {rc} without raising an error"))
+        }));
+    }
+    // SAFETY: the callee's owned result.
+    unsafe { Value::adopt_any(out) }
+}
+
+/// A string as an owned `TVMFFIAny`: inline up to 7 bytes, else an `ffi.String`.
+pub fn string_any(bytes: &[u8]) -> TVMFFIAny {
+    if bytes.len() <= 7 {
+        return TVMFFIAny::small(fti::SMALL_STR, bytes);
+    }
+    let h = ObjPtr::new(StringObj::from_bytes(bytes)).into_raw();
+    TVMFFIAny::ptr(fti::STATIC_OBJECT_BEGIN + 1, h as *const c_void)
+}
+
+fn text_value(bytes: &[u8]) -> Value {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Value::Str(s.to_string()),
+        Err(_) => Value::RawStr(CString::new(bytes.split(|&b| b == 0).next().unwrap_or(&[])).expect("no NUL left")),
+    }
+}
+
+/// The bytes of a `TVMFFIByteArray`.
+///
+/// # Safety
+/// `a` must describe `size` readable bytes (or have size 0).
+pub unsafe fn byte_array(a: &TVMFFIByteArray) -> &[u8] {
+    if a.size == 0 || a.data.is_null() {
+        return &[];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(a.data as *const u8, a.size) }
+}
+
+/// The value of an object view (NULL: none); strings and bytes are copied.
+///
+/// # Safety
+/// `header` must be NULL or a live object.
+unsafe fn object_value(header: *mut ObjectHeader) -> Result<Value> {
+    if header.is_null() {
+        return Ok(Value::Null);
+    }
+    // SAFETY: live (contract above); the reference taken is the value's.
+    let obj = unsafe { ObjectRef::from_borrowed(header) };
+    if let Some(s) = obj.downcast::<StringObj>() {
+        return Ok(text_value(s.as_bytes()?));
+    }
+    if let Some(b) = obj.downcast::<BytesObj>() {
+        return Ok(Value::Bytes(b.as_bytes()?.to_vec()));
+    }
+    Ok(Value::from_object(obj))
 }
 
 /// What a kind of module provides.

@@ -125,7 +125,7 @@ impl VmValue {
         }
         if let Some(a) = o.downcast::<ArrayObj>() {
             let items = a.tail().iter().map(|i| match i {
-                Some(o) => Self::from_value(Value::from_object(o.clone())),
+                Some(o) => Self::from_value(Value::from_object(o.get())),
                 None => Ok(VmValue::Null),
             });
             return Ok(VmValue::Tuple(items.collect::<Result<Vec<_>>>()?.into()));
@@ -215,7 +215,7 @@ impl CArgs {
                     crate::runtime::object::type_index::MODULE => tc::MODULE_HANDLE,
                     _ => tc::OBJECT_HANDLE,
                 };
-                let h = obj.as_header() as *mut c_void;
+                let h = obj.legacy_handle();
                 self.objects.push(obj);
                 (TVMValue { v_handle: h }, code)
             }

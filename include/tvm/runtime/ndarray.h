@@ -50,7 +50,7 @@ inline bool IsContiguous(const DLTensor& arr) {
 
 class NDArray : public ObjectRef {
  public:
-  /* Offset of the DLTensor inside an array object (TVM's 16-byte object header). */
+  /* Offset of the DLTensor from an array object's handle (TVM 0.18's 16-byte view of the header). */
   static constexpr size_t kDLTensorOffset = 16;
 
   NDArray() = default;

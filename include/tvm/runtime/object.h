@@ -1,11 +1,12 @@
 /*
  * Reference-counted runtime objects from C++ (header-only over the C API; C++14 or later).
  *
- * Every object of this runtime starts with TVM's 16-byte header (type index, reference count,
- * deleter), and C handles of modules, functions and objects point at that header; an array
- * handle (DLTensor*) lies 16 bytes into its object. ObjectRef holds one reference, taken and
- * dropped with TVMObjectRetain / TVMObjectFree, so references held by C++ and by C code count
- * together.
+ * Every object of this runtime is a tvm-ffi object (24-byte header: reference counts, type index,
+ * deleter); the C handles of this API (TVM 0.18's) point 8 bytes into that header, where TVM
+ * 0.18's 16-byte header (type index, counter, deleter) lines up with it, so an array handle
+ * (DLTensor*) still lies 16 bytes into its object. The header holds tvm-ffi's type index;
+ * Object::type_index() gives TVM 0.18's. ObjectRef holds one reference, taken and dropped with
+ * TVMObjectRetain / TVMObjectFree, so references held by C++ and by C code count together.
  */
 #ifndef TVM_RUNTIME_OBJECT_H_
 #define TVM_RUNTIME_OBJECT_H_
@@ -39,14 +40,30 @@ struct TypeIndex {
   };
 };
 
-/* The header at the start of every runtime object. Only ever used through pointers. */
+namespace detail {
+/* TVM 0.18's number for a type index in the header (tvm-ffi's): its static indices 0-11 sit at
+ * tvm-ffi's 64, 73, 70, 65, 128, 129, 69, 68, 130-133; every other index is the same in both. */
+inline uint32_t LegacyTypeIndex(uint32_t ffi_index) {
+  static const uint32_t kStatic[12] = {64, 73, 70, 65, 128, 129, 69, 68, 130, 131, 132, 133};
+  for (uint32_t i = 0; i < 12; ++i) {
+    if (kStatic[i] == ffi_index) return i;
+  }
+  return ffi_index;
+}
+}  // namespace detail
+
+/* TVM 0.18's view of a runtime object (its handle). Only ever used through pointers. */
 class Object {
  public:
-  uint32_t type_index() const { return type_index_; }
+  uint32_t type_index() const { return detail::LegacyTypeIndex(type_index_); }
   /* The registered key of this object's type, e.g. "runtime.NDArray". */
-  std::string GetTypeKey() const { return TypeIndex2Key(type_index_); }
-  /* References held on this object, by C and C++ alike. */
-  int use_count() const { return __atomic_load_n(&ref_counter_, __ATOMIC_RELAXED); }
+  std::string GetTypeKey() const { return TypeIndex2Key(type_index()); }
+  /* References held on this object, by C and C++ alike (the strong count of the tvm-ffi header,
+   * 8 bytes before this view). */
+  int use_count() const {
+    const uint64_t* counts = reinterpret_cast<const uint64_t*>(reinterpret_cast<const char*>(this) - 8);
+    return static_cast<int>(__atomic_load_n(counts, __ATOMIC_RELAXED) & 0xffffffffu);
+  }
 
   static std::string TypeIndex2Key(uint32_t tindex) {
     char* key = nullptr;
@@ -66,12 +83,12 @@ class Object {
   Object& operator=(const Object&) = delete;
 
  protected:
-  uint32_t type_index_;
-  int32_t ref_counter_;
-  void (*deleter_)(Object*);
+  uint32_t type_index_;  // tvm-ffi's type index
+  uint32_t ffi_padding_;
+  void (*deleter_)(void*, int);
 };
 
-static_assert(sizeof(void*) != 8 || sizeof(Object) == 16, "TVM's object header is 16 bytes on LP64");
+static_assert(sizeof(void*) != 8 || sizeof(Object) == 16, "TVM 0.18's object header is 16 bytes on LP64");
 
 /* One reference to a runtime object (or none). */
 class ObjectRef {

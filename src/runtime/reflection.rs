@@ -1,0 +1,233 @@
+//! tvm-ffi's type information and reflection over the one type table (`object.rs`): per type a
+//! `TVMFFITypeInfo` at a fixed address (frontends read it directly), with its ancestors, the
+//! fields, methods and metadata registered for it, and the type attribute columns
+//! (`__ffi_repr__`, `__ffi_init__`, ...: one value per type index). Like the type table, all of
+//! it lives as long as the process; values held here own their references.
+
+use super::error::{Error, Result};
+use super::object::{self, ObjectHeader};
+use super::packed::{byte_array, Value};
+use crate::abi::{ffi_type_index as fti, TVMFFIAny, TVMFFIByteArray, TVMFFIFieldInfo, TVMFFIMethodInfo};
+use crate::abi::{TVMFFITypeAttrColumn, TVMFFITypeInfo, TVMFFITypeMetadata};
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+
+/// One type's information and what its arrays point into.
+struct Record {
+    info: Box<TVMFFITypeInfo>,
+    ancestors: Vec<*const TVMFFITypeInfo>,
+    fields: Vec<TVMFFIFieldInfo>,
+    methods: Vec<TVMFFIMethodInfo>,
+    metadata: Option<Box<TVMFFITypeMetadata>>,
+}
+
+/// One attribute's values by type index.
+struct Column {
+    column: Box<TVMFFITypeAttrColumn>,
+    data: Vec<TVMFFIAny>,
+}
+
+#[derive(Default)]
+struct Reflection {
+    records: HashMap<u32, Record>,
+    columns: HashMap<Vec<u8>, Column>,
+    /// Copies of the texts the arrays above point into (never freed: the process holds them).
+    texts: Vec<Box<[u8]>>,
+}
+
+// SAFETY: the raw pointers point into this structure's own boxes and vectors, only touched
+// under the mutex; values it holds are owned references (objects are Send + Sync).
+unsafe impl Send for Reflection {}
+
+static REFLECTION: Lazy<Mutex<Reflection>> = Lazy::new(Default::default);
+
+/// A copy of a value that owns what it points to (tvm-ffi's `AnyViewToOwnedAny`): a raw string
+/// or byte array becomes an object, an object gets a new reference.
+///
+/// # Safety
+/// `view` must be a valid view (its pointers valid, its object live).
+pub unsafe fn owned_any(view: &TVMFFIAny) -> Result<TVMFFIAny> {
+    Ok(match view.type_index {
+        t if t >= fti::STATIC_OBJECT_BEGIN && !view.as_ptr().is_null() => {
+            // SAFETY: a live object (caller contract).
+            unsafe { object::retain(view.as_ptr() as *mut ObjectHeader) };
+            *view
+        }
+        // SAFETY: a valid view (caller contract).
+        fti::RAW_STR | fti::BYTE_ARRAY_PTR => unsafe { Value::from_any_view(view)? }.into_any(),
+        _ => *view,
+    })
+}
+
+impl Reflection {
+    /// A kept, NUL-terminated copy of `a`'s bytes, described without the NUL.
+    ///
+    /// # Safety
+    /// `a` must describe readable bytes.
+    unsafe fn copy_text(&mut self, a: &TVMFFIByteArray) -> TVMFFIByteArray {
+        // SAFETY: the caller's contract.
+        let bytes = unsafe { byte_array(a) };
+        let owned: Box<[u8]> = bytes.iter().copied().chain([0]).collect();
+        let out = TVMFFIByteArray { data: owned.as_ptr() as *const _, size: bytes.len() };
+        self.texts.push(owned);
+        out
+    }
+
+    /// The record of a registered type, made on first use (with its ancestors').
+    fn record(&mut self, index: u32) -> Result<&mut Record> {
+        if !self.records.contains_key(&index) {
+            let (parent, depth) = object::type_parent_and_depth(index)?;
+            let ancestors = if depth == 0 {
+                Vec::new()
+            } else {
+                let mut a = self.record(parent)?.ancestors.clone();
+                a.push(&*self.record(parent)?.info as *const TVMFFITypeInfo);
+                a
+            };
+            let key = object::type_index_to_key(index)?;
+            // SAFETY: the key's own bytes, readable.
+            let type_key =
+                unsafe { self.copy_text(&TVMFFIByteArray { data: key.as_ptr() as *const _, size: key.len() }) };
+            let info = Box::new(TVMFFITypeInfo {
+                type_index: index as i32,
+                type_depth: depth as i32,
+                type_key,
+                type_ancestors: std::ptr::null(),
+                type_key_hash: key_hash(key.as_bytes()),
+                num_fields: 0,
+                num_methods: 0,
+                fields: std::ptr::null(),
+                methods: std::ptr::null(),
+                metadata: std::ptr::null(),
+            });
+            let mut record = Record { info, ancestors, fields: Vec::new(), methods: Vec::new(), metadata: None };
+            record.info.type_ancestors = record.ancestors.as_ptr();
+            self.records.insert(index, record);
+        }
+        Ok(self.records.get_mut(&index).expect("inserted above"))
+    }
+}
+
+/// FNV-1a of a type key (tvm-ffi publishes a hash of each key; its value is the library's own).
+fn key_hash(key: &[u8]) -> u64 {
+    key.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// The information of a registered type (valid for the life of the process; its arrays until
+/// the next registration for the type).
+pub fn type_info(index: u32) -> Result<*const TVMFFITypeInfo> {
+    let mut r = REFLECTION.lock();
+    Ok(&*r.record(index)?.info as *const TVMFFITypeInfo)
+}
+
+/// Add a field to a type's information (texts and default value copied).
+///
+/// # Safety
+/// `f`'s arrays must be readable and its default value a valid view.
+pub unsafe fn register_field(index: u32, f: &TVMFFIFieldInfo) -> Result<()> {
+    let mut r = REFLECTION.lock();
+    // SAFETY: the caller's contract.
+    let (name, doc, metadata) = unsafe { (r.copy_text(&f.name), r.copy_text(&f.doc), r.copy_text(&f.metadata)) };
+    const HAS_DEFAULT: i64 = 1 << 1;
+    let default = if f.flags & HAS_DEFAULT != 0 {
+        // SAFETY: the caller's contract.
+        unsafe { owned_any(&f.default_value_or_factory)? }
+    } else {
+        TVMFFIAny::NONE
+    };
+    let record = r.record(index)?;
+    // SAFETY: the texts of the fields registered before, kept by `Reflection`.
+    if record.fields.iter().any(|g| unsafe { byte_array(&g.name) } == unsafe { byte_array(&name) }) {
+        return Err(Error::value(format!(
+            "type index {index} already has a field `{}`",
+            String::from_utf8_lossy(unsafe { byte_array(&name) })
+        )));
+    }
+    record.fields.push(TVMFFIFieldInfo { name, doc, metadata, default_value_or_factory: default, ..*f });
+    record.info.fields = record.fields.as_ptr();
+    record.info.num_fields = record.fields.len() as i32;
+    Ok(())
+}
+
+/// Add a method to a type's information (texts copied, the function value owned).
+///
+/// # Safety
+/// `m`'s arrays must be readable and its method a valid view.
+pub unsafe fn register_method(index: u32, m: &TVMFFIMethodInfo) -> Result<()> {
+    let mut r = REFLECTION.lock();
+    // SAFETY: the caller's contract.
+    let (name, doc, metadata) = unsafe { (r.copy_text(&m.name), r.copy_text(&m.doc), r.copy_text(&m.metadata)) };
+    // SAFETY: the caller's contract.
+    let method = unsafe { owned_any(&m.method)? };
+    let record = r.record(index)?;
+    record.methods.push(TVMFFIMethodInfo { name, doc, metadata, flags: m.flags, method });
+    record.info.methods = record.methods.as_ptr();
+    record.info.num_methods = record.methods.len() as i32;
+    Ok(())
+}
+
+/// Set a type's metadata, once.
+///
+/// # Safety
+/// `m.doc` must be readable.
+pub unsafe fn register_metadata(index: u32, m: &TVMFFITypeMetadata) -> Result<()> {
+    let mut r = REFLECTION.lock();
+    // SAFETY: the caller's contract.
+    let doc = unsafe { r.copy_text(&m.doc) };
+    let key = object::type_index_to_key(index)?;
+    let record = r.record(index)?;
+    if record.metadata.is_some() {
+        return Err(Error::runtime(format!("the metadata of `{key}` is registered already")));
+    }
+    let metadata = Box::new(TVMFFITypeMetadata { doc, ..*m });
+    record.info.metadata = &*metadata;
+    record.metadata = Some(metadata);
+    Ok(())
+}
+
+/// Set attribute `name` of type `index` to `value` (owned by the column); index 0 (`None`)
+/// only makes sure the column exists. A value set once is not replaced.
+///
+/// # Safety
+/// `value` must be a valid view.
+pub unsafe fn register_attr(index: u32, name: &[u8], value: &TVMFFIAny) -> Result<()> {
+    let mut r = REFLECTION.lock();
+    let column = r.columns.entry(name.to_vec()).or_insert_with(|| Column {
+        column: Box::new(TVMFFITypeAttrColumn { data: std::ptr::null(), size: 0, begin_index: 0 }),
+        data: Vec::new(),
+    });
+    if index == fti::NONE as u32 {
+        return Ok(());
+    }
+    let slot = index as usize;
+    if column.data.len() <= slot {
+        column.data.resize(slot + 1, TVMFFIAny::NONE);
+    }
+    if column.data[slot].type_index != fti::NONE {
+        return Err(Error::runtime(format!(
+            "type attribute `{}` is already registered for type index {index}",
+            String::from_utf8_lossy(name)
+        )));
+    }
+    // SAFETY: the caller's contract.
+    column.data[slot] = unsafe { owned_any(value)? };
+    column.column.data = column.data.as_ptr();
+    column.column.size = column.data.len() as i32;
+    Ok(())
+}
+
+/// The column of attribute `name`, if any type registered it (valid for the life of the
+/// process; its data until the next registration of that attribute).
+pub fn attr_column(name: &[u8]) -> Option<*const TVMFFITypeAttrColumn> {
+    let r = REFLECTION.lock();
+    r.columns.get(name).map(|c| &*c.column as *const TVMFFITypeAttrColumn)
+}
+
+/// The value of attribute `name` for type `index`, if set (a new reference).
+pub fn attr(name: &[u8], index: u32) -> Option<Value> {
+    let r = REFLECTION.lock();
+    let v = r.columns.get(name)?.data.get(index as usize)?;
+    // SAFETY: an owned value the column holds (a live object, if one).
+    (v.type_index != fti::NONE).then(|| unsafe { Value::from_any_view(v) }.ok()).flatten()
+}
