@@ -1,0 +1,179 @@
+"""The backend in the real tritonserver 2.51 (from nvidia-pytriton), driven by tritonclient over
+HTTP and gRPC: the numbers of the runtime's C API for every model kind (graph .so, bucket
+manifest, Relax VM), the configuration auto-completed from the model, mismatches and bad files
+failing only their own model's load, bad requests answered 400 / INVALID_ARGUMENT, dynamic
+batching (fewer executions than requests, each response exact) and instances over one session.
+
+Run by scripts/triton_tests.sh (its venv is cached under target/)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from harness import FIXTURES, RELAX, Server, add_model, bucket_files, write_manifest
+
+OUTPUT = "tvmgen_default_fused_nn_softmax"
+CASES = FIXTURES["cases"]
+
+
+def image(case) -> np.ndarray:
+    return np.array(case["input_bits"], dtype=np.uint32).view(np.float32).reshape(1, 1, 16, 16)
+
+
+def expected(case) -> np.ndarray:
+    return np.array(case["capi_output_bits"], dtype=np.uint32)
+
+
+STATED = """
+input [ { name: "data" data_type: TYPE_FP32 dims: [ 1, 1, 16, 16 ] } ]
+output [ { name: "tvmgen_default_fused_nn_softmax" data_type: TYPE_FP32 dims: [ 1, 10 ] } ]
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    work = tmp_path_factory.mktemp("triton")
+    repo = work / "models"
+    demo = {"model.so": FIXTURES["demo"]}
+    add_model(repo, "demo", demo)
+    add_model(repo, "demo_stated", demo, STATED)
+    add_model(repo, "demo_two", demo, 'instance_group [ { kind: KIND_CPU, count: 2 } ]\n')
+    add_model(repo, "demo_named", {"demo.so": FIXTURES["demo"]}, 'default_model_filename: "demo.so"\n')
+    write_manifest(add_model(repo, "buckets", bucket_files(), "dynamic_batching { max_queue_delay_microseconds: 300000 }\n"))
+    demo_dir = Path(FIXTURES["demo"]).parent
+    add_model(repo, "legacy", {"graph.json": demo_dir / "demo_graph.json", "params.bin": demo_dir / "demo_params.bin",
+                               "model.so": FIXTURES["demo"]})
+    add_model(repo, "mlp", {"model.so": RELAX / "mlp/lib.so"})
+    add_model(repo, "bad_file", {"model.so": RELAX / "README.md"})
+    add_model(repo, "no_file", {})
+    add_model(repo, "bad_shape", demo, STATED.replace("dims: [ 1, 1, 16, 16 ]", "dims: [ 1, 1, 8, 32 ]"))
+    add_model(repo, "bad_dtype", demo, STATED.replace("TYPE_FP32 dims: [ 1, 1, 16", "TYPE_INT32 dims: [ 1, 1, 16"))
+    add_model(repo, "bad_name", demo, STATED.replace('name: "data"', 'name: "image"'))
+    add_model(repo, "bad_batch", demo, "max_batch_size: 8\n")
+    s = Server(repo, work)
+    yield s
+    assert s.stop() == 0, s.log.read_text()[-3000:]
+
+
+def infer_http(s: Server, model: str, x: np.ndarray, name="data", datatype="FP32"):
+    client = httpclient.InferenceServerClient(f"127.0.0.1:{s.http}")
+    inp = httpclient.InferInput(name, list(x.shape), datatype)
+    inp.set_data_from_numpy(x, binary_data=True)
+    return client.infer(model, [inp])
+
+
+def infer_grpc(s: Server, model: str, x: np.ndarray, name="data"):
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{s.grpc}")
+    inp = grpcclient.InferInput(name, list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    return client.infer(model, [inp])
+
+
+def assert_exact(got: np.ndarray, want_bits: np.ndarray, what: str) -> None:
+    got = np.ascontiguousarray(got, dtype=np.float32).reshape(-1)
+    assert np.array_equal(got.view(np.uint32), want_bits), (what, got, want_bits.view(np.float32))
+
+
+@pytest.mark.parametrize("model", ["demo", "demo_stated", "demo_named", "legacy"])
+def test_graph_so_gives_the_runtimes_numbers_over_http_and_grpc(server, model):
+    for case in CASES:
+        x = image(case)
+        assert_exact(infer_http(server, model, x).as_numpy(OUTPUT), expected(case), f"{model} http seed {case['seed']}")
+        assert_exact(infer_grpc(server, model, x).as_numpy(OUTPUT), expected(case), f"{model} grpc seed {case['seed']}")
+
+
+def test_config_is_completed_from_the_model(server):
+    demo = server.get("/v2/models/demo/config")
+    assert demo["max_batch_size"] == 0
+    assert [(t["name"], t["data_type"], [int(d) for d in t["dims"]]) for t in demo["input"]] == [("data", "TYPE_FP32", [1, 1, 16, 16])]
+    assert [(t["name"], [int(d) for d in t["dims"]]) for t in demo["output"]] == [(OUTPUT, [1, 10])]
+    buckets = server.get("/v2/models/buckets/config")
+    assert buckets["max_batch_size"] == 8
+    assert [int(d) for d in buckets["input"][0]["dims"]] == [1, 16, 16]
+    meta = server.get("/v2/models/buckets")
+    assert meta["inputs"] == [{"name": "data", "datatype": "FP32", "shape": [-1, 1, 16, 16]}]
+    mlp = server.get("/v2/models/mlp")
+    assert mlp["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [4, 32]}]
+    assert mlp["outputs"] == [{"name": "output_0", "datatype": "FP32", "shape": [4, 10]}]
+
+
+def test_bad_models_fail_their_own_load_with_the_reason(server):
+    index = {m["name"]: m for m in server.post("/v2/repository/index")}
+    reasons = {
+        "bad_file": "model.so",
+        "no_file": "no model file",
+        "bad_shape": "input 'data': shape [1, 1, 8, 32] in the configuration, the model's is [1, 1, 16, 16]",
+        "bad_dtype": "input 'data': data_type TYPE_INT32 in the configuration, the model's is TYPE_FP32",
+        "bad_name": "the model's input 'data' is missing from the configuration's inputs",
+        "bad_batch": "max_batch_size 8 is more than the largest batch the model runs (1)",
+    }
+    for name, reason in reasons.items():
+        assert index[name]["state"] == "UNAVAILABLE", index[name]
+        assert reason in index[name]["reason"], index[name]
+    for name in ("demo", "buckets", "mlp"):
+        assert index[name]["state"] == "READY", index[name]
+    assert "bad_shape" in server.log.read_text()
+
+
+def test_wrong_datatype_or_shape_is_invalid_argument(server):
+    for x, datatype in [(np.zeros((1, 1, 16, 16), np.int64), "INT64"), (np.zeros((1, 1, 8, 32), np.float32), "FP32")]:
+        with pytest.raises(InferenceServerException) as e:
+            infer_http(server, "demo", x, datatype=datatype)
+        assert e.value.status() == "400", e.value
+        with pytest.raises(InferenceServerException) as e:
+            client = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc}")
+            inp = grpcclient.InferInput("data", list(x.shape), datatype)
+            inp.set_data_from_numpy(x)
+            client.infer("demo", [inp])
+        assert e.value.status() == "StatusCode.INVALID_ARGUMENT", e.value
+    assert_exact(infer_http(server, "demo", image(CASES[0])).as_numpy(OUTPUT), expected(CASES[0]), "after bad requests")
+
+
+def test_relax_vm_library_gives_tvms_numbers(server):
+    x = np.fromfile(RELAX / "mlp/main0_in0.bin", dtype=np.float32).reshape(4, 32)
+    want = np.fromfile(RELAX / "mlp/main0_out0.bin", dtype=np.float32).reshape(4, 10)
+    for result in (infer_http(server, "mlp", x, name="x"), infer_grpc(server, "mlp", x, name="x")):
+        np.testing.assert_allclose(result.as_numpy("output_0"), want, rtol=1e-5, atol=1e-6)
+
+
+def stats(server: Server, model: str):
+    return server.get(f"/v2/models/{model}/stats")["model_stats"][0]
+
+
+def test_dynamic_batching_runs_fewer_times_and_each_request_gets_its_rows(server):
+    """8 concurrent requests of 1 or 2 rows on the bucket set: Triton batches them (up to 8 rows),
+    the backend runs each batch once in the smallest bucket holding it, and every response is
+    bit-identical to the C API's numbers for its own image."""
+    before = stats(server, "buckets")
+    jobs = []
+    for k in range(8):
+        seeds = [CASES[k % 4]] if k % 2 == 0 else [CASES[k % 4], CASES[(k + 1) % 4]]
+        jobs.append((np.concatenate([image(c) for c in seeds]), seeds))
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda j: infer_grpc(server, "buckets", j[0]).as_numpy(OUTPUT), jobs))
+    for (x, seeds), y in zip(jobs, results):
+        assert y.shape == (len(seeds), 10)
+        for row, case in enumerate(seeds):
+            assert_exact(y[row], expected(case), f"seed {case['seed']} in a batch")
+    after = stats(server, "buckets")
+    requests = int(after["inference_stats"]["success"]["count"]) - int(before["inference_stats"]["success"]["count"])
+    executions = int(after["execution_count"]) - int(before["execution_count"])
+    rows = int(after["inference_count"]) - int(before["inference_count"])
+    assert requests == 8 and rows == 12, after
+    assert 0 < executions < requests, after
+
+
+def test_two_instances_share_the_model_and_both_answer_exactly(server):
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda c: infer_http(server, "demo_two", image(c)).as_numpy(OUTPUT), CASES * 4))
+    for case, y in zip(CASES * 4, results):
+        assert_exact(y, expected(case), f"demo_two seed {case['seed']}")
+    config = server.get("/v2/models/demo_two/config")
+    assert config["instance_group"][0]["count"] == 2
