@@ -52,6 +52,22 @@ def write_manifest(version: Path) -> None:
     (version / "model.buckets").write_text("".join(f"{n}\n" for n in names))
 
 
+def failure_trio(version: Path) -> None:
+    """The legacy trio over tests/fixtures/failure_kernels.c: x [1, 16] -> 2x (fails with a
+    message on a negative value) -> + 1 (fails without one on NaN); output `add_one_node`."""
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", f"-I{REPO / 'include'}", str(REPO / "tests/fixtures/failure_kernels.c"),
+                    "-o", str(version / "model.so"), "-lm"], check=True)
+    def op(name, func, inputs):
+        return {"op": "tvm_op", "name": name, "inputs": [[i, 0, 0] for i in inputs],
+                "attrs": {"num_outputs": "1", "num_inputs": str(len(inputs)), "flatten_data": "0", "func_name": func}}
+    nodes = [{"op": "null", "name": "x", "inputs": []}, op("double_node", "fs_double_checked", [0]),
+             op("add_one_node", "fs_add_one_silent", [1])]
+    graph = {"nodes": nodes, "arg_nodes": [0], "heads": [[2, 0, 0]], "node_row_ptr": [0, 1, 2, 3],
+             "attrs": {"dltype": ["list_str", ["float32"] * 3], "device_index": ["list_int", [1] * 3],
+                       "storage_id": ["list_int", [0, 1, 2]], "shape": ["list_shape", [[1, 16]] * 3]}}
+    (version / "graph.json").write_text(json.dumps(graph))
+
+
 class Server:
     """tritonserver on `repo` with the backend copied into its own backend directory (the whole
     install: `<backends>/tvmrt/libtriton_tvmrt.so`)."""

@@ -9,6 +9,9 @@ Run by scripts/triton_tests.sh (its venv is cached under target/)."""
 from __future__ import annotations
 
 import concurrent.futures
+import signal
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +20,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from harness import FIXTURES, RELAX, Server, add_model, bucket_files, write_manifest
+from harness import FIXTURES, RELAX, Server, add_model, bucket_files, failure_trio, write_manifest
 
 OUTPUT = "tvmgen_default_fused_nn_softmax"
 CASES = FIXTURES["cases"]
@@ -51,6 +54,7 @@ def server(tmp_path_factory):
     add_model(repo, "legacy", {"graph.json": demo_dir / "demo_graph.json", "params.bin": demo_dir / "demo_params.bin",
                                "model.so": FIXTURES["demo"]})
     add_model(repo, "mlp", {"model.so": RELAX / "mlp/lib.so"})
+    failure_trio(add_model(repo, "failing", {}))
     add_model(repo, "bad_file", {"model.so": RELAX / "README.md"})
     add_model(repo, "no_file", {})
     add_model(repo, "bad_shape", demo, STATED.replace("dims: [ 1, 1, 16, 16 ]", "dims: [ 1, 1, 8, 32 ]"))
@@ -117,7 +121,7 @@ def test_bad_models_fail_their_own_load_with_the_reason(server):
     for name, reason in reasons.items():
         assert index[name]["state"] == "UNAVAILABLE", index[name]
         assert reason in index[name]["reason"], index[name]
-    for name in ("demo", "buckets", "mlp"):
+    for name in ("demo", "buckets", "mlp", "legacy", "failing"):
         assert index[name]["state"] == "READY", index[name]
     assert "bad_shape" in server.log.read_text()
 
@@ -177,3 +181,67 @@ def test_two_instances_share_the_model_and_both_answer_exactly(server):
         assert_exact(y, expected(case), f"demo_two seed {case['seed']}")
     config = server.get("/v2/models/demo_two/config")
     assert config["instance_group"][0]["count"] == 2
+
+
+def test_a_failing_kernel_fails_its_request_and_the_instance_keeps_serving(server):
+    good = np.arange(16, dtype=np.float32).reshape(1, 16) * 0.5
+    for k in range(2):
+        y = infer_http(server, "failing", good, name="x").as_numpy("add_one_node")
+        assert np.array_equal(y, 2 * good + 1)
+        bad = good.copy()
+        bad[0, 3] = -1.0
+        with pytest.raises(InferenceServerException) as e:
+            infer_http(server, "failing", bad, name="x")
+        assert "fs_double_checked: negative input -1 at index 3" in str(e.value), e.value
+        bad[0, 3] = np.nan
+        with pytest.raises(InferenceServerException) as e:
+            infer_grpc(server, "failing", bad, name="x")
+        assert "node `add_one_node`: kernel returned -1" in str(e.value), e.value
+    assert np.array_equal(infer_grpc(server, "failing", good, name="x").as_numpy("add_one_node"), 2 * good + 1)
+    s = stats(server, "failing")["inference_stats"]
+    assert int(s["fail"]["count"]) >= 4 and int(s["success"]["count"]) >= 3, s
+
+
+def proc_status(pid: int):
+    """Threads and resident kB of a process."""
+    fields = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
+    return int(fields["Threads"]), int(fields["VmRSS"].split()[0])
+
+
+def test_explicit_unload_and_reload_100_times_leaks_no_threads_or_memory(tmp_path):
+    repo = tmp_path / "models"
+    add_model(repo, "demo", {"model.so": FIXTURES["demo"]})
+    write_manifest(add_model(repo, "buckets", bucket_files()))
+    s = Server(repo, tmp_path, "--model-control-mode=explicit", "--load-model=demo", "--load-model=buckets")
+    try:
+        def cycle():
+            for model in ("demo", "buckets"):
+                s.post(f"/v2/repository/models/{model}/unload")
+                s.post(f"/v2/repository/models/{model}/load")
+            assert_exact(infer_grpc(s, "demo", image(CASES[1])).as_numpy(OUTPUT), expected(CASES[1]), "reloaded")
+            assert_exact(infer_http(s, "buckets", image(CASES[2])).as_numpy(OUTPUT), expected(CASES[2]), "reloaded")
+
+        for _ in range(10):
+            cycle()
+        threads, rss = proc_status(s.process.pid)
+        for _ in range(90):
+            cycle()
+        threads_after, rss_after = proc_status(s.process.pid)
+        assert threads_after <= threads, (threads, threads_after)
+        assert rss_after - rss < 8 * 1024, f"RSS grew from {rss} kB to {rss_after} kB over 90 reloads"
+    finally:
+        assert s.stop() == 0, s.log.read_text()[-3000:]
+
+
+def test_sigterm_with_a_request_in_flight_answers_it_then_stops(tmp_path):
+    repo = tmp_path / "models"
+    write_manifest(add_model(repo, "buckets", bucket_files(), "dynamic_batching { max_queue_delay_microseconds: 1000000 }\n"))
+    s = Server(repo, tmp_path)
+    result = {}
+    pending = threading.Thread(target=lambda: result.update(y=infer_grpc(s, "buckets", image(CASES[3])).as_numpy(OUTPUT)))
+    pending.start()
+    time.sleep(0.3)  # accepted, and waiting for its batch to fill
+    s.process.send_signal(signal.SIGTERM)
+    pending.join(timeout=60)
+    assert_exact(result["y"], expected(CASES[3]), "in flight at SIGTERM")
+    assert s.process.wait(timeout=60) == 0, s.log.read_text()[-3000:]
