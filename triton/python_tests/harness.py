@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 BACKEND = REPO / "target/release/libtriton_tvmrt.so"
 FIXTURES = json.loads((REPO / "target/demo/python_fixtures.json").read_text())
 RELAX = REPO / "tests/data/relax-0.27"
+RELAX018 = REPO / "tests/data/relax-0.18"
 
 
 def tritonserver() -> Path:

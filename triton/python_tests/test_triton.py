@@ -20,7 +20,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from harness import FIXTURES, RELAX, Server, add_model, bucket_files, failure_trio, write_manifest
+from harness import FIXTURES, RELAX, RELAX018, Server, add_model, bucket_files, failure_trio, write_manifest
 
 OUTPUT = "tvmgen_default_fused_nn_softmax"
 CASES = FIXTURES["cases"]
@@ -54,6 +54,8 @@ def server(tmp_path_factory):
     add_model(repo, "legacy", {"graph.json": demo_dir / "demo_graph.json", "params.bin": demo_dir / "demo_params.bin",
                                "model.so": FIXTURES["demo"]})
     add_model(repo, "mlp", {"model.so": RELAX / "mlp/lib.so"})
+    add_model(repo, "mlp018", {"model.so": RELAX018 / "mlp/lib.so"})
+    add_model(repo, "second", {"model.so": RELAX / "two_funcs/lib.so"}, 'parameters { key: "function" value { string_value: "second" } }\n')
     failure_trio(add_model(repo, "failing", {}))
     add_model(repo, "bad_file", {"model.so": RELAX / "README.md"})
     add_model(repo, "no_file", {})
@@ -145,6 +147,21 @@ def test_relax_vm_library_gives_tvms_numbers(server):
     want = np.fromfile(RELAX / "mlp/main0_out0.bin", dtype=np.float32).reshape(4, 10)
     for result in (infer_http(server, "mlp", x, name="x"), infer_grpc(server, "mlp", x, name="x")):
         np.testing.assert_allclose(result.as_numpy("output_0"), want, rtol=1e-5, atol=1e-6)
+
+
+def test_relax_vm_of_tvm_018_and_a_function_named_by_parameter(server):
+    x = np.fromfile(RELAX018 / "mlp/input_0.bin", dtype=np.float32).reshape(4, 32)
+    want = np.fromfile(RELAX018 / "mlp/output_0.bin", dtype=np.float32).reshape(4, 10)
+    np.testing.assert_allclose(infer_grpc(server, "mlp018", x, name="x").as_numpy("output_0"), want, rtol=1e-5, atol=1e-6)
+    folder = RELAX / "two_funcs"
+    a = np.fromfile(folder / "second0_in0.bin", dtype=np.float32).reshape(4, 8)
+    b = np.fromfile(folder / "second0_in1.bin", dtype=np.float32).reshape(8, 3)
+    want = np.fromfile(folder / "second0_out0.bin", dtype=np.float32).reshape(4, 3)
+    client = httpclient.InferenceServerClient(f"127.0.0.1:{server.http}")
+    inputs = [httpclient.InferInput("a", [4, 8], "FP32"), httpclient.InferInput("b", [8, 3], "FP32")]
+    inputs[0].set_data_from_numpy(a)
+    inputs[1].set_data_from_numpy(b)
+    np.testing.assert_allclose(client.infer("second", inputs).as_numpy("output_0"), want, rtol=1e-5, atol=1e-6)
 
 
 def stats(server: Server, model: str):
@@ -245,3 +262,24 @@ def test_sigterm_with_a_request_in_flight_answers_it_then_stops(tmp_path):
     pending.join(timeout=60)
     assert_exact(result["y"], expected(CASES[3]), "in flight at SIGTERM")
     assert s.process.wait(timeout=60) == 0, s.log.read_text()[-3000:]
+
+
+def test_four_instances_hold_one_copy_of_the_weights(tmp_path):
+    """The wide model (8 MB of weights): the server's RSS with 4 instances is within half a copy
+    of the weights of its RSS with 1 (a copy per instance would add 3 copies: 24 MB)."""
+    wide = Path(FIXTURES["demo"]).parent / "wide_model.so"
+    weights_kb = (Path(FIXTURES["demo"]).parent / "wide_params.bin").stat().st_size // 1024
+    x = np.full((1, 1, 64, 64), 0.25, np.float32)
+    rss = {}
+    for count in (1, 4):
+        work = tmp_path / f"n{count}"
+        add_model(work / "models", "wide", {"model.so": wide}, f"instance_group [ {{ kind: KIND_CPU, count: {count} }} ]\n")
+        s = Server(work / "models", work)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(count) as pool:
+                outs = list(pool.map(lambda _: infer_http(s, "wide", x).as_numpy(OUTPUT), range(4 * count)))
+            assert all(np.array_equal(o, outs[0]) for o in outs)
+            rss[count] = proc_status(s.process.pid)[1]
+        finally:
+            assert s.stop() == 0
+    assert rss[4] - rss[1] < weights_kb // 2, (rss, weights_kb)
