@@ -15,7 +15,7 @@ use tvm_runtime::vm::VmModule;
 pub enum Frame {
     /// The executor and the indices of the model's inputs in it.
     Graph {
-        front: Front<dyn tvm_runtime::graph::Frame>,
+        front: Box<Front<dyn tvm_runtime::graph::Frame>>,
         inputs: Vec<usize>,
     },
     Vm {
@@ -36,7 +36,7 @@ impl Frame {
             let frame = front.lock()?;
             inputs.iter().map(|t| frame.input(Key::Name(&t.name))).collect::<std::result::Result<_, _>>()?
         };
-        Ok(Frame::Graph { front, inputs })
+        Ok(Frame::Graph { front: Box::new(front), inputs })
     }
 
     /// Run once on `inputs` (the model's, in order): every output, with its true shape.

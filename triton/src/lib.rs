@@ -13,13 +13,13 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod config;
-pub mod dtype;
-pub mod error;
-pub mod execute;
-pub mod instance;
-pub mod model;
-pub mod sys;
+mod config;
+mod dtype;
+mod error;
+mod execute;
+mod instance;
+mod model;
+mod sys;
 
 use error::{boundary, check, log, Failure, Result};
 use serde_json::Value;
@@ -46,8 +46,10 @@ pub struct InstanceState {
 }
 
 /// Check that the server speaks the backend API this backend was written against.
+/// # Safety
+/// Called by Triton once, before any model; `_backend` is Triton's.
 #[no_mangle]
-pub extern "C" fn TRITONBACKEND_Initialize(_backend: *mut TRITONBACKEND_Backend) -> sys::Error {
+pub unsafe extern "C" fn TRITONBACKEND_Initialize(_backend: *mut TRITONBACKEND_Backend) -> sys::Error {
     boundary("TRITONBACKEND_Initialize", |api| {
         let (mut major, mut minor) = (0u32, 0u32);
         // SAFETY: both out-pointers are writable.
@@ -65,8 +67,10 @@ pub extern "C" fn TRITONBACKEND_Initialize(_backend: *mut TRITONBACKEND_Backend)
 }
 
 /// Load the model's files, complete and check its configuration.
+/// # Safety
+/// Called by Triton with a live model, once per load.
 #[no_mangle]
-pub extern "C" fn TRITONBACKEND_ModelInitialize(model: *mut TRITONBACKEND_Model) -> sys::Error {
+pub unsafe extern "C" fn TRITONBACKEND_ModelInitialize(model: *mut TRITONBACKEND_Model) -> sys::Error {
     boundary("TRITONBACKEND_ModelInitialize", |api| {
         let shared = load_model(api, model)?;
         log(api, sys::LOG_INFO, &format!("tvmrt: model '{}' loaded", shared.name));
@@ -75,8 +79,10 @@ pub extern "C" fn TRITONBACKEND_ModelInitialize(model: *mut TRITONBACKEND_Model)
     })
 }
 
+/// # Safety
+/// Called by Triton with a live model whose instances are finalized, once.
 #[no_mangle]
-pub extern "C" fn TRITONBACKEND_ModelFinalize(model: *mut TRITONBACKEND_Model) -> sys::Error {
+pub unsafe extern "C" fn TRITONBACKEND_ModelFinalize(model: *mut TRITONBACKEND_Model) -> sys::Error {
     boundary("TRITONBACKEND_ModelFinalize", |api| {
         let mut state: *mut c_void = std::ptr::null_mut();
         // SAFETY: live model; writable out-pointer.
@@ -88,8 +94,12 @@ pub extern "C" fn TRITONBACKEND_ModelFinalize(model: *mut TRITONBACKEND_Model) -
 }
 
 /// A frame over the model's session for this instance.
+/// # Safety
+/// Called by Triton with a live instance of an initialized model.
 #[no_mangle]
-pub extern "C" fn TRITONBACKEND_ModelInstanceInitialize(instance: *mut TRITONBACKEND_ModelInstance) -> sys::Error {
+pub unsafe extern "C" fn TRITONBACKEND_ModelInstanceInitialize(
+    instance: *mut TRITONBACKEND_ModelInstance,
+) -> sys::Error {
     boundary("TRITONBACKEND_ModelInstanceInitialize", |api| {
         let mut model = std::ptr::null_mut();
         // SAFETY: live instance; writable out-pointer.
@@ -106,8 +116,10 @@ pub extern "C" fn TRITONBACKEND_ModelInstanceInitialize(instance: *mut TRITONBAC
     })
 }
 
+/// # Safety
+/// Called by Triton with a live instance, once.
 #[no_mangle]
-pub extern "C" fn TRITONBACKEND_ModelInstanceFinalize(instance: *mut TRITONBACKEND_ModelInstance) -> sys::Error {
+pub unsafe extern "C" fn TRITONBACKEND_ModelInstanceFinalize(instance: *mut TRITONBACKEND_ModelInstance) -> sys::Error {
     boundary("TRITONBACKEND_ModelInstanceFinalize", |api| {
         let state = instance_state(api, instance)?;
         // SAFETY: the state InstanceInitialize handed over; Triton finalizes an instance once.
@@ -117,8 +129,11 @@ pub extern "C" fn TRITONBACKEND_ModelInstanceFinalize(instance: *mut TRITONBACKE
 }
 
 /// Answer `requests` (every one is answered and released here, errors included).
+/// # Safety
+/// Called by Triton with a live, initialized instance (one call at a time per instance) and
+/// `count` live requests at `requests`.
 #[no_mangle]
-pub extern "C" fn TRITONBACKEND_ModelInstanceExecute(
+pub unsafe extern "C" fn TRITONBACKEND_ModelInstanceExecute(
     instance: *mut TRITONBACKEND_ModelInstance,
     requests: *mut *mut TRITONBACKEND_Request,
     count: u32,

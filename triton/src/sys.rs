@@ -35,7 +35,6 @@ pub const API_VERSION_MINOR: u32 = 19;
 
 /// `TRITONSERVER_Error_Code`.
 pub mod code {
-    pub const UNKNOWN: u32 = 0;
     pub const INTERNAL: u32 = 1;
     pub const NOT_FOUND: u32 = 2;
     pub const INVALID_ARG: u32 = 3;
@@ -64,7 +63,6 @@ pub const MEMORY_CPU: u32 = 0;
 pub const MEMORY_CPU_PINNED: u32 = 1;
 /// `TRITONSERVER_LogLevel`.
 pub const LOG_INFO: u32 = 0;
-pub const LOG_ERROR: u32 = 2;
 /// `TRITONSERVER_RESPONSE_COMPLETE_FINAL`, `TRITONSERVER_REQUEST_RELEASE_ALL`.
 pub const RESPONSE_COMPLETE_FINAL: u32 = 1;
 pub const REQUEST_RELEASE_ALL: u32 = 1;
@@ -113,7 +111,6 @@ api! {
     TRITONBACKEND_ModelSetConfig: fn(*mut TRITONBACKEND_Model, u32, *mut TRITONSERVER_Message) -> Error;
     TRITONBACKEND_ModelState: fn(*mut TRITONBACKEND_Model, *mut *mut c_void) -> Error;
     TRITONBACKEND_ModelSetState: fn(*mut TRITONBACKEND_Model, *mut c_void) -> Error;
-    TRITONBACKEND_ModelInstanceName: fn(*mut TRITONBACKEND_ModelInstance, *mut *const c_char) -> Error;
     TRITONBACKEND_ModelInstanceModel: fn(*mut TRITONBACKEND_ModelInstance, *mut *mut TRITONBACKEND_Model) -> Error;
     TRITONBACKEND_ModelInstanceState: fn(*mut TRITONBACKEND_ModelInstance, *mut *mut c_void) -> Error;
     TRITONBACKEND_ModelInstanceSetState: fn(*mut TRITONBACKEND_ModelInstance, *mut c_void) -> Error;
@@ -122,7 +119,6 @@ api! {
     TRITONBACKEND_ModelInstanceReportBatchStatistics:
         fn(*mut TRITONBACKEND_ModelInstance, u64, u64, u64, u64, u64) -> Error;
     TRITONBACKEND_RequestInputCount: fn(*mut TRITONBACKEND_Request, *mut u32) -> Error;
-    TRITONBACKEND_RequestInputName: fn(*mut TRITONBACKEND_Request, u32, *mut *const c_char) -> Error;
     TRITONBACKEND_RequestInput: fn(*mut TRITONBACKEND_Request, *const c_char, *mut *mut TRITONBACKEND_Input) -> Error;
     TRITONBACKEND_RequestOutputCount: fn(*mut TRITONBACKEND_Request, *mut u32) -> Error;
     TRITONBACKEND_RequestOutputName: fn(*mut TRITONBACKEND_Request, u32, *mut *const c_char) -> Error;
