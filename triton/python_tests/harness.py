@@ -1,0 +1,117 @@
+"""A model repository built from the repository's demo models, and the real tritonserver
+(the one nvidia-pytriton bundles) started on it with this backend, bound to 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import Dict, Optional
+
+REPO = Path(__file__).resolve().parents[2]
+BACKEND = REPO / "target/release/libtriton_tvmrt.so"
+FIXTURES = json.loads((REPO / "target/demo/python_fixtures.json").read_text())
+RELAX = REPO / "tests/data/relax-0.27"
+RELAX018 = REPO / "tests/data/relax-0.18"
+
+
+def tritonserver() -> Path:
+    import pytriton
+
+    return Path(pytriton.__file__).parent / "tritonserver/bin/tritonserver"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def add_model(repo: Path, name: str, files: Dict[str, Path], config: str = "") -> Path:
+    """`repo/name/config.pbtxt` (`backend: "tvmrt"` and `config`) and `repo/name/1/` holding
+    `files` (name in the version directory -> source file)."""
+    version = repo / name / "1"
+    version.mkdir(parents=True)
+    for dest, src in files.items():
+        shutil.copy(src, version / dest)
+    (repo / name / "config.pbtxt").write_text(f'backend: "tvmrt"\n{config}')
+    return version
+
+
+def bucket_files() -> Dict[str, Path]:
+    """The demo at batch 1, 2, 4 and 8 and a manifest `model.buckets` listing them."""
+    versions = [Path(v) for v in FIXTURES["versions"]]
+    return {v.name: v for v in versions}
+
+
+def write_manifest(version: Path) -> None:
+    names = sorted(p.name for p in version.glob("*.so"))
+    (version / "model.buckets").write_text("".join(f"{n}\n" for n in names))
+
+
+def failure_trio(version: Path) -> None:
+    """The legacy trio over tests/fixtures/failure_kernels.c: x [1, 16] -> 2x (fails with a
+    message on a negative value) -> + 1 (fails without one on NaN); output `add_one_node`."""
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", f"-I{REPO / 'include'}", str(REPO / "tests/fixtures/failure_kernels.c"),
+                    "-o", str(version / "model.so"), "-lm"], check=True)
+    def op(name, func, inputs):
+        return {"op": "tvm_op", "name": name, "inputs": [[i, 0, 0] for i in inputs],
+                "attrs": {"num_outputs": "1", "num_inputs": str(len(inputs)), "flatten_data": "0", "func_name": func}}
+    nodes = [{"op": "null", "name": "x", "inputs": []}, op("double_node", "fs_double_checked", [0]),
+             op("add_one_node", "fs_add_one_silent", [1])]
+    graph = {"nodes": nodes, "arg_nodes": [0], "heads": [[2, 0, 0]], "node_row_ptr": [0, 1, 2, 3],
+             "attrs": {"dltype": ["list_str", ["float32"] * 3], "device_index": ["list_int", [1] * 3],
+                       "storage_id": ["list_int", [0, 1, 2]], "shape": ["list_shape", [[1, 16]] * 3]}}
+    (version / "graph.json").write_text(json.dumps(graph))
+
+
+class Server:
+    """tritonserver on `repo` with the backend copied into its own backend directory (the whole
+    install: `<backends>/tvmrt/libtriton_tvmrt.so`)."""
+
+    def __init__(self, repo: Path, workdir: Path, *args: str) -> None:
+        backends = workdir / "backends"
+        (backends / "tvmrt").mkdir(parents=True, exist_ok=True)
+        shutil.copy(BACKEND, backends / "tvmrt/libtriton_tvmrt.so")
+        self.http, self.grpc, self.metrics = free_port(), free_port(), free_port()
+        self.log = workdir / "server.log"
+        cmd = [str(tritonserver()), f"--model-repository={repo}", f"--backend-directory={backends}",
+               "--http-address=127.0.0.1", "--grpc-address=127.0.0.1", "--metrics-address=127.0.0.1",
+               f"--http-port={self.http}", f"--grpc-port={self.grpc}", f"--metrics-port={self.metrics}",
+               "--exit-on-error=false", "--strict-readiness=false", *args]
+        self.process = subprocess.Popen(cmd, stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
+        self.wait_ready()
+
+    def get(self, path: str):
+        return json.load(urllib.request.urlopen(f"http://127.0.0.1:{self.http}{path}", timeout=10))
+
+    def post(self, path: str, body: Optional[dict] = None):
+        data = json.dumps(body or {}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{self.http}{path}", data=data, method="POST")
+        with urllib.request.urlopen(req, timeout=60) as r:
+            text = r.read()
+            return json.loads(text) if text else {}
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline and self.process.poll() is None:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.http}/v2/health/ready", timeout=1)
+                return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"tritonserver did not become ready: {self.log.read_text()[-4000:]}")
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        return self.process.wait()

@@ -1,0 +1,285 @@
+"""The backend in the real tritonserver 2.51 (from nvidia-pytriton), driven by tritonclient over
+HTTP and gRPC: the numbers of the runtime's C API for every model kind (graph .so, bucket
+manifest, Relax VM), the configuration auto-completed from the model, mismatches and bad files
+failing only their own model's load, bad requests answered 400 / INVALID_ARGUMENT, dynamic
+batching (fewer executions than requests, each response exact) and instances over one session.
+
+Run by scripts/triton_tests.sh (its venv is cached under target/)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from harness import FIXTURES, RELAX, RELAX018, Server, add_model, bucket_files, failure_trio, write_manifest
+
+OUTPUT = "tvmgen_default_fused_nn_softmax"
+CASES = FIXTURES["cases"]
+
+
+def image(case) -> np.ndarray:
+    return np.array(case["input_bits"], dtype=np.uint32).view(np.float32).reshape(1, 1, 16, 16)
+
+
+def expected(case) -> np.ndarray:
+    return np.array(case["capi_output_bits"], dtype=np.uint32)
+
+
+STATED = """
+input [ { name: "data" data_type: TYPE_FP32 dims: [ 1, 1, 16, 16 ] } ]
+output [ { name: "tvmgen_default_fused_nn_softmax" data_type: TYPE_FP32 dims: [ 1, 10 ] } ]
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    work = tmp_path_factory.mktemp("triton")
+    repo = work / "models"
+    demo = {"model.so": FIXTURES["demo"]}
+    add_model(repo, "demo", demo)
+    add_model(repo, "demo_stated", demo, STATED)
+    add_model(repo, "demo_two", demo, 'instance_group [ { kind: KIND_CPU, count: 2 } ]\n')
+    add_model(repo, "demo_named", {"demo.so": FIXTURES["demo"]}, 'default_model_filename: "demo.so"\n')
+    write_manifest(add_model(repo, "buckets", bucket_files(), "dynamic_batching { max_queue_delay_microseconds: 300000 }\n"))
+    demo_dir = Path(FIXTURES["demo"]).parent
+    add_model(repo, "legacy", {"graph.json": demo_dir / "demo_graph.json", "params.bin": demo_dir / "demo_params.bin",
+                               "model.so": FIXTURES["demo"]})
+    add_model(repo, "mlp", {"model.so": RELAX / "mlp/lib.so"})
+    add_model(repo, "mlp018", {"model.so": RELAX018 / "mlp/lib.so"})
+    add_model(repo, "second", {"model.so": RELAX / "two_funcs/lib.so"}, 'parameters { key: "function" value { string_value: "second" } }\n')
+    failure_trio(add_model(repo, "failing", {}))
+    add_model(repo, "bad_file", {"model.so": RELAX / "README.md"})
+    add_model(repo, "no_file", {})
+    add_model(repo, "bad_shape", demo, STATED.replace("dims: [ 1, 1, 16, 16 ]", "dims: [ 1, 1, 8, 32 ]"))
+    add_model(repo, "bad_dtype", demo, STATED.replace("TYPE_FP32 dims: [ 1, 1, 16", "TYPE_INT32 dims: [ 1, 1, 16"))
+    add_model(repo, "bad_name", demo, STATED.replace('name: "data"', 'name: "image"'))
+    add_model(repo, "bad_batch", demo, "max_batch_size: 8\n")
+    s = Server(repo, work)
+    yield s
+    assert s.stop() == 0, s.log.read_text()[-3000:]
+
+
+def infer_http(s: Server, model: str, x: np.ndarray, name="data", datatype="FP32"):
+    client = httpclient.InferenceServerClient(f"127.0.0.1:{s.http}")
+    inp = httpclient.InferInput(name, list(x.shape), datatype)
+    inp.set_data_from_numpy(x, binary_data=True)
+    return client.infer(model, [inp])
+
+
+def infer_grpc(s: Server, model: str, x: np.ndarray, name="data"):
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{s.grpc}")
+    inp = grpcclient.InferInput(name, list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    return client.infer(model, [inp])
+
+
+def assert_exact(got: np.ndarray, want_bits: np.ndarray, what: str) -> None:
+    got = np.ascontiguousarray(got, dtype=np.float32).reshape(-1)
+    assert np.array_equal(got.view(np.uint32), want_bits), (what, got, want_bits.view(np.float32))
+
+
+@pytest.mark.parametrize("model", ["demo", "demo_stated", "demo_named", "legacy"])
+def test_graph_so_gives_the_runtimes_numbers_over_http_and_grpc(server, model):
+    for case in CASES:
+        x = image(case)
+        assert_exact(infer_http(server, model, x).as_numpy(OUTPUT), expected(case), f"{model} http seed {case['seed']}")
+        assert_exact(infer_grpc(server, model, x).as_numpy(OUTPUT), expected(case), f"{model} grpc seed {case['seed']}")
+
+
+def test_config_is_completed_from_the_model(server):
+    demo = server.get("/v2/models/demo/config")
+    assert demo["max_batch_size"] == 0
+    assert [(t["name"], t["data_type"], [int(d) for d in t["dims"]]) for t in demo["input"]] == [("data", "TYPE_FP32", [1, 1, 16, 16])]
+    assert [(t["name"], [int(d) for d in t["dims"]]) for t in demo["output"]] == [(OUTPUT, [1, 10])]
+    buckets = server.get("/v2/models/buckets/config")
+    assert buckets["max_batch_size"] == 8
+    assert [int(d) for d in buckets["input"][0]["dims"]] == [1, 16, 16]
+    meta = server.get("/v2/models/buckets")
+    assert meta["inputs"] == [{"name": "data", "datatype": "FP32", "shape": [-1, 1, 16, 16]}]
+    mlp = server.get("/v2/models/mlp")
+    assert mlp["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [4, 32]}]
+    assert mlp["outputs"] == [{"name": "output_0", "datatype": "FP32", "shape": [4, 10]}]
+
+
+def test_bad_models_fail_their_own_load_with_the_reason(server):
+    index = {m["name"]: m for m in server.post("/v2/repository/index")}
+    reasons = {
+        "bad_file": "model.so",
+        "no_file": "no model file",
+        "bad_shape": "input 'data': shape [1, 1, 8, 32] in the configuration, the model's is [1, 1, 16, 16]",
+        "bad_dtype": "input 'data': data_type TYPE_INT32 in the configuration, the model's is TYPE_FP32",
+        "bad_name": "the model's input 'data' is missing from the configuration's inputs",
+        "bad_batch": "max_batch_size 8 is more than the largest batch the model runs (1)",
+    }
+    for name, reason in reasons.items():
+        assert index[name]["state"] == "UNAVAILABLE", index[name]
+        assert reason in index[name]["reason"], index[name]
+    for name in ("demo", "buckets", "mlp", "legacy", "failing"):
+        assert index[name]["state"] == "READY", index[name]
+    assert "bad_shape" in server.log.read_text()
+
+
+def test_wrong_datatype_or_shape_is_invalid_argument(server):
+    for x, datatype in [(np.zeros((1, 1, 16, 16), np.int64), "INT64"), (np.zeros((1, 1, 8, 32), np.float32), "FP32")]:
+        with pytest.raises(InferenceServerException) as e:
+            infer_http(server, "demo", x, datatype=datatype)
+        assert e.value.status() == "400", e.value
+        with pytest.raises(InferenceServerException) as e:
+            client = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc}")
+            inp = grpcclient.InferInput("data", list(x.shape), datatype)
+            inp.set_data_from_numpy(x)
+            client.infer("demo", [inp])
+        assert e.value.status() == "StatusCode.INVALID_ARGUMENT", e.value
+    assert_exact(infer_http(server, "demo", image(CASES[0])).as_numpy(OUTPUT), expected(CASES[0]), "after bad requests")
+
+
+def test_relax_vm_library_gives_tvms_numbers(server):
+    x = np.fromfile(RELAX / "mlp/main0_in0.bin", dtype=np.float32).reshape(4, 32)
+    want = np.fromfile(RELAX / "mlp/main0_out0.bin", dtype=np.float32).reshape(4, 10)
+    for result in (infer_http(server, "mlp", x, name="x"), infer_grpc(server, "mlp", x, name="x")):
+        np.testing.assert_allclose(result.as_numpy("output_0"), want, rtol=1e-5, atol=1e-6)
+
+
+def test_relax_vm_of_tvm_018_and_a_function_named_by_parameter(server):
+    x = np.fromfile(RELAX018 / "mlp/input_0.bin", dtype=np.float32).reshape(4, 32)
+    want = np.fromfile(RELAX018 / "mlp/output_0.bin", dtype=np.float32).reshape(4, 10)
+    np.testing.assert_allclose(infer_grpc(server, "mlp018", x, name="x").as_numpy("output_0"), want, rtol=1e-5, atol=1e-6)
+    folder = RELAX / "two_funcs"
+    a = np.fromfile(folder / "second0_in0.bin", dtype=np.float32).reshape(4, 8)
+    b = np.fromfile(folder / "second0_in1.bin", dtype=np.float32).reshape(8, 3)
+    want = np.fromfile(folder / "second0_out0.bin", dtype=np.float32).reshape(4, 3)
+    client = httpclient.InferenceServerClient(f"127.0.0.1:{server.http}")
+    inputs = [httpclient.InferInput("a", [4, 8], "FP32"), httpclient.InferInput("b", [8, 3], "FP32")]
+    inputs[0].set_data_from_numpy(a)
+    inputs[1].set_data_from_numpy(b)
+    np.testing.assert_allclose(client.infer("second", inputs).as_numpy("output_0"), want, rtol=1e-5, atol=1e-6)
+
+
+def stats(server: Server, model: str):
+    return server.get(f"/v2/models/{model}/stats")["model_stats"][0]
+
+
+def test_dynamic_batching_runs_fewer_times_and_each_request_gets_its_rows(server):
+    """8 concurrent requests of 1 or 2 rows on the bucket set: Triton batches them (up to 8 rows),
+    the backend runs each batch once in the smallest bucket holding it, and every response is
+    bit-identical to the C API's numbers for its own image."""
+    before = stats(server, "buckets")
+    jobs = []
+    for k in range(8):
+        seeds = [CASES[k % 4]] if k % 2 == 0 else [CASES[k % 4], CASES[(k + 1) % 4]]
+        jobs.append((np.concatenate([image(c) for c in seeds]), seeds))
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda j: infer_grpc(server, "buckets", j[0]).as_numpy(OUTPUT), jobs))
+    for (x, seeds), y in zip(jobs, results):
+        assert y.shape == (len(seeds), 10)
+        for row, case in enumerate(seeds):
+            assert_exact(y[row], expected(case), f"seed {case['seed']} in a batch")
+    after = stats(server, "buckets")
+    requests = int(after["inference_stats"]["success"]["count"]) - int(before["inference_stats"]["success"]["count"])
+    executions = int(after["execution_count"]) - int(before["execution_count"])
+    rows = int(after["inference_count"]) - int(before["inference_count"])
+    assert requests == 8 and rows == 12, after
+    assert 0 < executions < requests, after
+
+
+def test_two_instances_share_the_model_and_both_answer_exactly(server):
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda c: infer_http(server, "demo_two", image(c)).as_numpy(OUTPUT), CASES * 4))
+    for case, y in zip(CASES * 4, results):
+        assert_exact(y, expected(case), f"demo_two seed {case['seed']}")
+    config = server.get("/v2/models/demo_two/config")
+    assert config["instance_group"][0]["count"] == 2
+
+
+def test_a_failing_kernel_fails_its_request_and_the_instance_keeps_serving(server):
+    good = np.arange(16, dtype=np.float32).reshape(1, 16) * 0.5
+    for k in range(2):
+        y = infer_http(server, "failing", good, name="x").as_numpy("add_one_node")
+        assert np.array_equal(y, 2 * good + 1)
+        bad = good.copy()
+        bad[0, 3] = -1.0
+        with pytest.raises(InferenceServerException) as e:
+            infer_http(server, "failing", bad, name="x")
+        assert "fs_double_checked: negative input -1 at index 3" in str(e.value), e.value
+        bad[0, 3] = np.nan
+        with pytest.raises(InferenceServerException) as e:
+            infer_grpc(server, "failing", bad, name="x")
+        assert "node `add_one_node`: kernel returned -1" in str(e.value), e.value
+    assert np.array_equal(infer_grpc(server, "failing", good, name="x").as_numpy("add_one_node"), 2 * good + 1)
+    s = stats(server, "failing")["inference_stats"]
+    assert int(s["fail"]["count"]) >= 4 and int(s["success"]["count"]) >= 3, s
+
+
+def proc_status(pid: int):
+    """Threads and resident kB of a process."""
+    fields = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
+    return int(fields["Threads"]), int(fields["VmRSS"].split()[0])
+
+
+def test_explicit_unload_and_reload_100_times_leaks_no_threads_or_memory(tmp_path):
+    repo = tmp_path / "models"
+    add_model(repo, "demo", {"model.so": FIXTURES["demo"]})
+    write_manifest(add_model(repo, "buckets", bucket_files()))
+    s = Server(repo, tmp_path, "--model-control-mode=explicit", "--load-model=demo", "--load-model=buckets")
+    try:
+        def cycle():
+            for model in ("demo", "buckets"):
+                s.post(f"/v2/repository/models/{model}/unload")
+                s.post(f"/v2/repository/models/{model}/load")
+            assert_exact(infer_grpc(s, "demo", image(CASES[1])).as_numpy(OUTPUT), expected(CASES[1]), "reloaded")
+            assert_exact(infer_http(s, "buckets", image(CASES[2])).as_numpy(OUTPUT), expected(CASES[2]), "reloaded")
+
+        for _ in range(10):
+            cycle()
+        threads, rss = proc_status(s.process.pid)
+        for _ in range(90):
+            cycle()
+        threads_after, rss_after = proc_status(s.process.pid)
+        assert threads_after <= threads, (threads, threads_after)
+        assert rss_after - rss < 8 * 1024, f"RSS grew from {rss} kB to {rss_after} kB over 90 reloads"
+    finally:
+        assert s.stop() == 0, s.log.read_text()[-3000:]
+
+
+def test_sigterm_with_a_request_in_flight_answers_it_then_stops(tmp_path):
+    repo = tmp_path / "models"
+    write_manifest(add_model(repo, "buckets", bucket_files(), "dynamic_batching { max_queue_delay_microseconds: 1000000 }\n"))
+    s = Server(repo, tmp_path)
+    result = {}
+    pending = threading.Thread(target=lambda: result.update(y=infer_grpc(s, "buckets", image(CASES[3])).as_numpy(OUTPUT)))
+    pending.start()
+    time.sleep(0.3)  # accepted, and waiting for its batch to fill
+    s.process.send_signal(signal.SIGTERM)
+    pending.join(timeout=60)
+    assert_exact(result["y"], expected(CASES[3]), "in flight at SIGTERM")
+    assert s.process.wait(timeout=60) == 0, s.log.read_text()[-3000:]
+
+
+def test_four_instances_hold_one_copy_of_the_weights(tmp_path):
+    """The wide model (8 MB of weights): the server's RSS with 4 instances is within half a copy
+    of the weights of its RSS with 1 (a copy per instance would add 3 copies: 24 MB)."""
+    wide = Path(FIXTURES["demo"]).parent / "wide_model.so"
+    weights_kb = (Path(FIXTURES["demo"]).parent / "wide_params.bin").stat().st_size // 1024
+    x = np.full((1, 1, 64, 64), 0.25, np.float32)
+    rss = {}
+    for count in (1, 4):
+        work = tmp_path / f"n{count}"
+        add_model(work / "models", "wide", {"model.so": wide}, f"instance_group [ {{ kind: KIND_CPU, count: {count} }} ]\n")
+        s = Server(work / "models", work)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(count) as pool:
+                outs = list(pool.map(lambda _: infer_http(s, "wide", x).as_numpy(OUTPUT), range(4 * count)))
+            assert all(np.array_equal(o, outs[0]) for o in outs)
+            rss[count] = proc_status(s.process.pid)[1]
+        finally:
+            assert s.stop() == 0
+    assert rss[4] - rss[1] < weights_kb // 2, (rss, weights_kb)
