@@ -9,6 +9,7 @@ use tvm_runtime::graph::options::ExecutorOptions;
 use tvm_runtime::graph::{Front, Key};
 use tvm_runtime::runtime::container::ArrayObj;
 use tvm_runtime::runtime::ndarray::NDArray;
+use tvm_runtime::runtime::object::LegacyRef;
 use tvm_runtime::runtime::packed::{Module, Value};
 use tvm_runtime::vm::VmModule;
 
@@ -81,10 +82,10 @@ pub fn vm_results(v: Value) -> Result<Vec<NDArray>> {
         Value::NDArray(a) => Ok(vec![a]),
         Value::Object(o) => {
             let items = o.downcast::<ArrayObj>().ok_or_else(|| not_arrays("an object that is not a tuple"))?;
-            let array = |item: &Option<_>| match item {
-                Some(obj) => Value::from_object(Clone::clone(obj))
-                    .into_ndarray()
-                    .map_err(|_| not_arrays("a tuple of other values")),
+            let array = |item: &Option<LegacyRef>| match item {
+                Some(obj) => {
+                    Value::from_object(obj.get()).into_ndarray().map_err(|_| not_arrays("a tuple of other values"))
+                }
                 None => Err(not_arrays("a tuple with a NULL item")),
             };
             items.tail().iter().map(array).collect()
