@@ -286,6 +286,88 @@ static void errors(void) {
   CHECK(bytes_are(*trace, "  File \"model.cc\", line 12, in Run\n"));
 }
 
+/* ---- DLPack -------------------------------------------------------------------------------- */
+
+static int producer_deleted = 0;
+static void producer_deleter(DLManagedTensorVersioned* self) {
+  CHECK(self->manager_ctx == &producer_deleted);
+  producer_deleted++;
+}
+
+static void dlpack(void) {
+  /* a producer's 2x3 float tensor (64-byte aligned), and its transpose as strides */
+  static float data[6] __attribute__((aligned(64))) = {0, 1, 2, 3, 4, 5};
+  int64_t shape[2] = {2, 3}, t_shape[2] = {3, 2}, t_strides[2] = {1, 3};
+  DLManagedTensorVersioned m;
+  memset(&m, 0, sizeof m);
+  m.version.major = DLPACK_MAJOR_VERSION;
+  m.manager_ctx = &producer_deleted;
+  m.deleter = producer_deleter;
+  m.dl_tensor.data = data;
+  m.dl_tensor.device.device_type = kDLCPU;
+  m.dl_tensor.ndim = 2;
+  m.dl_tensor.dtype.code = kDLFloat;
+  m.dl_tensor.dtype.bits = 32;
+  m.dl_tensor.dtype.lanes = 1;
+  m.dl_tensor.shape = shape;
+
+  TVMFFIObjectHandle t = NULL;
+  REQUIRE_OK(TVMFFITensorFromDLPackVersioned(&m, 64, 1, &t));
+  CHECK(type_of(t) == kTVMFFITensor);
+  const DLTensor* dl = (const DLTensor*)cell_of(t);
+  CHECK(dl->data == data && dl->ndim == 2 && dl->shape[1] == 3);
+
+  /* out again as a versioned tensor: the same memory, the tensor kept alive by it */
+  DLManagedTensorVersioned* back = NULL;
+  CHECK_OK(TVMFFITensorToDLPackVersioned(t, &back));
+  REQUIRE(back != NULL);
+  CHECK(back->version.major == 1 && back->dl_tensor.data == data && strong_count(t) == 2);
+  back->deleter(back);
+  CHECK(strong_count(t) == 1);
+  DLManagedTensor* plain = NULL;
+  CHECK_OK(TVMFFITensorToDLPack(t, &plain));
+  REQUIRE(plain != NULL);
+  CHECK(plain->dl_tensor.data == data);
+  plain->deleter(plain);
+
+  /* an unsafe view: the second row, keeping the source alive */
+  DLTensor row = *dl;
+  int64_t row_shape[1] = {3};
+  row.ndim = 1;
+  row.shape = row_shape;
+  row.byte_offset = 3 * sizeof(float);
+  TVMFFIObjectHandle view = NULL;
+  CHECK_OK(TVMFFITensorCreateUnsafeView(t, &row, &view));
+  REQUIRE(view != NULL);
+  CHECK(strong_count(t) == 2);
+  CHECK_OK(TVMFFIObjectDecRef(t));
+  CHECK(producer_deleted == 0);
+  const DLTensor* v = (const DLTensor*)cell_of(view);
+  CHECK(((const float*)((const char*)v->data + v->byte_offset))[2] == 5.0f && v->shape[0] == 3);
+  CHECK_OK(TVMFFIObjectDecRef(view));
+  CHECK(producer_deleted == 1); /* the last reference ran the producer's deleter, once */
+
+  /* strided: refused when contiguity is required, kept with its strides otherwise */
+  m.dl_tensor.shape = t_shape;
+  m.dl_tensor.strides = t_strides;
+  CHECK(TVMFFITensorFromDLPackVersioned(&m, 0, 1, &t) == -1);
+  CHECK_CONTAINS(TVMGetLastError(), "contiguous");
+  REQUIRE_OK(TVMFFITensorFromDLPackVersioned(&m, 0, 0, &t));
+  dl = (const DLTensor*)cell_of(t);
+  CHECK(dl->strides != NULL && dl->strides[0] == 1 && dl->strides[1] == 3);
+  CHECK_OK(TVMFFIObjectDecRef(t));
+  CHECK(producer_deleted == 2);
+  /* misaligned data is refused when an alignment is asked for */
+  m.dl_tensor.strides = NULL;
+  m.dl_tensor.shape = shape;
+  m.dl_tensor.data = data + 1;
+  m.dl_tensor.shape[1] = 2;
+  CHECK(TVMFFITensorFromDLPackVersioned(&m, 64, 0, &t) == -1);
+  CHECK_CONTAINS(TVMGetLastError(), "aligned");
+  CHECK(producer_deleted == 2); /* refused: the producer still owns it */
+  CHECK(TVMFFITensorToDLPack(NULL, &plain) == -1);
+}
+
 /* ---- the type registry and reflection ----------------------------------------------------- */
 
 static int get_int64(void* field, TVMFFIAny* result) {
@@ -400,6 +482,7 @@ int main(void) {
   shapes_and_tensors();
   threads();
   errors();
+  dlpack();
   types_and_reflection();
   version_and_init_once();
   return tvm_test_summary("test_tvm_ffi_abi");

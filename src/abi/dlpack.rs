@@ -115,3 +115,23 @@ pub struct DLManagedTensor {
     pub manager_ctx: *mut c_void,
     pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
 }
+
+/// DLPack's version, as a versioned managed tensor carries it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DLPackVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+/// DLPack 1.x's managed tensor: a version and flags before the tensor (80 bytes).
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLManagedTensorVersioned {
+    pub version: DLPackVersion,
+    pub manager_ctx: *mut c_void,
+    pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
+    /// `DLPACK_FLAG_BITMASK_*`: read-only 1, copied 2, sub-byte types padded 4.
+    pub flags: u64,
+    pub dl_tensor: DLTensor,
+}

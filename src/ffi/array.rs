@@ -1,7 +1,7 @@
 //! NDArrays and DLPack exchange.
 
 use super::ptr::{out_param, slice, slice_mut};
-use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLTensor};
+use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor};
 use crate::runtime::error::Error;
 use crate::runtime::ndarray::{self, NDArray};
 use crate::runtime::object::{release, ObjectHeader};
@@ -140,6 +140,39 @@ unsafe extern "C" fn dlpack_deleter(m: *mut DLManagedTensor) {
     }
 }
 
+/// A new `DLManagedTensor` over `arr`'s memory, holding `arr`'s reference until its deleter runs.
+pub(crate) fn to_dlpack(arr: NDArray) -> *mut DLManagedTensor {
+    let m = Box::new(DLManagedTensor {
+        dl_tensor: arr.dl_tensor,
+        manager_ctx: arr.as_header() as *mut c_void,
+        deleter: Some(dlpack_deleter),
+    });
+    let _ = arr.into_raw(); // the reference now belongs to the managed tensor
+    Box::into_raw(m)
+}
+
+unsafe extern "C" fn dlpack_versioned_deleter(m: *mut DLManagedTensorVersioned) {
+    // SAFETY: `m` was made by `to_dlpack_versioned`: a boxed tensor whose manager_ctx holds one
+    // reference to the source container.
+    unsafe {
+        let m = Box::from_raw(m);
+        release(m.manager_ctx as *mut ObjectHeader);
+    }
+}
+
+/// [`to_dlpack`] as DLPack 1.x's versioned tensor (version 1.1, no flags).
+pub(crate) fn to_dlpack_versioned(arr: NDArray) -> *mut DLManagedTensorVersioned {
+    let m = Box::new(DLManagedTensorVersioned {
+        version: DLPackVersion { major: 1, minor: 1 },
+        manager_ctx: arr.as_header() as *mut c_void,
+        deleter: Some(dlpack_versioned_deleter),
+        flags: 0,
+        dl_tensor: arr.dl_tensor,
+    });
+    let _ = arr.into_raw(); // the reference now belongs to the managed tensor
+    Box::into_raw(m)
+}
+
 /// Export an array as a new `DLManagedTensor` sharing its memory; the array stays alive until
 /// the tensor's deleter runs.
 ///
@@ -155,13 +188,7 @@ pub unsafe extern "C" fn TVMArrayToDLPack(from: *mut DLTensor, out: *mut *mut DL
         let out = unsafe { out_param(out, "out")? };
         // SAFETY: an array handle of a live container (caller contract).
         let arr = unsafe { NDArray::from_handle_borrowed(from)? };
-        let m = Box::new(DLManagedTensor {
-            dl_tensor: arr.dl_tensor,
-            manager_ctx: arr.as_header() as *mut c_void,
-            deleter: Some(dlpack_deleter),
-        });
-        let _ = arr.into_raw(); // the reference now belongs to the managed tensor
-        *out = Box::into_raw(m);
+        *out = to_dlpack(arr);
         Ok(0)
     })
 }

@@ -11,7 +11,7 @@ use super::error::{Error, Result};
 use super::live;
 use super::object::{type_index, LegacyPtr, ObjPtr, ObjectHeader, ObjectType};
 use super::tensor::{host_view_of, TensorRef};
-use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLTensor};
+use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use std::ffi::c_void;
 
 /// Offset from the object header to the `DLTensor` (the handle).
@@ -25,6 +25,8 @@ enum DataOwner {
     Parent(#[allow(dead_code)] NDArray),
     /// Imported through DLPack: the producer's deleter runs on drop.
     DLPack(*mut DLManagedTensor),
+    /// Imported through DLPack 1.x (versioned): the producer's deleter runs on drop.
+    DLPackVersioned(*mut DLManagedTensorVersioned),
     /// Memory owned by someone else who keeps it alive (e.g. a zero-copy input).
     External,
 }
@@ -94,6 +96,14 @@ impl Drop for NDArrayData {
             DataOwner::DLPack(m) => {
                 // SAFETY: `m` is the producer's tensor we took over in `from_dlpack`; its
                 // deleter is called exactly once, here.
+                unsafe {
+                    if let Some(del) = (*m).deleter {
+                        del(m);
+                    }
+                }
+            }
+            DataOwner::DLPackVersioned(m) => {
+                // SAFETY: as for `DLPack`, taken over in `from_dlpack_versioned`.
                 unsafe {
                     if let Some(del) = (*m).deleter {
                         del(m);
@@ -268,26 +278,71 @@ impl NDArray {
     pub unsafe fn from_dlpack(m: *mut DLManagedTensor) -> Result<NDArray> {
         // SAFETY: the caller hands over a valid managed tensor.
         let t = unsafe { TensorRef::new(&(*m).dl_tensor) };
-        t.check_contiguous("DLPack")?;
+        Self::adopt_dlpack(t, ALLOC_ALIGNMENT, true, m as *mut c_void, DataOwner::DLPack(m))
+    }
+
+    /// [`NDArray::from_dlpack`] for DLPack 1.x's versioned tensor, with tvm-ffi's checks:
+    /// `data + byte_offset` aligned to `require_alignment` (0: any), contiguous if asked;
+    /// strided tensors are taken with their strides.
+    ///
+    /// # Safety
+    /// As [`NDArray::from_dlpack`].
+    pub unsafe fn from_dlpack_versioned(
+        m: *mut DLManagedTensorVersioned,
+        require_alignment: usize,
+        require_contiguous: bool,
+    ) -> Result<NDArray> {
+        // SAFETY: the caller hands over a valid managed tensor.
+        let t = unsafe { TensorRef::new(&(*m).dl_tensor) };
+        Self::adopt_dlpack(t, require_alignment, require_contiguous, m as *mut c_void, DataOwner::DLPackVersioned(m))
+    }
+
+    /// [`NDArray::from_dlpack`] with tvm-ffi's checks (see [`NDArray::from_dlpack_versioned`]).
+    ///
+    /// # Safety
+    /// As [`NDArray::from_dlpack`].
+    pub unsafe fn from_dlpack_checked(
+        m: *mut DLManagedTensor,
+        require_alignment: usize,
+        require_contiguous: bool,
+    ) -> Result<NDArray> {
+        // SAFETY: the caller hands over a valid managed tensor.
+        let t = unsafe { TensorRef::new(&(*m).dl_tensor) };
+        Self::adopt_dlpack(t, require_alignment, require_contiguous, m as *mut c_void, DataOwner::DLPack(m))
+    }
+
+    /// A view of `source`'s memory described by `prototype` (tvm-ffi's
+    /// `TVMFFITensorCreateUnsafeView`): its data pointer, shape, strides, dtype, device and byte
+    /// offset are copied; `source` is kept alive by the view. Whether the prototype's data lies
+    /// inside `source` is the caller's word, as in tvm-ffi.
+    pub fn unsafe_view(source: &NDArray, prototype: TensorRef<'_>) -> Result<NDArray> {
+        let raw = prototype.raw();
+        let strides = prototype.strides().map(|s| s.to_vec().into_boxed_slice());
+        let ctx = source.as_header() as *mut c_void;
+        let owner = DataOwner::Parent(source.clone());
+        build(raw.data, shape_tuple(prototype.shape()?), strides, raw.dtype, raw.device, raw.byte_offset, ctx, owner)
+    }
+
+    /// An array over a producer's tensor `t`, which `owner` releases; nothing is taken over on error.
+    fn adopt_dlpack(
+        t: TensorRef<'_>,
+        align: usize,
+        contiguous: bool,
+        ctx: *mut c_void,
+        owner: DataOwner,
+    ) -> Result<NDArray> {
+        if contiguous {
+            t.check_contiguous("DLPack")?;
+        }
         let addr = t.data_addr() as usize;
-        if addr % ALLOC_ALIGNMENT != 0 {
-            return Err(Error::value(format!(
-                "DLPack tensor data is not {ALLOC_ALIGNMENT}-byte aligned (address {addr:#x})"
-            )));
+        if align > 1 && addr % align != 0 {
+            return Err(Error::value(format!("DLPack tensor data is not {align}-byte aligned (address {addr:#x})")));
         }
         let shape = t.shape()?;
         data_size(shape, t.dtype())?;
         let raw = t.raw();
-        build(
-            raw.data,
-            shape_tuple(shape),
-            None,
-            raw.dtype,
-            raw.device,
-            raw.byte_offset,
-            m as *mut c_void,
-            DataOwner::DLPack(m),
-        )
+        let strides = t.strides().map(|s| s.to_vec().into_boxed_slice());
+        build(raw.data, shape_tuple(shape), strides, raw.dtype, raw.device, raw.byte_offset, ctx, owner)
     }
 
     /// Recover the array from a handle (`TVMArrayHandle`) and take a new reference.
