@@ -28,26 +28,28 @@ def _free_port() -> int:
 
 
 def _start(tmp_path, *args: str):
-    """The server on a free port, once it says it listens: its port and process."""
+    """The server on a free port, once it says it listens: its port, its process and what it
+    printed before that line."""
     port = _free_port()
     env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
     cmd = [sys.executable, "-m", "tvmrt.rpc_server", "--port", str(port), "--workdir", str(tmp_path), *args]
     p = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
-    line = p.stderr.readline()
-    assert f"listening on port {port}" in line, line
-    return port, p
+    said = []
+    for line in iter(p.stderr.readline, ""):
+        if f"listening on port {port}" in line:
+            return port, p, "".join(said)
+        said.append(line)
+    raise AssertionError(f"the server did not say it listens: {''.join(said)}")
 
 
-def _stop(p: subprocess.Popen) -> str:
-    """Terminate the server; what it printed to stderr after the line that it listens."""
+def _stop(p: subprocess.Popen) -> None:
     p.terminate()
     p.wait(timeout=10)
-    return p.stderr.read()  # not communicate(): it would skip what readline buffered
 
 
 @pytest.fixture
 def server(tmp_path):
-    port, p = _start(tmp_path, "--key", "dev")
+    port, p, _ = _start(tmp_path, "--key", "dev")
     yield port
     _stop(p)
 
@@ -94,12 +96,13 @@ def test_handshake_and_a_session(server):
 
 
 def test_listens_on_loopback_unless_told_and_warns_when_told(tmp_path):
-    port, p = _start(tmp_path)
+    port, p, said = _start(tmp_path)
     sockets = listening_on(port)
-    assert sockets == ["127.0.0.1"] and "warning" not in _stop(p), sockets
-    port, p = _start(tmp_path, "--host", "0.0.0.0")
+    _stop(p)
+    assert sockets == ["127.0.0.1"] and "warning" not in said, (sockets, said)
+    port, p, said = _start(tmp_path, "--host", "0.0.0.0")
     sockets = listening_on(port)
-    said = _stop(p)
+    _stop(p)
     assert sockets == ["0.0.0.0"], sockets
     assert f"warning: listening on 0.0.0.0:{port}" in said and "run its code here" in said, said
 

@@ -59,8 +59,8 @@ pub unsafe extern "C" fn TVMRPCServerRun(options: *const c_char) -> c_int {
         // SAFETY: NULL or NUL-terminated (C contract).
         let text = unsafe { super::options_arg(options)? };
         let server = Server::bind(Options::parse(text.unwrap_or(""))?)?;
-        eprintln!("tvm-rt rpc-server: listening on port {}", server.port());
         server.warn_if_exposed();
+        eprintln!("tvm-rt rpc-server: listening on port {}", server.port());
         server.serve()?;
         Ok(0)
     })

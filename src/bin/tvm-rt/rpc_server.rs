@@ -53,9 +53,10 @@ pub fn main(a: Args) -> Result<(), Failure> {
         max_packet: a.max_packet,
     };
     let server = Server::bind(options.clone()).map_err(|e| Failure::usage(e.message()))?;
-    // The line scripts wait for (the port may differ from --port).
-    println!("tvm-rt rpc-server: listening on {}:{} key={:?}", options.host, server.port(), options.key);
+    // The warning comes first: once the line scripts wait for is out (the port may differ from
+    // --port), everything before it is.
     server.warn_if_exposed();
+    println!("tvm-rt rpc-server: listening on {}:{} key={:?}", options.host, server.port(), options.key);
     use std::io::Write;
     let _ = std::io::stdout().flush();
     server.serve().map_err(|e| Failure::runtime(e.message()))
