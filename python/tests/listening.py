@@ -9,7 +9,8 @@ from typing import List
 
 
 def listening_on(port: int) -> List[str]:
-    """``["127.0.0.1"]``, ``["0.0.0.0", "::"]``, ...: one address per listening socket on ``port``."""
+    """``["127.0.0.1"]``, ``["0.0.0.0", "::"]``, ...: one address per listening socket on ``port``
+    (an IPv4-mapped IPv6 address as the IPv4 address)."""
     found = []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -21,5 +22,7 @@ def listening_on(port: int) -> List[str]:
             if fields[3] == "0A" and int(at, 16) == port:  # 0A: LISTEN
                 # 32-bit words in the machine's byte order, as the kernel prints them
                 words = [int(addr[i:i + 8], 16) for i in range(0, len(addr), 8)]
-                found.append(str(ipaddress.ip_address(struct.pack(f"={len(words)}I", *words))))
+                ip = ipaddress.ip_address(struct.pack(f"={len(words)}I", *words))
+                # gRPC listens on IPv4 through an IPv6 socket: ::ffff:127.0.0.1 is 127.0.0.1
+                found.append(str(getattr(ip, "ipv4_mapped", None) or ip))
     return found
