@@ -470,7 +470,7 @@ static void test_errors(void* factory, void* kernels) {
   TVMTensorInfo info;
   CHECK_FAIL(TVMGraphExecutorGetInputInfo(g, 4, &info), "input index 4 out of range (the graph has 4 inputs)");
   CHECK_FAIL(TVMGraphExecutorGetInputInfo(g, -1, &info), "input index -1 is negative");
-  CHECK_FAIL(TVMGraphExecutorGetOutputInfo(g, 1, &info), "output index 1 out of range (the graph has 1 outputs)");
+  CHECK_FAIL(TVMGraphExecutorGetOutputInfo(g, 1, &info), "output index 1 out of range (the graph has 1 output)");
   run_and_check(g);
 
   /* NULL pointers. */

@@ -669,3 +669,64 @@ fn a_worker_thread_the_os_refuses_is_an_error_not_a_panic() {
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("cannot start worker thread `tvm-worker-1`"), "{stderr}");
 }
+
+/// `tvm-rt rpc-server --port 0 args` started: its port (from the line it prints) and the process.
+fn rpc_server(args: &[&str]) -> (u16, std::process::Child) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tvm-rt"))
+        .args(["rpc-server", "--port", "0", "--workdir", path_str(&dir())])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting tvm-rt rpc-server");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    // "tvm-rt rpc-server: listening on HOST:PORT key=..."
+    let port = line.split_whitespace().find_map(|w| w.rsplit_once(':')?.1.parse().ok());
+    (port.unwrap_or_else(|| panic!("no port in {line:?}")), child)
+}
+
+/// The addresses TCP sockets listen on at `port`, from the kernel's tables (what `ss -ltn` shows).
+fn listening_on(port: u16) -> Vec<std::net::IpAddr> {
+    let mut found = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for fields in text.lines().skip(1).map(|l| l.split_whitespace().collect::<Vec<_>>()) {
+            let (addr, at) = fields[1].split_once(':').unwrap();
+            if fields[3] != "0A" || u16::from_str_radix(at, 16) != Ok(port) {
+                continue; // 0A: LISTEN
+            }
+            // The address as the kernel prints it: 32-bit words in the machine's byte order.
+            let bytes: Vec<u8> = (0..addr.len() / 8)
+                .flat_map(|i| u32::from_str_radix(&addr[i * 8..i * 8 + 8], 16).unwrap().to_ne_bytes())
+                .collect();
+            found.push(match bytes.len() {
+                4 => std::net::IpAddr::from(<[u8; 4]>::try_from(bytes).unwrap()),
+                _ => std::net::IpAddr::from(<[u8; 16]>::try_from(bytes).unwrap()),
+            });
+        }
+    }
+    found
+}
+
+/// The server's listening sockets and what it printed to stderr until it was stopped.
+fn rpc_server_sockets(args: &[&str]) -> (Vec<std::net::IpAddr>, String) {
+    let (port, mut child) = rpc_server(args);
+    let sockets = listening_on(port);
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    (sockets, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn rpc_server_listens_on_loopback_unless_told_and_warns_when_told() {
+    let (sockets, stderr) = rpc_server_sockets(&[]);
+    assert_eq!(sockets, ["127.0.0.1".parse::<std::net::IpAddr>().unwrap()], "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+
+    let (sockets, stderr) = rpc_server_sockets(&["--host", "0.0.0.0", "--key", "dev"]);
+    assert_eq!(sockets, ["0.0.0.0".parse::<std::net::IpAddr>().unwrap()], "{stderr}");
+    assert!(stderr.contains("warning: listening on 0.0.0.0:"), "{stderr}");
+    assert!(stderr.contains("any client that reaches it can upload a library and run its code here"), "{stderr}");
+}

@@ -647,10 +647,11 @@ fn has_kind(m: &str) -> bool {
 /// text was embedded in another error instead of its message. The thread pool's
 /// `Task <i> error: <the task's error>` quotes a whole error on purpose and is allowed.
 fn nested_kind(m: &str) -> Option<&'static str> {
-    const KINDS: [&str; 9] = [
+    const KINDS: [&str; 10] = [
         "ValueError",
         "TypeError",
         "IndexError",
+        "KeyError",
         "AttributeError",
         "InternalError",
         "TVMError",

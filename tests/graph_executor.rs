@@ -323,7 +323,7 @@ fn debug_executor_functions_tvm_python_calls() {
     let t = unsafe { &*(out.v_handle as *const tvm_runtime::abi::DLTensor) };
     assert_close(unsafe { std::slice::from_raw_parts(t.data as *const f32, 8) }, &want(), 1e-5);
     ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(out.v_handle as *mut _) });
-    assert!(call(&f("get_node_output"), &[Arg::Int(last), Arg::Int(1)]).unwrap_err().contains("has 1 outputs"));
+    assert!(call(&f("get_node_output"), &[Arg::Int(last), Arg::Int(1)]).unwrap_err().contains("has 1 output,"));
     // profile_rpc: TVM's report JSON.
     let (json, code) = call(&f("profile_rpc"), &[]).unwrap();
     assert_eq!(code, tc::STR);

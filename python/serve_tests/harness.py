@@ -10,7 +10,18 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
+
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
+from listening import listening_on  # noqa: E402 - shared with python/tests
+
+
+def listening_when_up(port: int, timeout: float = 10.0) -> List[str]:
+    """The addresses listening on ``port`` (see :func:`listening_on`), once there is one."""
+    deadline = time.time() + timeout
+    while not listening_on(port) and time.time() < deadline:
+        time.sleep(0.1)
+    return listening_on(port)
 
 
 def free_port() -> int:

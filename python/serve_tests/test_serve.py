@@ -1,6 +1,7 @@
 """``python -m tvmrt.serve``, started for real (KServe's ModelServer in a subprocess), driven by
-tritonclient from its own process: the runtime's numbers over HTTP JSON, HTTP binary and gRPC
-with ``served_by`` in every response, the model metadata (-1 for a bucketed dimension), bad
+tritonclient from its own process: HTTP and gRPC listening on loopback unless ``--host`` says
+otherwise, the runtime's numbers over HTTP JSON, HTTP binary and gRPC with ``served_by`` in
+every response, the model metadata (-1 for a bucketed dimension), bad
 requests answered with 4xx while the server stays ready, and SIGTERM ending it cleanly.
 
 Run by scripts/serve_tests.sh, which makes the two virtual environments."""
@@ -21,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvmrt
-from harness import free_port, start_server
+from harness import free_port, listening_when_up, start_server
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT_PYTHON = os.environ.get("TVMRT_SERVE_CLIENT_PYTHON", "")
@@ -52,6 +53,23 @@ def post(port: int, path: str, body: bytes, headers=None):
 def local_demo(x: np.ndarray) -> np.ndarray:
     m = tvmrt.load_module(FIXTURES["demo"])["default"](tvmrt.cpu())
     return m(x)[0]
+
+
+def test_http_and_grpc_listen_on_loopback_by_default(server):
+    assert listening_when_up(server["http"]) == ["127.0.0.1"]
+    assert listening_when_up(server["grpc"]) == ["127.0.0.1"]
+
+
+def test_host_is_where_http_and_grpc_listen():
+    grpc_port = free_port()
+    http_port, p = start_server("--host", "0.0.0.0", "--grpc-port", str(grpc_port), "--model", f"demo={FIXTURES['demo']}")
+    try:
+        assert listening_when_up(http_port) == ["0.0.0.0"]
+        # gRPC takes 0.0.0.0 as its wildcard: one IPv6 socket on every interface, IPv4 too
+        assert listening_when_up(grpc_port) in (["0.0.0.0"], ["::"])
+    finally:
+        p.kill()
+        p.wait()
 
 
 @pytest.mark.skipif(not CLIENT_PYTHON, reason="needs the tritonclient venv (TVMRT_SERVE_CLIENT_PYTHON)")

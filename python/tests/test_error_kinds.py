@@ -34,7 +34,7 @@ def test_wrong_dtype_is_a_value_error(m, cases):
 def test_runtime_kinds(m, demo):
     with pytest.raises(ValueError, match="shape"):
         m.set_input("data", np.zeros((1, 1, 16, 15), "float32"))
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match=r"output index 7 out of range \(the graph has 1 output\)"):
         m.get_output(7)
     with pytest.raises(IndexError):
         m.set_input(7, np.zeros((1, 1, 16, 16), "float32"))
@@ -44,6 +44,17 @@ def test_runtime_kinds(m, demo):
         demo["run"]
     with pytest.raises(OSError):
         tvmrt.load_module("/no/such/model.so")
+
+
+def test_a_wrong_input_name_is_a_key_error_and_a_runtime_error(m):
+    """TVM's Python raises RuntimeError for a name not among the graph's inputs; KeyError says
+    what went wrong, and the class is both (a TVMError is a RuntimeError)."""
+    x = np.zeros((1, 1, 16, 16), "float32")
+    for call in (lambda: m.set_input("image", x), lambda: m.get_input_index("image")):
+        with pytest.raises(KeyError) as e:
+            call()
+        assert isinstance(e.value, RuntimeError) and isinstance(e.value, tvmrt.TVMError)
+        assert str(e.value).startswith("graph has no input named `image` (inputs: data, p0, "), str(e.value)
 
 
 @pytest.mark.parametrize(

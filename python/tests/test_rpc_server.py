@@ -1,6 +1,7 @@
 """``python -m tvmrt.rpc_server``: the runtime's RPC server started from Python answers TVM's
 handshake (the server key, the mismatch code for a wrong key) and serves a session (InitServer,
-then a global function looked up), and bad options are refused with their names."""
+then a global function looked up), listens on loopback unless ``--host`` says otherwise (with a
+warning then), and bad options are refused with their names."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import tvmrt
+from listening import listening_on
 
 RPC_MAGIC = 0xFF271
 PACKAGE_ROOT = str(Path(tvmrt.__file__).resolve().parents[1])
@@ -25,17 +27,31 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def server(tmp_path):
+def _start(tmp_path, *args: str):
+    """The server on a free port, once it says it listens: its port, its process and what it
+    printed before that line."""
     port = _free_port()
     env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
-    cmd = [sys.executable, "-m", "tvmrt.rpc_server", "--host", "127.0.0.1", "--port", str(port), "--key", "dev"]
-    p = subprocess.Popen(cmd + ["--workdir", str(tmp_path)], env=env, stderr=subprocess.PIPE, text=True)
-    line = p.stderr.readline()
-    assert f"listening on port {port}" in line, line
-    yield port
+    cmd = [sys.executable, "-m", "tvmrt.rpc_server", "--port", str(port), "--workdir", str(tmp_path), *args]
+    p = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    said = []
+    for line in iter(p.stderr.readline, ""):
+        if f"listening on port {port}" in line:
+            return port, p, "".join(said)
+        said.append(line)
+    raise AssertionError(f"the server did not say it listens: {''.join(said)}")
+
+
+def _stop(p: subprocess.Popen) -> None:
     p.terminate()
     p.wait(timeout=10)
+
+
+@pytest.fixture
+def server(tmp_path):
+    port, p, _ = _start(tmp_path, "--key", "dev")
+    yield port
+    _stop(p)
 
 
 def _hello(port: int, key: str) -> socket.socket:
@@ -77,6 +93,18 @@ def test_handshake_and_a_session(server):
         assert (code, count, type_code, handle != 0) == (4, 1, 3, found), reply
     s.sendall(struct.pack("<Qi", 4, 1))  # Shutdown
     s.close()
+
+
+def test_listens_on_loopback_unless_told_and_warns_when_told(tmp_path):
+    port, p, said = _start(tmp_path)
+    sockets = listening_on(port)
+    _stop(p)
+    assert sockets == ["127.0.0.1"] and "warning" not in said, (sockets, said)
+    port, p, said = _start(tmp_path, "--host", "0.0.0.0")
+    sockets = listening_on(port)
+    _stop(p)
+    assert sockets == ["0.0.0.0"], sockets
+    assert f"warning: listening on 0.0.0.0:{port}" in said and "run its code here" in said, said
 
 
 def test_bad_options_are_refused_by_name():

@@ -5,11 +5,13 @@ A TVM host (``tvm.rpc.connect(host, port, key=...)``, or a tuning session throug
 exactly as against TVM's own ``python -m tvm.exec.rpc_server``. The server is the runtime's
 (``TVMRPCServerRun``); this module parses the same options as ``tvm-rt rpc-server``::
 
-    python -m tvmrt.rpc_server --host 0.0.0.0 --port 9091 [--port-end 9199] [--key KEY]
+    python -m tvmrt.rpc_server [--host 127.0.0.1] [--port 9091] [--port-end 9199] [--key KEY]
                                [--tracker HOST:PORT] [--workdir DIR]
                                [--session-timeout SECONDS] [--max-packet BYTES]
 
-It serves one session at a time until the process is interrupted (Ctrl-C or SIGTERM).
+It serves one session at a time until the process is interrupted (Ctrl-C or SIGTERM). A client
+runs code on this machine (it uploads and loads libraries): the server listens on loopback
+unless ``--host`` says otherwise, and warns when it listens beyond this machine.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ._lib import TVMError, check, lib
 
 
 def options_text(
-    host: str = "0.0.0.0",
+    host: str = "127.0.0.1",
     port: int = 9091,
     port_end: Optional[int] = None,
     key: str = "",
@@ -61,10 +63,14 @@ def serve(**options) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tvmrt.rpc_server", description=__doc__.split("\n\n")[0])
-    p.add_argument("--host", default="0.0.0.0", help="address to listen on")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface, "
+                        "and any machine that reaches it runs code here: a warning is printed)")
     p.add_argument("--port", type=int, default=9091, help="port to listen on")
     p.add_argument("--port-end", type=int, help="last port to try when --port is taken")
-    p.add_argument("--key", default="", help="the device's key")
+    p.add_argument("--key", default="",
+                   help="the device's key, as TVM's: hosts connect with it or find the server by it through "
+                        "--tracker; other keys are refused, but it is no password")
     p.add_argument("--tracker", help="a TVM RPC tracker (host:port) to register with")
     p.add_argument("--workdir", help="where session work directories are made")
     p.add_argument("--session-timeout", type=int, help="end a session after this many seconds")

@@ -171,7 +171,7 @@ pub unsafe extern "C" fn TVMGraphExecutorGetBucketInputShape(
             .get(bucket as usize)
             .ok_or_else(|| Error::index(format!("bucket {bucket} out of range (the executor has {n} buckets)")))?;
         let plan = &b.plan;
-        let i = crate::graph::plan::index_in_range(input_index.into(), plan.num_inputs(), "input", "inputs")?;
+        let i = crate::graph::plan::index_in_range(input_index.into(), plan.num_inputs(), "input")?;
         // The plan lives as long as the executor's bucket set, which the executor keeps.
         let s = plan.entry_shape(plan.input_entry(i));
         *shape = crate::runtime::cptr::dims_ptr(s);

@@ -25,6 +25,9 @@ unsafe fn serve_fd(fd: c_int) -> Result<()> {
 /// Serve one RPC session on `sockfd`, a connected socket whose handshake (magic and keys) the
 /// caller did, as TVM's `RPCServerLoop(int sockfd)`; returns when the host shuts the session
 /// down or disconnects, and closes the socket. 0 on success, -1 with `TVMGetLastError` set.
+/// The host on the other end runs code on this machine (it uploads and loads libraries): hand
+/// over only connections from hosts you trust, accepted on a loopback address unless only
+/// trusted machines reach this one; the key of the handshake is no password.
 ///
 /// # Safety
 /// `sockfd` must be an open, connected stream socket the caller hands over.
@@ -38,12 +41,15 @@ pub unsafe extern "C" fn TVMRPCServerLoop(sockfd: c_int) -> c_int {
 }
 
 /// Run the RPC server until it fails (it serves clients one at a time, forever). `options`:
-/// NULL or `"key=value,..."` with `host` (default 0.0.0.0), `port` (9091), `port_end` (the last
-/// port tried when `port` is taken; default `port`), `key` (""), `tracker` (`host:port` of a
-/// TVM RPC tracker to register with), `workdir` (where session directories are made; default
+/// NULL or `"key=value,..."` with `host` (default 127.0.0.1), `port` (9091), `port_end` (the
+/// last port tried when `port` is taken; default `port`), `key` (""), `tracker` (`host:port` of
+/// a TVM RPC tracker to register with), `workdir` (where session directories are made; default
 /// the temporary directory), `session_timeout` (seconds), `max_packet` (bytes, default 1 GiB).
 /// Returns -1 with `TVMGetLastError` set when it cannot start (bad option, no free port, no
-/// tracker) or stops on an error.
+/// tracker) or stops on an error. A client runs code on this machine (it uploads and loads
+/// libraries): on a `host` other than loopback (0.0.0.0: every interface) any machine that
+/// reaches it can, and a warning saying so is printed to stderr; a client with another `key` is
+/// refused, as by TVM's servers, but the key is no password.
 ///
 /// # Safety
 /// `options` must be NULL or a NUL-terminated string.
@@ -53,6 +59,7 @@ pub unsafe extern "C" fn TVMRPCServerRun(options: *const c_char) -> c_int {
         // SAFETY: NULL or NUL-terminated (C contract).
         let text = unsafe { super::options_arg(options)? };
         let server = Server::bind(Options::parse(text.unwrap_or(""))?)?;
+        server.warn_if_exposed();
         eprintln!("tvm-rt rpc-server: listening on port {}", server.port());
         server.serve()?;
         Ok(0)

@@ -3,7 +3,7 @@
 
 use crate::abi::DLDataType;
 use crate::runtime::dtype::data_size;
-use crate::runtime::error::{Error, Result};
+use crate::runtime::error::{count, Error, Result};
 use serde_json::{Map, Value as Json};
 use std::collections::BTreeMap;
 
@@ -399,8 +399,10 @@ impl Graph {
             Some(at) if node.is_op() => {
                 if at.num_outputs != outs {
                     return Err(err(format!(
-                        "node `{}`: num_outputs is {} but node_row_ptr gives it {outs} outputs",
-                        node.name, at.num_outputs
+                        "node `{}`: num_outputs is {} but node_row_ptr gives it {}",
+                        node.name,
+                        at.num_outputs,
+                        count(outs as usize, "output")
                     )));
                 }
                 if at.func_name.is_empty() {
@@ -434,8 +436,11 @@ impl Graph {
             let outs = self.num_outputs_of(e.node_id as usize);
             if e.index >= outs {
                 return Err(err(format!(
-                    "node `{}` inputs[{j}] refers to output {} of node {}, which has {outs} outputs",
-                    node.name, e.index, e.node_id
+                    "node `{}` inputs[{j}] refers to output {} of node {}, which has {}",
+                    node.name,
+                    e.index,
+                    e.node_id,
+                    count(outs as usize, "output")
                 )));
             }
         }
@@ -535,7 +540,7 @@ mod tests {
         type Mutation = Box<dyn Fn(&mut Json)>;
         let cases: Vec<(Mutation, &str)> = vec![
             (Box::new(|g| g["nodes"][4]["inputs"][0][0] = 9.into()), "does not come before it"),
-            (Box::new(|g| g["nodes"][4]["inputs"][0][1] = 3.into()), "which has 1 outputs"),
+            (Box::new(|g| g["nodes"][4]["inputs"][0][1] = 3.into()), "which has 1 output"),
             (Box::new(|g| g["attrs"]["dltype"][1][0] = "floaty".into()), "unknown dtype `floaty`"),
             (Box::new(|g| g["attrs"]["shape"][1][0] = serde_json::json!([-1, 2])), "negative dim -1"),
             (Box::new(|g| g["attrs"]["storage_id"][1] = serde_json::json!([0, 1])), "storage_id has 2 entries"),

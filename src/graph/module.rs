@@ -11,7 +11,7 @@ use super::plan::{Key, TensorInfo};
 use super::profile::{chrome_trace, profile_table, report_json, run_individual};
 use crate::abi::{type_code as tc, DLDevice};
 use crate::runtime::container::{array_object, map_object, shape_object, string_object};
-use crate::runtime::error::{Error, Result};
+use crate::runtime::error::{count, Error, Result};
 use crate::runtime::ndarray::{copy_from_to, NDArray};
 use crate::runtime::packed::{Args, Module, ModuleNode, PackedFunc, Value};
 use crate::runtime::time_evaluator::{measure, TimingPlan};
@@ -266,7 +266,7 @@ fn get_node_output(m: &Module, args: Args<'_>) -> Result<Value> {
     let graph = &e.plan().graph;
     let outputs = graph.num_outputs_of(nid) as usize;
     let k = usize::try_from(k).ok().filter(|&k| k < outputs).ok_or_else(|| {
-        Error::index(format!("get_node_output: node {nid} has {outputs} outputs, asked for output {k}"))
+        Error::index(format!("get_node_output: node {nid} has {}, asked for output {k}", count(outputs, "output")))
     })?;
     let arr = e.get_entry(graph.entry_id(nid as u32, k as u32))?;
     Ok(Value::NDArray(copy_to_new(&arr, DLDevice::cpu(0))?))

@@ -336,7 +336,7 @@ impl Phases {
         stream: StreamHandle,
     ) -> Result<()> {
         let plan = self.layout.plan.clone();
-        let i = index_in_range(index, plan.num_inputs(), "input", "inputs")?;
+        let i = index_in_range(index, plan.num_inputs(), "input")?;
         // Named only for an error: this is on every request's path.
         let (eid, what) = (plan.input_entry(i), || format!("set_input_async `{}`", plan.input_name(i)));
         plan.check_caller_tensor(eid, src, &what)?;
@@ -364,7 +364,7 @@ impl Phases {
         stream: StreamHandle,
     ) -> Result<()> {
         let plan = self.layout.plan.clone();
-        let j = index_in_range(index, plan.num_outputs(), "output", "outputs")?;
+        let j = index_in_range(index, plan.num_outputs(), "output")?;
         let (eid, what) = (plan.output_entry(j), || format!("get_output_async `{}`", plan.output_name(j)));
         plan.check_caller_tensor(eid, out, &what)?;
         self.check_stream(stream).map_err(|e| e.context(what()))?;

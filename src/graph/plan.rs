@@ -7,7 +7,7 @@ use super::json::Graph;
 use crate::abi::{DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc};
 use crate::runtime::cptr::dims_ptr;
 use crate::runtime::dtype::data_size;
-use crate::runtime::error::{Error, Result};
+use crate::runtime::error::{self, Error, Result};
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::packed::{Module, PackedFunc};
 use crate::runtime::tensor::TensorRef;
@@ -219,10 +219,10 @@ pub struct TensorInfo<'a> {
     pub is_param: bool,
 }
 
-pub(crate) fn index_in_range(index: i64, n: usize, what: &str, plural: &str) -> Result<usize> {
+pub(crate) fn index_in_range(index: i64, n: usize, what: &str) -> Result<usize> {
     let i = usize::try_from(index).map_err(|_| Error::index(format!("{what} index {index} is negative")))?;
     if i >= n {
-        return Err(Error::index(format!("{what} index {i} out of range (the graph has {n} {plural})")));
+        return Err(Error::index(format!("{what} index {i} out of range (the graph has {})", error::count(n, what))));
     }
     Ok(i)
 }
@@ -235,9 +235,9 @@ impl Plan {
         match key {
             Key::Name(name) => self.input_index(name).ok_or_else(|| {
                 let names: Vec<&str> = (0..self.num_inputs()).map(|i| self.input_name(i)).collect();
-                Error::attribute(format!("graph has no input named `{name}` (inputs: {})", names.join(", ")))
+                Error::key(format!("graph has no input named `{name}` (inputs: {})", names.join(", ")))
             }),
-            Key::Index(i) => index_in_range(i, self.num_inputs(), "input", "inputs"),
+            Key::Index(i) => index_in_range(i, self.num_inputs(), "input"),
         }
     }
 
@@ -247,7 +247,7 @@ impl Plan {
             Key::Name(name) => {
                 self.output_index(name).ok_or_else(|| Error::attribute(format!("graph has no output named `{name}`")))
             }
-            Key::Index(i) => index_in_range(i, self.num_outputs(), "output", "outputs"),
+            Key::Index(i) => index_in_range(i, self.num_outputs(), "output"),
         }
     }
 

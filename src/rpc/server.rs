@@ -39,7 +39,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Options {
         Options {
-            host: "0.0.0.0".into(),
+            host: "127.0.0.1".into(),
             port: 9091,
             port_end: 9199,
             key: String::new(),
@@ -128,6 +128,21 @@ impl Server {
 
     pub fn port(&self) -> u16 {
         self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// Print a warning to stderr when the server listens on more than loopback (its socket's
+    /// address is not 127.x or ::1): a client that reaches it uploads a library and runs its
+    /// code here.
+    pub fn warn_if_exposed(&self) {
+        let Ok(addr) = self.listener.local_addr() else { return };
+        if !addr.ip().is_loopback() {
+            eprintln!(
+                "tvm-rt rpc-server: warning: listening on {addr}, beyond this machine: any client that reaches \
+                 it can upload a library and run its code here, as this user. The device key is no password \
+                 (it travels in clear text and only picks which clients are served): listen on 127.0.0.1, \
+                 the default, unless only trusted machines can reach this address"
+            );
+        }
     }
 
     /// A flag that, once set, makes [`Server::serve`] return after the current session.

@@ -4,6 +4,11 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString};
 use std::fmt;
 
+/// `n` of `what` in words, for messages: "1 output", "3 outputs".
+pub(crate) fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 /// A runtime error. `Display` gives `Kind: message`, the shape TVM's frontends parse.
 /// Boxed, so that a `Result` costs a pointer beside its value on the paths that succeed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,6 +40,11 @@ impl Error {
     /// An index was out of range.
     pub fn index(msg: impl fmt::Display) -> Self {
         Self::with_kind("IndexError", msg)
+    }
+    /// A name that is not among a table's (a graph's input names). TVM's Python raises
+    /// `RuntimeError` there; the Python package's `KeyError` is also one (a `TVMError`).
+    pub fn key(msg: impl fmt::Display) -> Self {
+        Self::with_kind("KeyError", msg)
     }
     /// A lookup by name failed.
     pub fn attribute(msg: impl fmt::Display) -> Self {

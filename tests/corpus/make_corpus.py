@@ -211,7 +211,7 @@ graph("control_deps_negative", setp(("nodes", 3, "control_deps"), [-1]), "node 3
 
 # -- ids out of range --
 graph("input_ref_node_out_of_range", setp(("nodes", 3, "inputs", 0), [99, 0, 0]), "inputs[0] refers to node 99, which does not come before it")
-graph("input_ref_output_out_of_range", setp(("nodes", 3, "inputs", 0), [0, 1, 0]), "inputs[0] refers to output 1 of node 0, which has 1 outputs")
+graph("input_ref_output_out_of_range", setp(("nodes", 3, "inputs", 0), [0, 1, 0]), "inputs[0] refers to output 1 of node 0, which has 1 output")
 graph("input_ref_u32_max", setp(("nodes", 5, "inputs", 1), [2**32 - 1, 0, 0]), "inputs[1] refers to node 4294967295")
 graph("arg_nodes_out_of_range", setp(("arg_nodes", 3), 99), "arg_nodes[3] = 99 is out of range (6 nodes)")
 graph("arg_nodes_names_an_op", setp(("arg_nodes", 3), 3), "arg_nodes[3] = 3 (`%s`) is an op, not an input" % OP3)
@@ -266,8 +266,8 @@ for k, n in [("dltype", "float32"), ("storage_id", 6), ("shape", [2, 4]), ("devi
     graph("%s_long" % k, lambda g, k=k, n=n: g["attrs"][k][1].append(n), "attrs.%s has 7 entries but the graph has 6" % k)
 graph("storage_scope_short", setp(("attrs", "storage_scope"), ["list_str", ["global", "global"]]),
       "attrs.storage_scope has 2 entries but the graph has 6")
-graph("num_outputs_zero", setp(("nodes", 5, "attrs", "num_outputs"), "0"), "num_outputs is 0 but node_row_ptr gives it 1 outputs")
-graph("num_outputs_two", setp(("nodes", 5, "attrs", "num_outputs"), "2"), "num_outputs is 2 but node_row_ptr gives it 1 outputs")
+graph("num_outputs_zero", setp(("nodes", 5, "attrs", "num_outputs"), "0"), "num_outputs is 0 but node_row_ptr gives it 1 output")
+graph("num_outputs_two", setp(("nodes", 5, "attrs", "num_outputs"), "2"), "num_outputs is 2 but node_row_ptr gives it 1 output")
 graph("empty_graph", (lambda g: g.update(
     nodes=[], arg_nodes=[], heads=[], node_row_ptr=[0],
     attrs={"dltype": ["list_str", []], "storage_id": ["list_int", []], "shape": ["list_shape", []]})),
@@ -705,7 +705,7 @@ API = [
     ("zero_copy_in.null_data", "argument `data` is NULL"),
     ("zero_copy_in.null_g", NULL_G),
     ("zero_copy_out.negative", "output index -1 is negative"),
-    ("zero_copy_out.out_of_range", "output index 1 out of range (the graph has 1 outputs)"),
+    ("zero_copy_out.out_of_range", "output index 1 out of range (the graph has 1 output)"),
     ("zero_copy_out.misaligned", "data must be 64-byte aligned"),
     ("zero_copy_out.wrong_shape", "expected shape [2, 4], got [4, 2]"),
     ("zero_copy_out.wrong_device", "expected device cpu(0), got cuda(0)"),
@@ -717,7 +717,7 @@ API = [
     ("get_output.null_g", NULL_G),
     ("get_output.null_out", "argument `out` is NULL"),
     ("get_output.negative", "output index -1 is negative"),
-    ("get_output.out_of_range", "output index 1 out of range (the graph has 1 outputs)"),
+    ("get_output.out_of_range", "output index 1 out of range (the graph has 1 output)"),
     ("get_output.wrong_shape", "expected shape [2, 4], got [2, 5]"),
     ("get_output.wrong_dtype", "expected dtype float32, got int32"),
     ("get_output.null_data_pointer", "copy of a tensor whose data pointer is NULL"),
@@ -742,7 +742,7 @@ API = [
     ("output_info.null_g", NULL_G),
     ("output_info.null_out", "argument `out` is NULL"),
     ("output_info.negative", "output index -1 is negative"),
-    ("output_info.out_of_range", "output index 1 out of range (the graph has 1 outputs)"),
+    ("output_info.out_of_range", "output index 1 out of range (the graph has 1 output)"),
     ("profile.null_g", NULL_G),
     ("profile.null_out", "argument `out` is NULL"),
     ("profile.unknown_format", "profile format 2 is unknown (0: table, 1: Chrome trace)"),

@@ -1,5 +1,6 @@
 """Serving models over KServe's Open Inference Protocol (V2: REST and gRPC):
-``python -m tvmrt.serve --model NAME=PATH [--model NAME=PATH ...] --http-port P [--grpc-port G]``.
+``python -m tvmrt.serve --model NAME=PATH [--model NAME=PATH ...] --http-port P [--grpc-port G]
+[--host H]`` (HTTP and gRPC listen on ``H``, by default 127.0.0.1: this machine only).
 
 KServe's ``ModelServer`` is the server (HTTP with the binary tensor extension, gRPC
 ``GRPCInferenceService``, health and metadata endpoints); this package plugs models run by this

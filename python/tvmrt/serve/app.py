@@ -12,6 +12,9 @@ def parse(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m tvmrt.serve", description="Serve models over KServe's Open Inference Protocol.")
     p.add_argument("--model", action="append", required=True, metavar="NAME=PATH",
                    help="a model: an export_library .so, a bucket manifest (.buckets) or a Relax VM library; repeatable")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address the HTTP and gRPC servers listen on (default 127.0.0.1: this machine only; "
+                        "0.0.0.0: every interface, so other machines and containers reach the models)")
     p.add_argument("--http-port", type=int, required=True)
     p.add_argument("--grpc-port", type=int, help="also serve gRPC (GRPCInferenceService) on this port")
     p.add_argument("--max-body-bytes", type=int, default=64 << 20, help="largest request body accepted (413 above)")
@@ -64,9 +67,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     sys.argv = kserve_argv(a)
     from kserve import ModelServer, model_server
 
-    from . import http
+    from . import http, listen
 
     http.install(model_server.app, a.max_body_bytes)
+    listen.install(a.host)
     if a.on_ray:
         from . import replicas
 

@@ -8,8 +8,10 @@ use tvm_runtime::rpc::server::{Options, Server};
 /// Serve TVM hosts over RPC: one session at a time, each in its own work directory
 #[derive(clap::Args)]
 pub struct Args {
-    /// Address to listen on
-    #[arg(long, default_value = "0.0.0.0")]
+    /// Address to listen on: 127.0.0.1 is this machine only; 0.0.0.0 (every interface) or
+    /// another address lets other machines connect, and any that does runs code here (it uploads
+    /// and loads libraries), so a warning is printed
+    #[arg(long, default_value = "127.0.0.1")]
     host: String,
     /// Port to listen on (the first free one of --port..=--port-end)
     #[arg(long, default_value_t = 9091)]
@@ -17,7 +19,8 @@ pub struct Args {
     /// Last port to try when --port is taken (default: --port only)
     #[arg(long)]
     port_end: Option<u16>,
-    /// The device's key: hosts connect with it, or find the server through --tracker by it
+    /// The device's key, as TVM's: hosts connect with it (key=K), or find the server through
+    /// --tracker by it; a client with another key is refused, but the key is no password
     #[arg(long, default_value = "")]
     key: String,
     /// A TVM RPC tracker (host:port) to register with
@@ -50,7 +53,9 @@ pub fn main(a: Args) -> Result<(), Failure> {
         max_packet: a.max_packet,
     };
     let server = Server::bind(options.clone()).map_err(|e| Failure::usage(e.message()))?;
-    // The line scripts wait for (the port may differ from --port).
+    // The warning comes first: once the line scripts wait for is out (the port may differ from
+    // --port), everything before it is.
+    server.warn_if_exposed();
     println!("tvm-rt rpc-server: listening on {}:{} key={:?}", options.host, server.port(), options.key);
     use std::io::Write;
     let _ = std::io::stdout().flush();
