@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <tvm/ffi/c_api.h>
+#include <tvm/ffi/extra/c_env_api.h>
 
 #include "tvm_test.h"
 
@@ -454,6 +455,126 @@ static void types_and_reflection(void) {
   CHECK_OK(TVMFFIObjectDecRef(repr.v_obj));
 }
 
+/* ---- the environment, opaque objects, big integers ---------------------------------------- */
+
+static int opaque_freed = 0;
+static void free_opaque(void* handle) { opaque_freed += *(int*)handle; }
+
+static int signals_checked = 0, gil_held = 0;
+static int check_signals(void) {
+  signals_checked++;
+  return gil_held ? 0 : -1; /* checked with the GIL held, or it "raises" */
+}
+static void* gil_ensure(void) {
+  gil_held = 1;
+  return &gil_held;
+}
+static void gil_release(void* state) {
+  CHECK(state == &gil_held);
+  gil_held = 0;
+}
+
+static int alloc_calls = 0;
+static void alloc_deleter(DLManagedTensorVersioned* self) {
+  free(self->dl_tensor.data);
+  free(self->dl_tensor.shape);
+  free(self);
+}
+/* a DLPack allocator a framework would install */
+static int framework_alloc(DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
+                           void (*set_error)(void*, const char*, const char*)) {
+  alloc_calls++;
+  if (prototype->ndim > 4) {
+    set_error(error_ctx, "ValueError", "framework_alloc: at most 4 dims");
+    return -1;
+  }
+  DLManagedTensorVersioned* m = calloc(1, sizeof *m);
+  REQUIRE(m != NULL);
+  m->version.major = DLPACK_MAJOR_VERSION;
+  m->deleter = alloc_deleter;
+  m->dl_tensor = *prototype;
+  m->dl_tensor.shape = calloc((size_t)prototype->ndim + 1, sizeof(int64_t));
+  memcpy(m->dl_tensor.shape, prototype->shape, (size_t)prototype->ndim * sizeof(int64_t));
+  m->dl_tensor.strides = NULL;
+  m->dl_tensor.byte_offset = 0;
+  m->dl_tensor.data = aligned_alloc(64, 64 * 16);
+  *out = m;
+  return 0;
+}
+
+static void environment(void) {
+  /* streams: per device, per thread */
+  void* old = (void*)1;
+  CHECK(TVMFFIEnvGetStream(kDLCUDA, 0) == NULL);
+  CHECK_OK(TVMFFIEnvSetStream(kDLCUDA, 0, (void*)0x1234, &old));
+  CHECK(old == NULL && TVMFFIEnvGetStream(kDLCUDA, 0) == (void*)0x1234 && TVMFFIEnvGetStream(kDLCUDA, 1) == NULL);
+  CHECK_OK(TVMFFIEnvSetStream(kDLCUDA, 0, NULL, &old));
+  CHECK(old == (void*)0x1234);
+
+  /* signals: none registered is fine; registered, checked holding the frontend's GIL */
+  CHECK(TVMFFIEnvCheckSignals() == 0);
+  CHECK(TVMFFIEnvRegisterCAPI("PyGILState_Ensure", (void*)gil_ensure) == 0);
+  CHECK(TVMFFIEnvRegisterCAPI("PyGILState_Release", (void*)gil_release) == 0);
+  CHECK(TVMFFIEnvRegisterCAPI("PyErr_CheckSignals", (void*)check_signals) == 0);
+  CHECK(TVMFFIEnvCheckSignals() == 0 && signals_checked == 1 && gil_held == 0);
+  CHECK(TVMFFIEnvRegisterCAPI("Py_NoSuchThing", NULL) == -1);
+  CHECK_CONTAINS(TVMGetLastError(), "Unknown env API Py_NoSuchThing");
+
+  /* tensors from the framework's allocator */
+  int64_t shape[2] = {4, 8};
+  DLTensor proto;
+  memset(&proto, 0, sizeof proto);
+  proto.ndim = 2;
+  proto.shape = shape;
+  proto.dtype.code = kDLFloat;
+  proto.dtype.bits = 32;
+  proto.dtype.lanes = 1;
+  proto.device.device_type = kDLCPU;
+  TVMFFIObjectHandle t = NULL;
+  CHECK(TVMFFIEnvTensorAlloc(&proto, &t) == -1); /* none set yet */
+  CHECK_OK(TVMFFIEnvSetDLPackManagedTensorAllocator(framework_alloc, 0, NULL));
+  CHECK(TVMFFIEnvGetDLPackManagedTensorAllocator() == framework_alloc);
+  REQUIRE_OK(TVMFFIEnvTensorAlloc(&proto, &t));
+  CHECK(type_of(t) == kTVMFFITensor && ((DLTensor*)cell_of(t))->shape[1] == 8 && alloc_calls == 1);
+  CHECK_OK(TVMFFIObjectDecRef(t));
+  proto.ndim = 5;
+  int64_t five[5] = {1, 1, 1, 1, 1};
+  proto.shape = five;
+  CHECK(TVMFFIEnvTensorAlloc(&proto, &t) == -1);
+  CHECK_CONTAINS(TVMGetLastError(), "ValueError: framework_alloc: at most 4 dims");
+  CHECK_OK(TVMFFIEnvSetDLPackManagedTensorAllocator(NULL, 0, NULL));
+
+  /* an opaque object releases its handle with it */
+  static int weight = 7;
+  TVMFFIObjectHandle o = NULL;
+  REQUIRE_OK(TVMFFIObjectCreateOpaque(&weight, kTVMFFIOpaquePyObject, free_opaque, &o));
+  CHECK(type_of(o) == kTVMFFIOpaquePyObject && ((TVMFFIOpaqueObjectCell*)cell_of(o))->handle == &weight);
+  CHECK_OK(TVMFFIObjectDecRef(o));
+  CHECK(opaque_freed == 7);
+
+  /* big integers: one word is an int, more an ffi.BigInt, redundant sign words dropped */
+  int64_t words[3] = {5, 0, 0};
+  TVMFFIByteArray content = {(const char*)words, sizeof words};
+  TVMFFIAny v;
+  CHECK_OK(TVMFFIBigIntFromByteArray(&content, &v));
+  CHECK(v.type_index == kTVMFFIInt && v.v_int64 == 5);
+  words[1] = 3;
+  CHECK_OK(TVMFFIBigIntFromByteArray(&content, &v));
+  REQUIRE(v.type_index == kTVMFFIBigInt);
+  TVMFFIByteArray back = TVMFFIBigIntGetContentByteArray(&v);
+  CHECK(back.size == 16 && memcmp(back.data, words, 16) == 0);
+  CHECK_OK(TVMFFIObjectDecRef(v.v_obj));
+  content.size = 5;
+  CHECK(TVMFFIBigIntFromByteArray(&content, &v) == -1);
+
+  /* the allocator slot a frontend fills is reported back */
+  TVMFFICustomAllocator* before = TVMFFIGetCustomAllocator();
+  static TVMFFICustomAllocator mine = {NULL, NULL};
+  CHECK_OK(TVMFFISetCustomAllocator(&mine));
+  CHECK(TVMFFIGetCustomAllocator() == &mine);
+  CHECK_OK(TVMFFISetCustomAllocator(before));
+}
+
 /* ---- version and init-once ---------------------------------------------------------------- */
 
 static int inits = 0;
@@ -484,6 +605,7 @@ int main(void) {
   errors();
   dlpack();
   types_and_reflection();
+  environment();
   version_and_init_once();
   return tvm_test_summary("test_tvm_ffi_abi");
 }

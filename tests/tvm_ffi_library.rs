@@ -108,13 +108,41 @@ fn a_plain_tir_library_runs_its_parallel_kernel() {
     assert!(err.to_string().contains("C.shape[1]"), "the kernel's own message: {err}");
 }
 
-/// Kernels that call packed functions go through context pointers the runtime does not fill;
-/// the library is refused, naming one, instead of its kernels calling NULL.
+/// A kernel that calls a packed function (`T.call_packed("testing.echo", A.data)`) reaches the
+/// global through the context pointers tvm-ffi codegen uses (`__TVMFFIEnvModLookupFromImports`,
+/// `__TVMFFIHandleInitOnce`, `__TVMFFIFunctionCall`): the function gets the tensor's data
+/// pointer, once per call, and its error comes back as the kernel's.
 #[test]
-fn a_library_whose_kernels_call_packed_functions_is_refused() {
-    let err = load_tir("call_packed.so").expect_err("refused");
-    let msg = err.to_string();
-    assert!(msg.contains("call_packed.so") && msg.contains("__TVMFFIFunctionCall"), "{msg}");
+fn a_kernel_calls_a_packed_function_through_the_tvm_ffi_context() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tvm_runtime::runtime::error::Error;
+    use tvm_runtime::runtime::packed::PackedFunc;
+    use tvm_runtime::runtime::registry;
+    let seen = Arc::new(AtomicUsize::new(0));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (s, c) = (seen.clone(), calls.clone());
+    let echo = PackedFunc::from_typed(move |args| {
+        c.fetch_add(1, Ordering::SeqCst);
+        let p = args.handle(0)? as usize;
+        if s.swap(p, Ordering::SeqCst) == usize::MAX {
+            return Err(Error::value("testing.echo was told to fail"));
+        }
+        Ok(Value::Null)
+    });
+    registry::register("testing.echo", echo, true).unwrap();
+    let lib = load_tir("call_packed.so").expect("a library whose kernels call packed functions loads");
+    let kernel = lib.get_function("call_packed", false).unwrap().expect("the kernel");
+    let a = array(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    for round in 1..=3 {
+        kernel.call(&[Value::NDArray(a.clone())]).unwrap();
+        assert_eq!(seen.load(Ordering::SeqCst), a.data_ptr() as usize, "the tensor's data pointer");
+        assert_eq!(calls.load(Ordering::SeqCst), round);
+    }
+    seen.store(usize::MAX, Ordering::SeqCst);
+    let err = kernel.call(&[Value::NDArray(a.clone())]).unwrap_err();
+    assert!(err.to_string().contains("testing.echo was told to fail"), "{err}");
+    kernel.call(&[Value::NDArray(a)]).unwrap();
 }
 
 /// A library bin with the given import tree and modules (kind, optional bytes).

@@ -13,7 +13,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 /// The exported functions a kernel library reaches through its `__TVM*` context pointers.
 pub(crate) fn context_functions() -> ContextFunctions {
-    static ENTRIES: Lazy<[(&str, usize); 8]> = Lazy::new(|| {
+    static ENTRIES: Lazy<[(&str, usize); 11]> = Lazy::new(|| {
         [
             ("__TVMFuncCall", super::func::TVMFuncCall as *const () as usize),
             ("__TVMAPISetLastError", super::error::TVMAPISetLastError as *const () as usize),
@@ -24,6 +24,13 @@ pub(crate) fn context_functions() -> ContextFunctions {
             ("__TVMBackendParallelBarrier", TVMBackendParallelBarrier as *const () as usize),
             // tvm-ffi kernels raise through this slot where codegen did not import the function.
             ("__TVMFFIErrorSetRaisedFromCStr", super::tvm_ffi::TVMFFIErrorSetRaisedFromCStr as *const () as usize),
+            // tvm-ffi kernels that call packed functions (`T.call_packed`, external functions).
+            ("__TVMFFIFunctionCall", super::tvm_ffi::TVMFFIFunctionCall as *const () as usize),
+            (
+                "__TVMFFIEnvModLookupFromImports",
+                super::tvm_ffi_env::TVMFFIEnvModLookupFromImports as *const () as usize,
+            ),
+            ("__TVMFFIHandleInitOnce", super::tvm_ffi::TVMFFIHandleInitOnce as *const () as usize),
         ]
     });
     ContextFunctions { entries: &*ENTRIES }

@@ -27,6 +27,18 @@ impl<T> ErrorValue for *const T {
 impl ErrorValue for () {
     fn error_value() -> Self {}
 }
+/// A byte array returned by value: empty (NULL data).
+impl ErrorValue for crate::abi::TVMFFIByteArray {
+    fn error_value() -> Self {
+        crate::abi::TVMFFIByteArray { data: std::ptr::null(), size: 0 }
+    }
+}
+/// Optional function pointers (a C function returning one): NULL.
+impl<T> ErrorValue for Option<T> {
+    fn error_value() -> Self {
+        None
+    }
+}
 
 /// Run `body`; on `Err` or panic store the message and return `R::error_value()`.
 /// Every export passes here, so it also makes sure the layers are installed ([`crate::init`]).

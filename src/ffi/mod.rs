@@ -18,6 +18,7 @@ pub mod pipeline;
 mod ptr;
 pub mod rpc;
 pub mod tvm_ffi;
+pub mod tvm_ffi_env;
 pub mod tvm_ffi_tensor;
 pub mod tvm_ffi_types;
 

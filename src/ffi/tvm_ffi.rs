@@ -7,7 +7,8 @@
 //! kernel wrapper (`runtime::ffi_library`) turns into the error of the call.
 
 use super::ptr::{borrow_handle, out_param};
-use crate::abi::{DLDataType, TVMFFIAny, TVMFFIByteArray, TVMFFISafeCallType};
+use crate::abi::{ffi_type_index as ti, DLDataType, TVMFFIAny, TVMFFIByteArray, TVMFFISafeCallType};
+use crate::runtime::container::{big_int, normalized_words, BigIntObj};
 use crate::runtime::error::{last_error_message, set_last_error_text, Error, Result};
 use crate::runtime::ffi_error::{keep_raised, take_raised, ErrorObj};
 use crate::runtime::live;
@@ -571,5 +572,55 @@ pub unsafe extern "C" fn TVMFFIHandleDeinitOnce(
             }
         }
         Ok(0)
+    })
+}
+
+/// A big integer from its 64-bit words (two's complement, least significant first): a plain int
+/// when it fits one word, else an `ffi.BigInt`.
+///
+/// # Safety
+/// `input` must be NULL (an error) or a valid byte array; `out` NULL (an error) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIBigIntFromByteArray(input: *const TVMFFIByteArray, out: *mut TVMFFIAny) -> c_int {
+    ffi_boundary!("TVMFFIBigIntFromByteArray", {
+        check_not_null!(input);
+        // SAFETY: the caller's contract.
+        let (bytes, out) = unsafe { (byte_array(&*input), out_param(out, "out")?) };
+        if bytes.len() % 8 != 0 {
+            return Err(Error::value("BigInt content must contain whole 64-bit words"));
+        }
+        let words: Vec<i64> =
+            bytes.chunks_exact(8).map(|w| i64::from_ne_bytes(w.try_into().expect("8 bytes"))).collect();
+        let words = normalized_words(&words);
+        *out = match words {
+            [] => TVMFFIAny::int(ti::INT, 0),
+            [w] => TVMFFIAny::int(ti::INT, *w),
+            _ => Value::Object(big_int(words.to_vec()).to_object_ref()).into_any(),
+        };
+        Ok(0)
+    })
+}
+
+/// The 64-bit words of a big integer value (a plain int: its one word), borrowed from the value.
+///
+/// # Safety
+/// `value` must be an int or a live `ffi.BigInt` value, which outlives the returned array.
+#[no_mangle]
+pub unsafe extern "C" fn TVMFFIBigIntGetContentByteArray(value: *const TVMFFIAny) -> TVMFFIByteArray {
+    ffi_boundary!("TVMFFIBigIntGetContentByteArray", {
+        check_not_null!(value);
+        // SAFETY: a valid value (caller contract).
+        let v = unsafe { &*value };
+        if v.type_index == ti::INT {
+            return Ok(TVMFFIByteArray { data: &v.value as *const u64 as *const c_char, size: 8 });
+        }
+        if v.type_index != type_index::BIG_INT as i32 || v.as_ptr().is_null() {
+            return Err(Error::type_error(format!("a value of type index {} is not a big integer", v.type_index)));
+        }
+        // SAFETY: a live `ffi.BigInt` (checked above; the caller keeps it alive).
+        let obj =
+            std::mem::ManuallyDrop::new(unsafe { ObjPtr::<BigIntObj>::from_raw(v.as_ptr() as *mut ObjectHeader) });
+        let words = obj.tail();
+        Ok(TVMFFIByteArray { data: words.as_ptr() as *const c_char, size: words.len() * 8 })
     })
 }

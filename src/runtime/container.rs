@@ -113,6 +113,39 @@ impl StringObj {
     }
 }
 
+/// Payload of an `ffi.BigInt`: tvm-ffi's `BigIntObj`, the count of 64-bit words (two's
+/// complement, least significant first) followed by the words in the same block. Values that fit
+/// one word travel as plain ints instead.
+#[repr(C)]
+pub struct BigIntObj {
+    size: u64,
+}
+
+impl ObjectType for BigIntObj {
+    const TYPE_INDEX: u32 = type_index::BIG_INT;
+}
+
+impl InplaceObject for BigIntObj {
+    type Elem = i64;
+    fn tail_len(&self) -> usize {
+        self.size as usize
+    }
+}
+
+/// The shortest two's-complement form of `words` (redundant sign words dropped; one word stays).
+pub fn normalized_words(words: &[i64]) -> &[i64] {
+    let mut n = words.len();
+    while n > 1 && words[n - 1] == if words[n - 2] < 0 { -1 } else { 0 } {
+        n -= 1;
+    }
+    &words[..n]
+}
+
+/// A big integer of more than one word (normalized words, at least two).
+pub fn big_int(words: Vec<i64>) -> ObjPtr<BigIntObj> {
+    ObjPtr::new_inplace(BigIntObj { size: words.len() as u64 }, words)
+}
+
 /// Payload of an `Array`: TVM's `ArrayNode`, `{int64_t size_; int64_t capacity_;}` followed in
 /// the same block by the items (`ObjectRef`s, one nullable `Object*` each).
 #[repr(C)]

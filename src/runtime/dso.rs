@@ -197,7 +197,6 @@ pub fn load_so(path: &str) -> Result<Module> {
         }
     };
     let symbols = lib_module.node().as_any().downcast_ref::<LibraryModule>().expect("library module").symbols().clone();
-    check_context_pointers(&*symbols).map_err(|e| e.context(format!("cannot load `{path}`")))?;
     if let Some(addr) = symbols.symbol(ffi_library::LIBRARY_BIN) {
         ffi_library::expose_runtime_exports(&format!("`{path}`"))?;
         let bin = blob_bytes(addr)?;
@@ -214,17 +213,6 @@ pub fn load_so(path: &str) -> Result<Module> {
             Ok(root)
         }
         None => Ok(lib_module),
-    }
-}
-
-/// Refuse a library whose kernels call the runtime through a context pointer it cannot fill.
-fn check_context_pointers(symbols: &dyn SymbolSource) -> Result<()> {
-    match ffi_library::UNFILLED_CONTEXT.iter().find(|name| symbols.symbol(name).is_some()) {
-        Some(name) => Err(Error::unsupported(format!(
-            "its kernels call packed functions through `{name}` (T.call_packed or an external function), \
-             which this runtime does not provide yet"
-        ))),
-        None => Ok(()),
     }
 }
 

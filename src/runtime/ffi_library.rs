@@ -155,13 +155,6 @@ fn image_of(addr: *const c_void) -> Option<libc::Dl_info> {
     (unsafe { libc::dladdr(addr, &mut info) } != 0).then_some(info)
 }
 
-/// Context pointers tvm-ffi codegen emits for kernels that call packed functions
-/// (`T.call_packed`, external functions such as BLAS wrappers). This runtime does not fill them
-/// (it has no tvm-ffi function objects), so the loader refuses libraries that have one: their
-/// kernels would call through NULL.
-pub const UNFILLED_CONTEXT: [&str; 3] =
-    ["__TVMFFIFunctionCall", "__TVMFFIEnvModLookupFromImports", "__TVMFFIHandleInitOnce"];
-
 /// Wrap the tvm-ffi kernel `f` as a packed function; `keep_alive` owns its code.
 pub fn wrap_ffi_kernel(f: TVMFFISafeCallType, keep_alive: Module) -> PackedFunc {
     PackedFunc::from_fn(move |args, ret| {

@@ -139,7 +139,9 @@ pub fn context_functions() -> Result<ContextFunctions> {
 /// Store the runtime's functions into the library's `__TVM*` context-function pointers and
 /// point `__tvm_module_ctx` (and tvm-ffi's `__tvm_ffi__library_ctx`) at the module, so kernels can call back into the runtime.
 pub fn init_library_context(symbols: &dyn SymbolSource, module: &Module, functions: ContextFunctions) {
-    for &(name, addr) in functions.entries {
+    let registered = CONTEXT_SYMBOLS.read().clone();
+    let registered = registered.iter().map(|(n, a)| (n.as_str(), *a));
+    for (name, addr) in functions.entries.iter().copied().chain(registered) {
         if let Some(slot) = symbols.symbol(name) {
             // SAFETY: in TVM libraries these symbols are writable pointer-sized globals holding
             // a function pointer of the matching prototype; `addr` is such a function.
@@ -159,6 +161,18 @@ pub fn init_library_context(symbols: &dyn SymbolSource, module: &Module, functio
         // so the pointer stays valid while kernels can run.
         unsafe { *(slot as *mut *mut c_void) = handle };
     }
+}
+
+/// Values for libraries' pointers registered at run time (tvm-ffi's
+/// `TVMFFIEnvModRegisterContextSymbol`), written into each library loaded afterwards that has a
+/// pointer of that name, after the runtime's own.
+static CONTEXT_SYMBOLS: Lazy<RwLock<Vec<(String, usize)>>> = Lazy::new(Default::default);
+
+/// Register `value` for libraries' `name` pointer (replacing an earlier value for it).
+pub fn register_context_symbol(name: &str, value: *mut c_void) {
+    let mut table = CONTEXT_SYMBOLS.write();
+    table.retain(|(n, _)| n != name);
+    table.push((name.to_string(), value as usize));
 }
 
 /// Symbols registered by statically linked kernels (`TVMBackendRegisterSystemLibSymbol`).

@@ -205,11 +205,17 @@ unsafe impl<T: ObjectType> Sync for ObjPtr<T> {}
 
 impl<T: ObjectType> ObjPtr<T> {
     pub fn new(data: T) -> Self {
+        Self::new_as(data, T::TYPE_INDEX)
+    }
+
+    /// A new object of type index `index`, a subtype sharing `T`'s layout (tvm-ffi's opaque
+    /// objects, made at whatever opaque type the caller names).
+    pub fn new_as(data: T, index: u32) -> Self {
         let (layout, _) = block_layout::<T, ()>(0);
         let header = alloc_block(layout);
         let ptr = header.cast::<Obj<T>>();
         // SAFETY: a fresh block with room for `Obj<T>` at the header's place, suitably aligned.
-        unsafe { ptr.as_ptr().write(Obj { header: ObjectHeader::new(T::TYPE_INDEX, delete_obj::<T>), data }) };
+        unsafe { ptr.as_ptr().write(Obj { header: ObjectHeader::new(index, delete_obj::<T>), data }) };
         Self::adopt(ptr)
     }
 
