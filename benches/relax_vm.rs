@@ -8,7 +8,8 @@
 //! object is single-threaded).
 //!
 //! Each side is a small C program (benches/relax_vm/ours.c over our C API, peer.c over the
-//! tvm-ffi C API, measuring code shared in client.h), run as its own process so RSS and load
+//! tvm-ffi C API, measuring code shared in client.h; peer.c also runs unchanged on this library,
+//! built against tvm-ffi's headers: the "ours tvm-ffi" row), run as its own process so RSS and load
 //! time are each runtime's alone; the two alternate, `RELAX_VM_BENCH_REPS` times (default 5)
 //! per model, `RELAX_VM_BENCH_SECONDS` of calls each (default 1), and medians are reported.
 //! Without TVM (see `common::peer_paths`; `bash benches/setup_tvm_peer.sh` installs it) ours is
@@ -61,6 +62,13 @@ fn compile(out: &Path, source: &str, include: &[PathBuf], libs: &[(PathBuf, &str
 fn build_ours(scratch: &Path) -> PathBuf {
     let lib = library_dir();
     compile(&scratch.join("ours"), "ours.c", &[repo().join("include")], &[(lib, "tvm_runtime")]).unwrap()
+}
+
+/// apache-tvm's client (peer.c, over the tvm-ffi C API), unchanged, built against tvm-ffi's own
+/// headers and linked to this library: the tvm-ffi path of this runtime.
+fn build_ours_ffi(scratch: &Path) -> PathBuf {
+    let include = repo().join("c_tests/third_party/tvm_ffi/include");
+    compile(&scratch.join("ours_ffi"), "peer.c", &[include], &[(library_dir(), "tvm_runtime")]).unwrap()
 }
 
 fn build_peer(scratch: &Path) -> Result<PathBuf, String> {
@@ -142,6 +150,7 @@ fn main() {
     let seconds = std::env::var("RELAX_VM_BENCH_SECONDS").unwrap_or_else(|_| "1".into());
     let dir = scratch("relax_vm");
     let ours = build_ours(&dir);
+    let ours_ffi = build_ours_ffi(&dir);
     let peer = build_peer(&dir).map_err(|e| println!("apache-tvm not measured: {e}")).ok();
     println!("relax_vm: {reps} alternating runs per side, {seconds} s of calls each, medians; TVM_NUM_THREADS=1");
     println!(
@@ -162,20 +171,22 @@ fn main() {
         "2 thr x"
     );
     for model in models() {
-        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps {
             a.push(run(&ours, &model, "main", &seconds, 0));
+            c.push(run(&ours_ffi, &model, "main", &seconds, 0));
             if let Some(p) = &peer {
                 b.push(run(p, &model, "main", &seconds, 0));
             }
         }
         let t1: Vec<Sample> = (0..reps.min(3)).map(|_| run(&ours, &model, "main", &seconds, 1)).collect();
         let t2: Vec<Sample> = (0..reps.min(3)).map(|_| run(&ours, &model, "main", &seconds, 2)).collect();
-        report(model.name, &a, &b, med(&t1, |s| s.calls_per_s), med(&t2, |s| s.calls_per_s));
+        report(model.name, [&a, &c, &b], med(&t1, |s| s.calls_per_s), med(&t2, |s| s.calls_per_s));
     }
 }
 
-fn report(name: &str, ours: &[Sample], peer: &[Sample], one: f64, two: f64) {
+/// Rows for our C API, apache-tvm's client on this library (tvm-ffi API), and apache-tvm.
+fn report(name: &str, [ours, ours_ffi, peer]: [&[Sample]; 3], one: f64, two: f64) {
     let row = |side: &str, s: &[Sample], base: Option<&[Sample]>, threads: Option<(f64, f64)>| {
         let ratio = |f: fn(&Sample) -> f64| base.map(|b| format!("{:.2}", med(s, f) / med(b, f))).unwrap_or_default();
         let (t1, t2) = threads.map(|(a, b)| (format!("{a:.0}"), format!("{:.2}", b / a))).unwrap_or_default();
@@ -199,6 +210,7 @@ fn report(name: &str, ours: &[Sample], peer: &[Sample], one: f64, two: f64) {
     };
     let base = if peer.is_empty() { None } else { Some(peer) };
     row("ours", ours, base, Some((one, two)));
+    row("ours tvm-ffi", ours_ffi, base, None);
     if let Some(p) = base {
         row("apache-tvm", p, None, None);
     }

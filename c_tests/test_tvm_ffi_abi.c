@@ -445,6 +445,9 @@ static void types_and_reflection(void) {
   TVMFFIAny repr;
   CHECK_OK(TVMFFIStringFromByteArray(&key, &repr)); /* an ffi.String: the column holds it */
   CHECK(TVMFFIGetTypeAttrColumn(&attr) == NULL);
+  TVMFFIByteArray builtin = bytes_of("__ffi_repr__"); /* a column tvm-ffi's library starts with */
+  const TVMFFITypeAttrColumn* repr_column = TVMFFIGetTypeAttrColumn(&builtin);
+  CHECK(repr_column != NULL && repr_column->size >= 0);
   CHECK_OK(TVMFFITypeRegisterAttr(sub, &attr, &repr));
   CHECK(TVMFFITypeRegisterAttr(sub, &attr, &repr) == -1);
   const TVMFFITypeAttrColumn* column = TVMFFIGetTypeAttrColumn(&attr);

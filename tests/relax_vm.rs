@@ -394,6 +394,53 @@ fn tvm018_every_case_tvm_ffi_api() {
     assert_eq!(run_ffi("relax-0.18"), 7);
 }
 
+/// apache-tvm's own C client of the Relax VM bench (benches/relax_vm/peer.c: tvm-ffi's C API
+/// only, `ffi.ModuleLoadFromFile`, `vm_load_executable`, tensors from DLPack), compiled against
+/// tvm-ffi's own headers and linked to this library instead of apache-tvm's, loads and calls
+/// every apache-tvm 0.27 model unchanged.
+#[test]
+fn apache_tvms_c_client_runs_on_this_library() {
+    if ffi_libraries_load().is_err() {
+        return println!("SKIPPED: tvm-ffi libraries cannot be loaded here");
+    }
+    let dir = common::scratch("relax_vm_peer_client");
+    let client = dir.join("peer_on_ours");
+    let lib_dir = common::library_dir();
+    let status = std::process::Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O1", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(repo().join("benches/relax_vm"))
+        .arg("-I")
+        .arg(repo().join("c_tests/third_party/tvm_ffi/include"))
+        .arg(repo().join("benches/relax_vm/peer.c"))
+        .arg("-L")
+        .arg(&lib_dir)
+        .arg("-ltvm_runtime")
+        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+        .args(["-lpthread", "-o"])
+        .arg(&client)
+        .status()
+        .expect("cc runs");
+    assert!(status.success(), "compiling peer.c against this library");
+    for m in models("relax-0.27") {
+        let c = &m.cases[0];
+        let mut cmd = std::process::Command::new(&client);
+        cmd.arg(&m.lib).arg(&c.func).args(["0", "0"]);
+        for (i, (shape, bytes)) in c.inputs.iter().enumerate() {
+            let file = dir.join(format!("{}_{i}.bin", m.name));
+            std::fs::write(&file, bytes).unwrap();
+            cmd.arg(&file).arg(shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x"));
+        }
+        let out = cmd.env_remove("LD_LIBRARY_PATH").output().expect("the client runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("\"load_us\""),
+            "{}: {text}{}",
+            m.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 /// apache-tvm 0.25's libraries of the same models (its kernels and executables differ from
 /// 0.27's byte for byte), through the Rust and the C API.
 #[test]

@@ -162,3 +162,9 @@ pub struct TVMFFITypeAttrColumn {
     pub size: i32,
     pub begin_index: i32,
 }
+
+impl Default for TVMFFITypeAttrColumn {
+    fn default() -> Self {
+        TVMFFITypeAttrColumn { data: std::ptr::null(), size: 0, begin_index: 0 }
+    }
+}

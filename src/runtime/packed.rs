@@ -656,6 +656,17 @@ unsafe extern "C" fn ffi_safe_call(
         let n = usize::try_from(num_args).map_err(|_| Error::value(format!("negative num_args {num_args}")))?;
         // SAFETY: `num_args` views (caller contract); NULL only with none.
         let views = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(args, n) } };
+        // Arguments that need no storage of their own pass as TVM 0.18 values on the stack.
+        let mut values = [TVMValue::null(); DIRECT_ARGS];
+        let mut codes = [0i32; DIRECT_ARGS];
+        // SAFETY: valid views (caller contract).
+        if n <= DIRECT_ARGS
+            && views.iter().zip(&mut values).zip(&mut codes).all(|((a, v), c)| unsafe { direct(a, v, c) })
+        {
+            // SAFETY: each value was written from its view with the matching code; the views
+            // (and the objects they name) stay valid for the call.
+            return Ok(f.call_args(unsafe { Args::new(&values[..n], &codes[..n]) })?.into_any());
+        }
         // SAFETY: valid views (caller contract).
         let vals = views.iter().map(|a| unsafe { Value::from_any_view(a) }).collect::<Result<Vec<_>>>()?;
         let buf = ArgBuffer::from_values(&vals)?;
@@ -672,6 +683,51 @@ unsafe extern "C" fn ffi_safe_call(
     };
     let _ = std::panic::catch_unwind(|| super::error::set_last_error(&err));
     -1
+}
+
+/// Arguments a call from tvm-ffi converts on the stack.
+const DIRECT_ARGS: usize = 8;
+
+/// Write the TVM 0.18 form of a tvm-ffi view that needs no storage of its own into `v` / `c`
+/// (objects by their 0.18 handles, a tensor by its `DLTensor`, an `ffi.Bytes` by its cell, which
+/// is a `TVMByteArray`); false for the rest (small strings, bytes arrays, ...), which take the
+/// owned path.
+///
+/// # Safety
+/// `a` must be a valid view.
+unsafe fn direct(a: &TVMFFIAny, v: &mut TVMValue, c: &mut i32) -> bool {
+    let p = a.as_ptr();
+    let (value, code) = match a.type_index {
+        fti::NONE => (TVMValue::null(), tc::NULLPTR),
+        fti::INT => (TVMValue { v_int64: a.as_i64() }, tc::INT),
+        fti::BOOL => (TVMValue { v_int64: a.as_i64() }, tc::BOOL),
+        fti::FLOAT => (TVMValue { v_float64: a.as_f64() }, tc::FLOAT),
+        fti::OPAQUE_PTR => (TVMValue { v_handle: p }, tc::OPAQUE_HANDLE),
+        fti::DLTENSOR_PTR => (TVMValue { v_handle: p }, tc::DLTENSOR_HANDLE),
+        fti::RAW_STR if !p.is_null() => (TVMValue { v_str: p as *const c_char }, tc::STR),
+        t if t >= fti::STATIC_OBJECT_BEGIN && !p.is_null() => {
+            let header = p as *mut ObjectHeader;
+            match t as u32 {
+                type_index::NDARRAY => {
+                    (TVMValue { v_handle: header_offset(header, size_of::<ObjectHeader>()) }, tc::NDARRAY_HANDLE)
+                }
+                type_index::BYTES => {
+                    (TVMValue { v_handle: header_offset(header, size_of::<ObjectHeader>()) }, tc::BYTES)
+                }
+                type_index::MODULE => (TVMValue { v_handle: legacy::handle(header) }, tc::MODULE_HANDLE),
+                type_index::PACKED_FUNC => (TVMValue { v_handle: legacy::handle(header) }, tc::PACKED_FUNC_HANDLE),
+                _ => (TVMValue { v_handle: legacy::handle(header) }, tc::OBJECT_HANDLE),
+            }
+        }
+        _ => return false,
+    };
+    (*v, *c) = (value, code);
+    true
+}
+
+/// `header + offset` as a handle (address arithmetic only).
+fn header_offset(header: *mut ObjectHeader, offset: usize) -> *mut c_void {
+    (header as *mut u8).wrapping_add(offset) as *mut c_void
 }
 
 impl Value {

@@ -23,6 +23,7 @@ struct Record {
 }
 
 /// One attribute's values by type index.
+#[derive(Default)]
 struct Column {
     column: Box<TVMFFITypeAttrColumn>,
     data: Vec<TVMFFIAny>,
@@ -40,7 +41,38 @@ struct Reflection {
 // under the mutex; values it holds are owned references (objects are Send + Sync).
 unsafe impl Send for Reflection {}
 
-static REFLECTION: Lazy<Mutex<Reflection>> = Lazy::new(Default::default);
+/// The type attributes tvm-ffi's own library has a column for from the start (code compiled
+/// against tvm-ffi looks these columns up and treats a missing one as an error).
+const BUILTIN_COLUMNS: [&str; 20] = [
+    "__any_equal__",
+    "__any_hash__",
+    "__data_from_json__",
+    "__data_to_json__",
+    "__ffi_compare__",
+    "__ffi_convert__",
+    "__ffi_convert_type_schema__",
+    "__ffi_enum__",
+    "__ffi_eq__",
+    "__ffi_hash__",
+    "__ffi_init__",
+    "__ffi_new__",
+    "__ffi_repr__",
+    "__ffi_shallow_copy__",
+    "__ffi_type_final__",
+    "__s_equal__",
+    "__s_hash__",
+    "__s_maybe_inplace_mutate__",
+    "__s_mutate__",
+    "__s_visit__",
+];
+
+static REFLECTION: Lazy<Mutex<Reflection>> = Lazy::new(|| {
+    let mut r = Reflection::default();
+    for name in BUILTIN_COLUMNS {
+        r.columns.insert(name.as_bytes().to_vec(), Column::default());
+    }
+    Mutex::new(r)
+});
 
 /// A copy of a value that owns what it points to (tvm-ffi's `AnyViewToOwnedAny`): a raw string
 /// or byte array becomes an object, an object gets a new reference.
@@ -193,10 +225,7 @@ pub unsafe fn register_metadata(index: u32, m: &TVMFFITypeMetadata) -> Result<()
 /// `value` must be a valid view.
 pub unsafe fn register_attr(index: u32, name: &[u8], value: &TVMFFIAny) -> Result<()> {
     let mut r = REFLECTION.lock();
-    let column = r.columns.entry(name.to_vec()).or_insert_with(|| Column {
-        column: Box::new(TVMFFITypeAttrColumn { data: std::ptr::null(), size: 0, begin_index: 0 }),
-        data: Vec::new(),
-    });
+    let column = r.columns.entry(name.to_vec()).or_default();
     if index == fti::NONE as u32 {
         return Ok(());
     }
