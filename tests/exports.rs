@@ -159,7 +159,8 @@ fn library_can_be_opened_twice_and_beside_another_copy() {
 /// fast path (src/runtime/threading.rs `alloc_workspace_fast` / `free_workspace_fast`) returns
 /// before any fallible work; the slow path must still run inside `ffi_boundary!` with the
 /// export's own name, which is checked below.
-const FAST_PATH_BEFORE_BOUNDARY: &[&str] = &["TVMBackendAllocWorkspace", "TVMBackendFreeWorkspace"];
+const FAST_PATH_BEFORE_BOUNDARY: &[&str] =
+    &["TVMBackendAllocWorkspace", "TVMBackendFreeWorkspace", "TVMFFIFunctionCall"];
 
 /// `src` with comments and char literals blanked to spaces, and brackets inside string literals
 /// too, keeping every byte offset: brackets and names there are not mistaken for code, while the

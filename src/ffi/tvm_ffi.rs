@@ -13,7 +13,7 @@ use crate::runtime::error::{last_error_message, set_last_error_text, Error, Resu
 use crate::runtime::ffi_error::{keep_raised, take_raised, ErrorObj};
 use crate::runtime::live;
 use crate::runtime::object::{self, legacy, type_index, ObjPtr, ObjectHeader, ObjectRef};
-use crate::runtime::packed::{byte_array, call_safe, string_any, Args, FuncObj, PackedFunc, Value};
+use crate::runtime::packed::{byte_array, string_any, ForeignCallable, FuncObj, PackedFunc, Value};
 use crate::runtime::reflection::owned_any;
 use crate::runtime::registry;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -284,37 +284,6 @@ pub unsafe extern "C" fn TVMFFIObjectDecRef(obj: *mut c_void) -> c_int {
     })
 }
 
-/// A foreign callable with its context; `deleter` runs when the function object dies.
-struct ForeignFunction {
-    context: *mut c_void,
-    call: TVMFFISafeCallType,
-    deleter: Option<unsafe extern "C" fn(*mut c_void)>,
-}
-
-// SAFETY: tvm-ffi's contract for `TVMFFIFunctionCreate`: the callable may be called, and its
-// context deleted, from any thread.
-unsafe impl Send for ForeignFunction {}
-// SAFETY: as above.
-unsafe impl Sync for ForeignFunction {}
-
-impl ForeignFunction {
-    fn call(&self, args: Args<'_>, ret: &mut Value) -> Result<()> {
-        let vals = (0..args.len()).map(|i| args.to_value(i)).collect::<Result<Vec<_>>>()?;
-        // SAFETY: `TVMFFIFunctionCreate`'s contract: `call` follows the convention for `context`.
-        *ret = unsafe { call_safe(self.call, self.context, vals)? };
-        Ok(())
-    }
-}
-
-impl Drop for ForeignFunction {
-    fn drop(&mut self) {
-        if let Some(d) = self.deleter {
-            // SAFETY: the deleter given with the context, called once.
-            unsafe { d(self.context) };
-        }
-    }
-}
-
 /// Make a function object over a C callable in tvm-ffi's convention (`safe_call(self, args,
 /// num_args, result)`); `deleter(self)` runs when the object dies.
 ///
@@ -331,18 +300,25 @@ pub unsafe extern "C" fn TVMFFIFunctionCreate(
     ffi_boundary!("TVMFFIFunctionCreate", {
         // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
         let out = unsafe { out_param(out, "out")? };
-        let foreign = ForeignFunction {
-            context: self_,
-            call: safe_call.ok_or_else(|| Error::value("argument `safe_call` is NULL"))?,
-            deleter,
-        };
-        let f = PackedFunc::from_fn(move |args, ret| foreign.call(args, ret));
+        let call = safe_call.ok_or_else(|| Error::value("argument `safe_call` is NULL"))?;
+        let f = PackedFunc::from_foreign(ForeignCallable { call, context: self_, deleter });
         *out = f.into_raw() as *mut c_void;
         Ok(0)
     })
 }
 
-/// Call a function object through its cell, as tvm-ffi's inline code does.
+/// The `safe_call` in the cell of a function object.
+///
+/// # Safety
+/// `func` must be a live function object.
+unsafe fn cell_call(func: *mut c_void) -> TVMFFISafeCallType {
+    // SAFETY: a function object's payload starts with tvm-ffi's cell (caller contract).
+    unsafe { *((func as *const u8).add(size_of::<ObjectHeader>()) as *const TVMFFISafeCallType) }
+}
+
+/// Call a function object through its cell, as tvm-ffi's inline code does. A live function with
+/// a result slot goes straight to its cell (its `safe_call` catches its own panics); anything
+/// else is checked first and gets an error naming what was wrong.
 ///
 /// # Safety
 /// `func` must be NULL (an error) or a live function object; `args` must point to `num_args`
@@ -354,23 +330,25 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
     num_args: i32,
     result: *mut TVMFFIAny,
 ) -> c_int {
+    // Hot path: a live function object (not checked in the default mode, as in tvm-ffi).
+    if !func.is_null() && !result.is_null() && live::known_unchecked() {
+        // SAFETY: a live object (caller contract): its header is readable.
+        if unsafe { (*(func as *mut ObjectHeader)).type_index } == type_index::PACKED_FUNC {
+            // SAFETY: a function object, called by its own convention with the caller's arguments.
+            return unsafe { cell_call(func)(func, args, num_args, result) };
+        }
+    }
     ffi_boundary!("TVMFFIFunctionCall", {
         check_not_null!(func, result);
         live::check(func, "function")?;
-        let header = func as *mut ObjectHeader;
         // SAFETY: a live object (caller contract).
-        let ti = unsafe { (*header).type_index };
+        let ti = unsafe { (*(func as *mut ObjectHeader)).type_index };
         if ti != type_index::PACKED_FUNC {
             return Err(Error::type_error(format!("handle {func:p} is not an ffi.Function (type index {ti})")));
         }
-        // SAFETY: a function object starts its payload with tvm-ffi's cell, whose `safe_call`
-        // takes the object itself; arguments and result per the caller's contract.
-        let rc = unsafe {
-            let cell = (header as *mut u8).add(size_of::<ObjectHeader>()) as *const TVMFFISafeCallType;
-            (*cell)(func, args, num_args, result)
-        };
-        // Non-zero: the callee raised its error on this thread; it stays as raised.
-        Ok(rc)
+        // SAFETY: as in the hot path. Non-zero: the callee raised its error on this thread; it
+        // stays as raised.
+        Ok(unsafe { cell_call(func)(func, args, num_args, result) })
     })
 }
 

@@ -42,6 +42,13 @@ pub fn checking() -> bool {
     }
 }
 
+/// Whether handles are known to be unchecked (the mode decided, and off): one relaxed load
+/// and no call, for hot paths that fall back to a checked path otherwise.
+#[inline(always)]
+pub fn known_unchecked() -> bool {
+    MODE.load(Ordering::Relaxed) == OFF
+}
+
 #[cold]
 fn decide(request: Option<bool>) -> bool {
     let on = request.unwrap_or_else(|| {

@@ -575,6 +575,45 @@ pub struct FuncObj {
     safe_call: TVMFFISafeCallType,
     cpp_call: *mut c_void,
     body: Box<Body>,
+    /// A foreign callable this function forwards to (its cell's `safe_call` is then
+    /// `forward_safe_call`, so tvm-ffi callers reach it with no conversion).
+    foreign: Option<ForeignCallable>,
+}
+
+/// A callable in tvm-ffi's convention made by foreign code (`TVMFFIFunctionCreate`): called as
+/// `call(context, args, num_args, result)`; `deleter(context)` runs when the function dies.
+pub struct ForeignCallable {
+    pub call: TVMFFISafeCallType,
+    pub context: *mut c_void,
+    pub deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+}
+
+impl Drop for ForeignCallable {
+    fn drop(&mut self) {
+        if let Some(d) = self.deleter {
+            // SAFETY: the deleter given with the context, called once.
+            unsafe { d(self.context) };
+        }
+    }
+}
+
+/// The cell's `safe_call` of a function over a [`ForeignCallable`]: the foreign call itself.
+///
+/// # Safety
+/// As any `safe_call`: `handle` is a live function object made by `PackedFunc::from_foreign`.
+unsafe extern "C" fn forward_safe_call(
+    handle: *mut c_void,
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> i32 {
+    // SAFETY: the caller's contract: a live `Obj<FuncObj>`.
+    let f = unsafe { &(*(handle as *const super::object::Obj<FuncObj>)).data };
+    match &f.foreign {
+        // SAFETY: the foreign callable's own convention, with the caller's arguments.
+        Some(c) => unsafe { (c.call)(c.context, args, num_args, result) },
+        None => -1,
+    }
 }
 
 // SAFETY: `cpp_call` is always NULL (no C++ entry); the body is Send + Sync.
@@ -592,7 +631,27 @@ pub type PackedFunc = ObjPtr<FuncObj>;
 impl PackedFunc {
     /// Wrap a Rust closure that writes its result into the given slot.
     pub fn from_fn(f: impl Fn(Args<'_>, &mut Value) -> Result<()> + Send + Sync + 'static) -> PackedFunc {
-        PackedFunc::new(FuncObj { safe_call: ffi_safe_call, cpp_call: std::ptr::null_mut(), body: Box::new(f) })
+        PackedFunc::new(FuncObj {
+            safe_call: ffi_safe_call,
+            cpp_call: std::ptr::null_mut(),
+            body: Box::new(f),
+            foreign: None,
+        })
+    }
+
+    /// A function over a foreign callable in tvm-ffi's convention: tvm-ffi callers reach it
+    /// through the cell directly; TVM 0.18 and Rust callers through [`PackedFunc::call_into`].
+    pub fn from_foreign(callable: ForeignCallable) -> PackedFunc {
+        let body = |_: Args<'_>, _: &mut Value| Err(Error::internal("a foreign function is called through its cell"));
+        // With no context to pass, the cell holds the callable itself (it then gets the function
+        // object as its first argument, as in tvm-ffi): one call less.
+        let direct = callable.context.is_null() && callable.deleter.is_none();
+        PackedFunc::new(FuncObj {
+            safe_call: if direct { callable.call } else { forward_safe_call },
+            cpp_call: std::ptr::null_mut(),
+            body: Box::new(body),
+            foreign: Some(callable),
+        })
     }
 
     /// Wrap a Rust closure that returns its result.

@@ -1,0 +1,69 @@
+//! A packed call from C through tvm-ffi's C API (`TVMFFIFunctionCall` on a C function made by
+//! `TVMFFIFunctionCreate`): this library against the real `libtvm_ffi.so` (apache-tvm-ffi,
+//! found beside apache-tvm as for the other benches: `bash benches/setup_tvm_peer.sh`). The same
+//! client, benches/tvm_ffi/call.c, is built against tvm-ffi's own header and linked to each
+//! library; each run is its own process, the two alternate `TVM_FFI_BENCH_REPS` times (default
+//! 7), and medians are reported.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn build(out: &Path, lib_dir: &Path, lib: &str) -> PathBuf {
+    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(repo().join("c_tests/third_party/tvm_ffi/include"))
+        .arg(repo().join("benches/tvm_ffi/call.c"))
+        .arg("-L")
+        .arg(lib_dir)
+        .arg(format!("-l{lib}"))
+        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+        .arg("-o")
+        .arg(out)
+        .status()
+        .expect("cc runs");
+    assert!(status.success(), "compiling benches/tvm_ffi/call.c against {}", lib_dir.display());
+    out.to_path_buf()
+}
+
+fn call_ns(client: &Path) -> f64 {
+    let out = Command::new(client).arg("1").env_remove("LD_LIBRARY_PATH").output().expect("the client runs");
+    assert!(out.status.success(), "{}: {}", client.display(), String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{text}: {e}"));
+    v["call_ns"].as_f64().expect("call_ns")
+}
+
+fn main() {
+    let reps: usize = std::env::var("TVM_FFI_BENCH_REPS").ok().and_then(|s| s.parse().ok()).unwrap_or(7);
+    let dir = scratch("tvm_ffi");
+    let ours = build(&dir.join("call_ours"), &repo().join("target/release"), "tvm_runtime");
+    let real = peer_paths().ok().and_then(|(_, deps)| deps.into_iter().next());
+    let Some(real) = real else {
+        let ns: Vec<f64> = (0..reps).map(|_| call_ns(&ours)).collect();
+        println!(
+            "tvm_ffi call: ours {} ns (the real libtvm_ffi.so not found: benches/setup_tvm_peer.sh)",
+            fmt(median(&mut ns.clone()))
+        );
+        return;
+    };
+    let peer = build(&dir.join("call_real"), real.parent().unwrap(), "tvm_ffi");
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        a.push(call_ns(&ours));
+        b.push(call_ns(&peer));
+    }
+    println!("tvm_ffi: {reps} alternating runs, each the median of 100000-call batches for 1 s");
+    report(
+        "TVMFFIFunctionCall of a C function",
+        "ours",
+        median(&mut a),
+        "libtvm_ffi.so",
+        median(&mut b),
+        "ns",
+        Some(1.0),
+    );
+}
