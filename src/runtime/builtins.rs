@@ -4,7 +4,7 @@
 use super::container::{map_object, MapObj};
 use super::error::{Error, Result};
 use super::library::system_lib;
-use super::ndarray::NDArrayData;
+use super::ndarray::NDArray;
 use super::packed::{Args, Module, PackedFunc, Value};
 use super::params::{load_params, save_params};
 use super::registry;
@@ -40,7 +40,7 @@ fn params_from_map(args: &Args<'_>, i: usize) -> Result<Vec<u8>> {
         .0
         .iter()
         .map(|(k, v)| {
-            v.downcast::<NDArrayData>()
+            NDArray::from_object(v)
                 .map(|a| (k.as_str(), a))
                 .ok_or_else(|| Error::type_error(format!("param `{k}` is not an NDArray")))
         })

@@ -61,6 +61,7 @@ pub struct StringObj(SliceObj<c_char>);
 
 impl ObjectType for StringObj {
     const TYPE_INDEX: u32 = type_index::STRING;
+    const LAYOUT_SHARED: bool = true;
 }
 
 /// Bytes as C characters (`c_char` and `u8` have the same size and alignment).
@@ -81,6 +82,7 @@ pub struct BytesObj(SliceObj<c_char>);
 
 impl ObjectType for BytesObj {
     const TYPE_INDEX: u32 = type_index::BYTES;
+    const LAYOUT_SHARED: bool = true;
 }
 
 impl BytesObj {
@@ -123,6 +125,7 @@ pub struct BigIntObj {
 
 impl ObjectType for BigIntObj {
     const TYPE_INDEX: u32 = type_index::BIG_INT;
+    const LAYOUT_SHARED: bool = true;
 }
 
 impl InplaceObject for BigIntObj {
@@ -156,6 +159,8 @@ pub struct ArrayObj {
 
 impl ObjectType for ArrayObj {
     const TYPE_INDEX: u32 = type_index::ARRAY;
+    /// TVM 0.18's `ArrayNode` layout, which C code may build itself (c_tests/test_object_layout.c).
+    const LAYOUT_SHARED: bool = true;
 }
 
 impl InplaceObject for ArrayObj {
@@ -211,6 +216,7 @@ impl ShapeTupleObj {
 
 impl ObjectType for ShapeTupleObj {
     const TYPE_INDEX: u32 = type_index::SHAPE_TUPLE;
+    const LAYOUT_SHARED: bool = true;
 }
 
 /// A shape tuple object.

@@ -35,6 +35,7 @@ unsafe impl Sync for ErrorObj {}
 
 impl ObjectType for ErrorObj {
     const TYPE_INDEX: u32 = type_index::ERROR;
+    const LAYOUT_SHARED: bool = true;
 }
 
 /// A NUL-terminated copy of `bytes` and the array describing it (without the NUL).

@@ -9,7 +9,7 @@ use super::device::{device_api, ALLOC_ALIGNMENT};
 use super::dtype::data_size;
 use super::error::{Error, Result};
 use super::live;
-use super::object::{type_index, LegacyPtr, ObjPtr, ObjectHeader, ObjectType};
+use super::object::{type_index, LegacyPtr, ObjPtr, ObjectHeader, ObjectRef, ObjectType, MADE_HERE};
 use super::tensor::{host_view_of, TensorRef};
 use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use std::ffi::c_void;
@@ -29,6 +29,8 @@ enum DataOwner {
     DLPackVersioned(*mut DLManagedTensorVersioned),
     /// Memory owned by someone else who keeps it alive (e.g. a zero-copy input).
     External,
+    /// A tensor object made by foreign tvm-ffi code, whose memory this array views.
+    Object(#[allow(dead_code)] ObjectRef),
 }
 
 /// Payload of an NDArray object. The first three fields mirror TVM's container layout.
@@ -92,7 +94,7 @@ impl Drop for NDArrayData {
                     let _ = unsafe { api.free_data_space(dev, self.dl_tensor.data) };
                 }
             }
-            DataOwner::Parent(_) | DataOwner::External => {}
+            DataOwner::Parent(_) | DataOwner::External | DataOwner::Object(_) => {}
             DataOwner::DLPack(m) => {
                 // SAFETY: `m` is the producer's tensor we took over in `from_dlpack`; its
                 // deleter is called exactly once, here.
@@ -323,6 +325,35 @@ impl NDArray {
         build(raw.data, shape_tuple(prototype.shape()?), strides, raw.dtype, raw.device, raw.byte_offset, ctx, owner)
     }
 
+    /// The array an object is: one of ours, or a view of an `ffi.Tensor` made by foreign tvm-ffi
+    /// code (whose payload past the `DLTensor` is its own), keeping that object alive. `None` for
+    /// other objects.
+    pub fn from_object(obj: &ObjectRef) -> Option<NDArray> {
+        if let Some(a) = obj.downcast::<NDArrayData>() {
+            return Some(a);
+        }
+        if obj.type_index() != type_index::NDARRAY {
+            return None;
+        }
+        // SAFETY: an `ffi.Tensor` has its `DLTensor` right after the header (tvm-ffi's layout),
+        // valid while the object lives, which the view makes sure of.
+        let t = unsafe { TensorRef::new(&*((obj.as_header() as *const u8).add(DLTENSOR_OFFSET) as *const DLTensor)) };
+        let raw = t.raw();
+        let strides = t.strides().map(|s| s.to_vec().into_boxed_slice());
+        let owner = DataOwner::Object(obj.clone());
+        build(
+            raw.data,
+            shape_tuple(t.shape().ok()?),
+            strides,
+            raw.dtype,
+            raw.device,
+            raw.byte_offset,
+            std::ptr::null_mut(),
+            owner,
+        )
+        .ok()
+    }
+
     /// An array over a producer's tensor `t`, which `owner` releases; nothing is taken over on error.
     fn adopt_dlpack(
         t: TensorRef<'_>,
@@ -375,7 +406,7 @@ impl NDArray {
             return Err(live::not_live(handle as usize, "NDArray"));
         }
         // SAFETY: the header is live (same reason).
-        if unsafe { (*header).type_index } != type_index::NDARRAY {
+        if unsafe { (*header).type_index != type_index::NDARRAY || (*header).padding != MADE_HERE } {
             return Err(Error::type_error("handle is not an NDArray created by this runtime"));
         }
         Ok(header)

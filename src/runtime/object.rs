@@ -74,7 +74,8 @@ pub struct ObjectHeader {
     /// Strong count in the low 32 bits, weak count in the high 32.
     pub combined_ref_count: AtomicU64,
     pub type_index: u32,
-    /// tvm-ffi's `__padding`, where TVM 0.18's view has its (unused) counter.
+    /// tvm-ffi's `__padding`, where TVM 0.18's view has its (unused) counter: [`MADE_HERE`] in
+    /// objects made by this runtime.
     pub padding: u32,
     pub deleter: Option<Deleter>,
 }
@@ -82,14 +83,29 @@ pub struct ObjectHeader {
 impl ObjectHeader {
     /// The header of a new object of type `type_index`: one strong and one weak reference.
     pub fn new(type_index: u32, deleter: Deleter) -> Self {
-        ObjectHeader { combined_ref_count: AtomicU64::new(BOTH_ONE), type_index, padding: 0, deleter: Some(deleter) }
+        ObjectHeader {
+            combined_ref_count: AtomicU64::new(BOTH_ONE),
+            type_index,
+            padding: MADE_HERE,
+            deleter: Some(deleter),
+        }
     }
 }
 
 /// A payload type that can live inside an object.
 pub trait ObjectType: Send + Sync + 'static {
     const TYPE_INDEX: u32;
+    /// Whether objects of this type index made by foreign code (tvm-ffi's C++ headers) have
+    /// this payload's layout in every field this runtime reads, so they may be read as `Self`
+    /// (strings, bytes, shapes, big integers, a function's or an error's cell). Otherwise only
+    /// objects made here are (their header carries [`MADE_HERE`]).
+    const LAYOUT_SHARED: bool = false;
 }
+
+/// The value of the header's padding word in every object this runtime makes (tvm-ffi's own
+/// objects have 0 there), so objects of a type whose payload is this runtime's own can be told
+/// from foreign ones of the same type index.
+pub const MADE_HERE: u32 = 0x7276_6d74;
 
 /// Header plus payload, laid out as in C (the payload at offset 24).
 #[repr(C)]
@@ -542,9 +558,15 @@ impl ObjectRef {
         // SAFETY: live object.
         unsafe { (*self.as_header()).type_index }
     }
-    /// A typed reference if the object's type index is `T`'s.
+    /// Whether this runtime made the object (else foreign code compiled against tvm-ffi did).
+    pub fn made_here(&self) -> bool {
+        // SAFETY: live object.
+        unsafe { (*self.as_header()).padding == MADE_HERE }
+    }
+    /// A typed reference if the object's type index is `T`'s (and, for a payload of this
+    /// runtime's own layout, if this runtime made it).
     pub fn downcast<T: ObjectType>(&self) -> Option<ObjPtr<T>> {
-        if self.type_index() == T::TYPE_INDEX {
+        if self.type_index() == T::TYPE_INDEX && (T::LAYOUT_SHARED || self.made_here()) {
             // SAFETY: the type index identifies the payload type; objects with a given static
             // index are created by `ObjPtr::<T>` of the matching `T`, or by foreign code with
             // the same C layout (tvm-ffi's, which the payloads of `container` keep).

@@ -10,7 +10,7 @@
 use super::container::{BytesObj, StringObj};
 use super::cptr::{array_ptr_or_null, bytes_ptr};
 use super::error::{Error, Result};
-use super::ndarray::{NDArray, NDArrayData};
+use super::ndarray::NDArray;
 use super::object::{legacy, type_index, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
 use super::tensor::{RawTensor, TensorRef};
 use crate::abi::{
@@ -292,7 +292,10 @@ impl<'a> Args<'a> {
         self.typed::<FuncObj>(i, "PackedFunc")
     }
     pub fn ndarray(&self, i: usize) -> Result<NDArray> {
-        self.typed::<NDArrayData>(i, "NDArray")
+        let obj = self.object(i)?;
+        NDArray::from_object(&obj).ok_or_else(|| {
+            Error::type_error(format!("argument {i}: expected NDArray, got object of type index {}", obj.type_index()))
+        })
     }
 
     /// The argument as an owned [`Value`] (strings and bytes copied, objects retained).
@@ -354,7 +357,7 @@ pub enum Value {
 impl Value {
     /// Classify an object by its type index.
     pub fn from_object(obj: ObjectRef) -> Value {
-        if let Some(a) = obj.downcast::<NDArrayData>() {
+        if let Some(a) = NDArray::from_object(&obj) {
             Value::NDArray(a)
         } else if let Some(m) = obj.downcast::<ModuleObj>() {
             Value::Module(m)
@@ -623,6 +626,7 @@ unsafe impl Sync for FuncObj {}
 
 impl ObjectType for FuncObj {
     const TYPE_INDEX: u32 = type_index::PACKED_FUNC;
+    const LAYOUT_SHARED: bool = true;
 }
 
 /// A reference-counted packed function.
@@ -766,6 +770,11 @@ unsafe fn direct(a: &TVMFFIAny, v: &mut TVMValue, c: &mut i32) -> bool {
         fti::RAW_STR if !p.is_null() => (TVMValue { v_str: p as *const c_char }, tc::STR),
         t if t >= fti::STATIC_OBJECT_BEGIN && !p.is_null() => {
             let header = p as *mut ObjectHeader;
+            // A foreign object takes the owned path (a foreign tensor becomes a view of ours).
+            // SAFETY: a live object (caller contract).
+            if unsafe { (*header).padding } != super::object::MADE_HERE {
+                return false;
+            }
             match t as u32 {
                 type_index::NDARRAY => {
                     (TVMValue { v_handle: header_offset(header, size_of::<ObjectHeader>()) }, tc::NDARRAY_HANDLE)
