@@ -24,6 +24,9 @@ static TVMFFIByteArray bytes_of(const char* s) {
   TVMFFIByteArray b = {s, strlen(s)};
   return b;
 }
+static int bytes_are(TVMFFIByteArray b, const char* want) {
+  return b.size == strlen(want) && memcmp(b.data, want, b.size) == 0;
+}
 static void* cell_of(void* obj) { return (char*)obj + sizeof(TVMFFIObject); }
 static int32_t type_of(void* obj) { return ((TVMFFIObject*)obj)->type_index; }
 static uint32_t strong_count(void* obj) {
@@ -158,6 +161,17 @@ static void strings(void) {
   CHECK_OK(TVMFFIObjectDecRef(s.v_obj));
   name = bytes_of("floaty");
   CHECK(TVMFFIDataTypeFromString(&name, &t) == -1);
+  /* tvm-ffi's spelling: DLPack 1.x codes, bool as 8 bits, aliases */
+  name = bytes_of("fp8_e4m3fn");
+  CHECK_OK(TVMFFIDataTypeFromString(&name, &t));
+  CHECK(t.code == kDLFloat8_e4m3fn && t.bits == 8 && t.lanes == 1);
+  CHECK_OK(TVMFFIDataTypeToString(&t, &s));
+  REQUIRE(s.type_index == kTVMFFIStr);
+  CHECK(bytes_are(*(const TVMFFIByteArray*)cell_of(s.v_obj), "float8_e4m3fn"));
+  CHECK_OK(TVMFFIObjectDecRef(s.v_obj));
+  name = bytes_of("bool");
+  CHECK_OK(TVMFFIDataTypeFromString(&name, &t));
+  CHECK(t.code == kDLBool && t.bits == 8 && t.lanes == 1);
 
   int32_t index = -1;
   TVMFFIByteArray key = bytes_of("ffi.Tensor");
@@ -238,9 +252,6 @@ static void threads(void) {
 /* ---- errors --------------------------------------------------------------------------------- */
 
 static const TVMFFIErrorCell* error_cell(void* e) { return (const TVMFFIErrorCell*)cell_of(e); }
-static int bytes_are(TVMFFIByteArray b, const char* want) {
-  return b.size == strlen(want) && memcmp(b.data, want, b.size) == 0;
-}
 
 static void errors(void) {
   /* an error the callee raised comes out as an ffi.Error with its kind and message */
@@ -448,6 +459,65 @@ static void foreign_tensor(void) {
     t->header.deleter(t, kTVMFFIObjectDeleterFlagBitMaskBoth);
   }
   CHECK(foreign_tensors_freed == 1);
+}
+
+/* ---- ffi.Array and the sentinel objects ---------------------------------------------------- */
+
+static void arrays(void) {
+  TVMFFIAny items[3];
+  memset(items, 0, sizeof items);
+  items[0] = int_any(7);
+  items[1].type_index = kTVMFFIRawStr;
+  items[1].v_c_str = "a string longer than seven";
+  items[2].type_index = kTVMFFIFloat;
+  items[2].v_float64 = 2.5;
+  TVMFFIAny arr = call_global("ffi.Array", items, 3);
+  REQUIRE(arr.type_index == kTVMFFIArray);
+  /* the sequence cell, read inline as tvm-ffi's headers do */
+  const TVMFFISeqCell* seq = (const TVMFFISeqCell*)cell_of(arr.v_obj);
+  REQUIRE(seq->size == 3 && seq->capacity >= 3);
+  const TVMFFIAny* e = (const TVMFFIAny*)seq->data;
+  CHECK(e[0].type_index == kTVMFFIInt && e[0].v_int64 == 7);
+  CHECK(e[1].type_index == kTVMFFIStr && bytes_are(*(const TVMFFIByteArray*)cell_of(e[1].v_obj), items[1].v_c_str));
+  CHECK(e[2].type_index == kTVMFFIFloat && e[2].v_float64 == 2.5);
+
+  TVMFFIAny get[2] = {arr, int_any(1)};
+  TVMFFIAny second = call_global("ffi.ArrayGetItem", get, 2);
+  CHECK(second.type_index == kTVMFFIStr && second.v_obj == e[1].v_obj);
+  CHECK_OK(TVMFFIObjectDecRef(second.v_obj));
+  TVMFFIAny size = call_global("ffi.ArraySize", &arr, 1);
+  CHECK(size.type_index == kTVMFFIInt && size.v_int64 == 3);
+  get[1] = int_any(7);
+  TVMFFIAny has = call_global("ffi.ArrayContains", get, 2);
+  CHECK(has.type_index == kTVMFFIBool && has.v_int64 == 1);
+  get[1] = int_any(8);
+  has = call_global("ffi.ArrayContains", get, 2);
+  CHECK(has.type_index == kTVMFFIBool && has.v_int64 == 0);
+  CHECK_OK(TVMFFIObjectDecRef(arr.v_obj));
+
+  /* the global names, through the functor tvm-ffi's frontends list them with */
+  TVMFFIAny lister = call_global("ffi.FunctionListGlobalNamesFunctor", NULL, 0);
+  REQUIRE(lister.type_index == kTVMFFIFunction);
+  TVMFFIAny minus_one = int_any(-1), count;
+  REQUIRE_OK(TVMFFIFunctionCall(lister.v_obj, &minus_one, 1, &count));
+  int found = 0;
+  for (int64_t i = 0; i < count.v_int64; i++) {
+    TVMFFIAny idx = int_any(i), n;
+    if (!CHECK_OK(TVMFFIFunctionCall(lister.v_obj, &idx, 1, &n))) break;
+    TVMFFIByteArray text = n.type_index == kTVMFFISmallStr ? (TVMFFIByteArray){n.v_bytes, n.small_str_len}
+                                                           : *(const TVMFFIByteArray*)cell_of(n.v_obj);
+    found += bytes_are(text, "ffi.ArraySize");
+    if (n.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectDecRef(n.v_obj);
+  }
+  CHECK(count.v_int64 > 50 && found == 1);
+  TVMFFIObjectDecRef(lister.v_obj);
+
+  TVMFFIAny k1 = call_global("ffi.GetKwargsObject", NULL, 0), k2 = call_global("ffi.GetKwargsObject", NULL, 0);
+  TVMFFIAny missing = call_global("ffi.GetInvalidObject", NULL, 0);
+  CHECK(k1.type_index == kTVMFFIObject && k1.v_obj == k2.v_obj && missing.v_obj != k1.v_obj);
+  TVMFFIObjectDecRef(k1.v_obj);
+  TVMFFIObjectDecRef(k2.v_obj);
+  TVMFFIObjectDecRef(missing.v_obj);
 }
 
 /* ---- the type registry and reflection ----------------------------------------------------- */
@@ -689,6 +759,7 @@ int main(void) {
   errors();
   dlpack();
   foreign_tensor();
+  arrays();
   types_and_reflection();
   environment();
   version_and_init_once();

@@ -475,7 +475,7 @@ pub unsafe extern "C" fn TVMFFIDataTypeFromString(str: *const TVMFFIByteArray, o
     ffi_boundary!("TVMFFIDataTypeFromString", {
         // SAFETY: the caller's contract.
         let (text, out) = unsafe { (name_arg(str, "str")?, out_param(out, "out")?) };
-        *out = DLDataType::parse(&text)?;
+        *out = crate::runtime::ffi_dtype::parse(&text)?;
         Ok(0)
     })
 }
@@ -490,7 +490,7 @@ pub unsafe extern "C" fn TVMFFIDataTypeToString(dtype: *const DLDataType, out: *
         check_not_null!(dtype);
         // SAFETY: the caller's contract.
         let (dtype, out) = unsafe { (*dtype, out_param(out, "out")?) };
-        *out = string_any(dtype.to_string().as_bytes());
+        *out = string_any(crate::runtime::ffi_dtype::to_string(dtype)?.as_bytes());
         Ok(0)
     })
 }

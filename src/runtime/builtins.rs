@@ -27,6 +27,7 @@ fn all() -> Vec<(&'static str, PackedFunc)> {
     all.extend(array_globals());
     all.extend(module_globals());
     all.extend(ffi_module_globals());
+    all.extend(super::ffi_globals::globals());
     all.extend(super::time_evaluator::globals());
     all
 }

@@ -4,6 +4,7 @@
 
 use super::error::{Error, Result};
 use super::object::{type_index, InplaceObject, LegacyRef, ObjPtr, ObjectRef, ObjectType};
+use crate::abi::TVMFFIAny;
 use std::ffi::c_char;
 
 /// TVM's `{const T* data; uint64_t size}` payload (of `StringObj` and `ShapeTupleObj`), which code
@@ -147,6 +148,73 @@ pub fn normalized_words(words: &[i64]) -> &[i64] {
 /// A big integer of more than one word (normalized words, at least two).
 pub fn big_int(words: Vec<i64>) -> ObjPtr<BigIntObj> {
     ObjPtr::new_inplace(BigIntObj { size: words.len() as u64 }, words)
+}
+
+/// Payload of an `ffi.Array`: tvm-ffi's `TVMFFISeqCell` (elements as owned `TVMFFIAny` values in
+/// a buffer of `capacity`, `size` of them used), which tvm-ffi code reads inline. Arrays made
+/// here own their buffer (`data_deleter` NULL; freed with the array); foreign ones are read
+/// through the cell only.
+#[repr(C)]
+pub struct FfiArrayObj {
+    data: *mut TVMFFIAny,
+    size: i64,
+    capacity: i64,
+    data_deleter: Option<unsafe extern "C" fn(*mut std::ffi::c_void)>,
+}
+
+// SAFETY: the elements are owned values of Send + Sync objects (or plain data), never written
+// after construction.
+unsafe impl Send for FfiArrayObj {}
+// SAFETY: as above (shared access is read-only).
+unsafe impl Sync for FfiArrayObj {}
+
+impl ObjectType for FfiArrayObj {
+    const TYPE_INDEX: u32 = type_index::FFI_ARRAY;
+    const LAYOUT_SHARED: bool = true;
+}
+
+impl FfiArrayObj {
+    /// An array owning `items` (each an owned value: its object reference passes to the array).
+    pub fn new(items: Vec<TVMFFIAny>) -> Self {
+        let n = items.len() as i64;
+        let data =
+            if n == 0 { std::ptr::null_mut() } else { Box::into_raw(items.into_boxed_slice()) as *mut TVMFFIAny };
+        FfiArrayObj { data, size: n, capacity: n, data_deleter: None }
+    }
+
+    /// The elements (views: the array keeps them).
+    pub fn items(&self) -> &[TVMFFIAny] {
+        match usize::try_from(self.size) {
+            // SAFETY: `data` holds `size` initialised elements (ours: the boxed slice of `new`;
+            // a foreign array's: tvm-ffi's cell says so), alive as long as the array.
+            Ok(n) if n > 0 && !self.data.is_null() => unsafe { std::slice::from_raw_parts(self.data, n) },
+            _ => &[],
+        }
+    }
+}
+
+impl Drop for FfiArrayObj {
+    fn drop(&mut self) {
+        for a in self.items() {
+            if a.type_index >= crate::abi::ffi_type_index::STATIC_OBJECT_BEGIN && !a.as_ptr().is_null() {
+                // SAFETY: each element object reference is owned by the array, released once.
+                unsafe { super::object::release(a.as_ptr() as *mut super::object::ObjectHeader) };
+            }
+        }
+        let n = self.capacity as usize;
+        if !self.data.is_null() {
+            // SAFETY: only arrays made by `new` are dropped here (foreign ones have their own
+            // deleter): `data` is the boxed slice of `n` elements, freed once.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.data, n)) });
+        }
+    }
+}
+
+/// A plain `ffi.Object` (no payload), for sentinels such as tvm-ffi's missing and kwargs objects.
+pub struct PlainObj;
+
+impl ObjectType for PlainObj {
+    const TYPE_INDEX: u32 = type_index::ROOT;
 }
 
 /// Payload of an `Array`: TVM's `ArrayNode`, `{int64_t size_; int64_t capacity_;}` followed in

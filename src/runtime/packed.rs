@@ -799,8 +799,8 @@ fn header_offset(header: *mut ObjectHeader, offset: usize) -> *mut c_void {
 }
 
 impl Value {
-    /// The value a `TVMFFIAny` view holds; objects get a new reference, strings and bytes are
-    /// copied (an `ffi.String` argument arrives as a string).
+    /// The value a `TVMFFIAny` view holds; objects get a new reference (an `ffi.String` stays
+    /// an object, which reads as a string), inline and raw strings and bytes are copied.
     ///
     /// # Safety
     /// `a` must be a valid view: its pointers valid for the call, its object live.
@@ -940,11 +940,9 @@ unsafe fn object_value(header: *mut ObjectHeader) -> Result<Value> {
     if header.is_null() {
         return Ok(Value::Null);
     }
-    // SAFETY: live (contract above); the reference taken is the value's.
+    // SAFETY: live (contract above); the reference taken is the value's. An `ffi.String` stays
+    // the object it is (callers read it as a string; passed on, it is the same object).
     let obj = unsafe { ObjectRef::from_borrowed(header) };
-    if let Some(s) = obj.downcast::<StringObj>() {
-        return Ok(text_value(s.as_bytes()?));
-    }
     if let Some(b) = obj.downcast::<BytesObj>() {
         return Ok(Value::Bytes(b.as_bytes()?.to_vec()));
     }

@@ -1,0 +1,102 @@
+//! tvm-ffi's container and object globals (`ffi.Array*`, `ffi.GetInvalidObject`,
+//! `ffi.GetKwargsObject`), over the objects of [`container`](super::container), installed with
+//! the other built-in globals. (tvm-ffi's module globals are with TVM 0.18's, in `builtins.rs`.)
+
+use super::container::{FfiArrayObj, PlainObj};
+use super::error::{Error, Result};
+use super::object::{ObjPtr, ObjectRef};
+use super::packed::{Args, PackedFunc, Value};
+use crate::abi::TVMFFIAny;
+use once_cell::sync::Lazy;
+
+/// The `ffi.Array` argument `i`, made here or by foreign tvm-ffi code.
+fn array_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<FfiArrayObj>> {
+    let o = args.object(i)?;
+    o.downcast::<FfiArrayObj>().ok_or_else(|| {
+        Error::type_error(format!("argument {i}: expected ffi.Array, got type index {}", o.type_index()))
+    })
+}
+
+/// Element `i` of an array (a new reference), or an index error.
+fn item(a: &FfiArrayObj, i: i64) -> Result<Value> {
+    let items = a.items();
+    let v = usize::try_from(i)
+        .ok()
+        .and_then(|i| items.get(i))
+        .ok_or_else(|| Error::index(format!("index {i} out of range for an array of size {}", items.len())))?;
+    // SAFETY: an owned element of a live array (its object alive as long as the array).
+    unsafe { Value::from_any_view(v) }
+}
+
+/// Whether two values are equal as tvm-ffi's `AnyEqual` sees plain values, strings and objects
+/// (same kind and value; strings and bytes by content; other objects by identity).
+fn any_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::Bytes(x), Value::Bytes(y)) => x == y,
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Float(x), Value::Float(y)) => x == y,
+        (Value::Null, Value::Null) => true,
+        _ => {
+            let (x, y) = (a.clone().into_any(), b.clone().into_any());
+            let same = x.type_index == y.type_index && x.value == y.value;
+            // SAFETY: both were made owned by `into_any` just above; released once.
+            unsafe { drop((Value::adopt_any(x), Value::adopt_any(y))) };
+            same
+        }
+    }
+}
+
+/// The missing-value and kwargs markers tvm-ffi's frontends compare objects against.
+static MISSING: Lazy<ObjectRef> = Lazy::new(|| ObjPtr::new(PlainObj).to_object_ref());
+static KWARGS: Lazy<ObjectRef> = Lazy::new(|| ObjPtr::new(PlainObj).to_object_ref());
+
+pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
+    vec![
+        (
+            "ffi.Array",
+            PackedFunc::from_typed(|args| {
+                let items =
+                    (0..args.len()).map(|i| Ok(args.to_value(i)?.into_any())).collect::<Result<Vec<TVMFFIAny>>>()?;
+                Ok(Value::Object(ObjPtr::new(FfiArrayObj::new(items)).to_object_ref()))
+            }),
+        ),
+        ("ffi.ArrayGetItem", PackedFunc::from_typed(|args| item(&*array_arg(&args, 0)?, args.int(1)?))),
+        ("ffi.ArraySize", PackedFunc::from_typed(|args| Ok(Value::Int(array_arg(&args, 0)?.items().len() as i64)))),
+        (
+            "ffi.ArrayContains",
+            PackedFunc::from_typed(|args| {
+                let (a, v) = (array_arg(&args, 0)?, args.to_value(1)?);
+                for x in a.items() {
+                    // SAFETY: an owned element of a live array.
+                    if any_equal(&unsafe { Value::from_any_view(x) }?, &v) {
+                        return Ok(Value::Bool(true));
+                    }
+                }
+                Ok(Value::Bool(false))
+            }),
+        ),
+        ("ffi.GetInvalidObject", PackedFunc::from_typed(|_| Ok(Value::Object(MISSING.clone())))),
+        (
+            "ffi.FunctionListGlobalNamesFunctor",
+            PackedFunc::from_typed(|_| {
+                // A function over a snapshot of the names: -1 gives their count, i the i-th.
+                let names = super::registry::list_names();
+                Ok(Value::Func(PackedFunc::from_typed(move |args| match args.int(0)? {
+                    i if i < 0 => Ok(Value::Int(names.len() as i64)),
+                    i => names.get(i as usize).map(|n| Value::Str(n.clone())).ok_or_else(|| {
+                        Error::index(format!("index {i} out of range for {} global names", names.len()))
+                    }),
+                })))
+            }),
+        ),
+        (
+            "ffi.FunctionRemoveGlobal",
+            PackedFunc::from_typed(|args| Ok(Value::Bool(super::registry::remove(&args.string(0)?)))),
+        ),
+        ("ffi.String", PackedFunc::from_typed(|args| Ok(Value::Str(args.string(0)?)))),
+        ("ffi.Bytes", PackedFunc::from_typed(|args| Ok(Value::Bytes(args.bytes(0)?.to_vec())))),
+        ("ffi.GetKwargsObject", PackedFunc::from_typed(|_| Ok(Value::Object(KWARGS.clone())))),
+    ]
+}
