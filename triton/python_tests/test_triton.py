@@ -9,6 +9,7 @@ Run by scripts/triton_tests.sh (its venv is cached under target/)."""
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import signal
 import threading
 import time
@@ -63,9 +64,21 @@ def server(tmp_path_factory):
     add_model(repo, "bad_dtype", demo, STATED.replace("TYPE_FP32 dims: [ 1, 1, 16", "TYPE_INT32 dims: [ 1, 1, 16"))
     add_model(repo, "bad_name", demo, STATED.replace('name: "data"', 'name: "image"'))
     add_model(repo, "bad_batch", demo, "max_batch_size: 8\n")
+    add_model(repo, "demo_pipeline", demo, params(core_groups="2", threads_per_group="1"))
+    add_model(repo, "demo_pipeline_stated", demo, STATED + params(core_groups="2"))
+    add_model(repo, "bad_groups", demo, params(core_groups="0"))
+    add_model(repo, "bad_per_group", demo, params(core_groups="1", threads_per_group="many"))
+    add_model(repo, "bad_pin", demo, params(pin="yes"))
+    add_model(repo, "bad_pin_count", demo, params(pin="1") + f"instance_group [ {{ kind: KIND_CPU, count: {len(os.sched_getaffinity(0)) + 1} }} ]\n")
+    write_manifest(add_model(repo, "bad_pipeline_buckets", bucket_files(), params(core_groups="1")))
     s = Server(repo, work)
     yield s
     assert s.stop() == 0, s.log.read_text()[-3000:]
+
+
+def params(**pairs: str) -> str:
+    """A configuration's `parameters` entries."""
+    return "".join(f'parameters {{ key: "{k}" value {{ string_value: "{v}" }} }}\n' for k, v in pairs.items())
 
 
 def infer_http(s: Server, model: str, x: np.ndarray, name="data", datatype="FP32"):
@@ -119,11 +132,16 @@ def test_bad_models_fail_their_own_load_with_the_reason(server):
         "bad_dtype": "input 'data': data_type TYPE_INT32 in the configuration, the model's is TYPE_FP32",
         "bad_name": "the model's input 'data' is missing from the configuration's inputs",
         "bad_batch": "max_batch_size 8 is more than the largest batch the model runs (1)",
+        "bad_groups": "parameter `core_groups`",
+        "bad_per_group": "parameter `threads_per_group`",
+        "bad_pin": "parameter `pin`: `yes` is not 0 or 1",
+        "bad_pin_count": "parameter `pin`",
+        "bad_pipeline_buckets": "parameter `core_groups`: the request pipeline runs plain graph models",
     }
     for name, reason in reasons.items():
         assert index[name]["state"] == "UNAVAILABLE", index[name]
         assert reason in index[name]["reason"], index[name]
-    for name in ("demo", "buckets", "mlp", "legacy", "failing"):
+    for name in ("demo", "buckets", "mlp", "legacy", "failing", "demo_pipeline", "demo_pipeline_stated"):
         assert index[name]["state"] == "READY", index[name]
     assert "bad_shape" in server.log.read_text()
 
@@ -283,3 +301,72 @@ def test_four_instances_hold_one_copy_of_the_weights(tmp_path):
         finally:
             assert s.stop() == 0
     assert rss[4] - rss[1] < weights_kb // 2, (rss, weights_kb)
+
+
+def test_the_pipeline_gives_the_same_numbers_as_without_it(server):
+    """core_groups=2: a batch Triton hands the instance runs its rows at once over two core
+    groups; every response is bit-identical to the same model without the pipeline."""
+    config = server.get("/v2/models/demo_pipeline/config")
+    assert config["max_batch_size"] == 4 and "dynamic_batching" in config, config
+    jobs = CASES * 6
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        piped = list(pool.map(lambda c: infer_grpc(server, "demo_pipeline", image(c)).as_numpy(OUTPUT), jobs))
+        plain = list(pool.map(lambda c: infer_grpc(server, "demo", image(c)).as_numpy(OUTPUT), jobs))
+    for case, y, z in zip(jobs, piped, plain):
+        assert np.array_equal(y.reshape(-1).view(np.uint32), z.reshape(-1).view(np.uint32)), case["seed"]
+        assert_exact(y, expected(case), f"demo_pipeline seed {case['seed']}")
+    two = np.concatenate([image(CASES[0]), image(CASES[3])])
+    y = infer_http(server, "demo_pipeline", two).as_numpy(OUTPUT)
+    assert y.shape == (2, 10)
+    assert_exact(y[0], expected(CASES[0]), "row 0 of a two-row request")
+    assert_exact(y[1], expected(CASES[3]), "row 1 of a two-row request")
+    for case in CASES:
+        assert_exact(infer_http(server, "demo_pipeline_stated", image(case)).as_numpy(OUTPUT), expected(case), "stated")
+
+
+def worker_threads(pid: int):
+    """The runtime's kernel workers of a process: each one's allowed CPUs (as /proc shows them)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if not (task / "comm").read_text().startswith("tvm-worker"):
+                continue
+            fields = dict(line.split(":", 1) for line in (task / "status").read_text().splitlines() if ":" in line)
+            out.append(fields["Cpus_allowed_list"].strip())
+        except FileNotFoundError:  # the thread ended meanwhile
+            pass
+    return out
+
+
+def test_pinned_instances_run_their_kernels_on_their_own_cpus(tmp_path):
+    """pin=1 with two instances: the process's CPUs split between them, each instance's kernel
+    workers pinned to its half; with the pipeline (one instance, two core groups), each group's
+    workers to its share. Numbers unchanged; a burst of requests starts no more workers."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("pinning to distinct core groups needs 2 CPUs")
+    repo = tmp_path / "models"
+    demo = {"model.so": FIXTURES["demo"]}
+    add_model(repo, "pinned", demo, params(pin="1", intra_op_threads="2") + "instance_group [ { kind: KIND_CPU, count: 2 } ]\n")
+    add_model(repo, "pinned_pipeline", demo, params(pin="1", core_groups="2", threads_per_group="2"))
+    s = Server(repo, tmp_path)
+    try:
+        def burst():
+            jobs = [(m, c) for m in ("pinned", "pinned_pipeline") for c in CASES * 4]
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                outs = list(pool.map(lambda j: infer_grpc(s, j[0], image(j[1])).as_numpy(OUTPUT), jobs))
+            for (m, case), y in zip(jobs, outs):
+                assert_exact(y, expected(case), f"{m} seed {case['seed']}")
+
+        burst()
+        workers = worker_threads(s.process.pid)
+        full = f"{allowed[0]}-{allowed[-1]}" if allowed == list(range(allowed[0], allowed[-1] + 1)) else None
+        assert workers and all(w != full for w in workers), (workers, allowed)
+        assert len(set(workers)) >= 2, workers
+        threads = proc_status(s.process.pid)[0]
+        for _ in range(3):
+            burst()
+        assert sorted(worker_threads(s.process.pid)) == sorted(workers)
+        assert proc_status(s.process.pid)[0] <= threads + len(allowed), (threads, proc_status(s.process.pid))
+    finally:
+        assert s.stop() == 0, s.log.read_text()[-3000:]

@@ -14,7 +14,8 @@ pub fn parameter(config: &Value, key: &str) -> Option<String> {
 }
 
 /// Parameters this backend knows; any other is refused (a typo would otherwise do nothing).
-const PARAMETERS: [&str; 3] = ["intra_op_threads", "inter_op_threads", "function"];
+const PARAMETERS: [&str; 6] =
+    ["intra_op_threads", "inter_op_threads", "core_groups", "threads_per_group", "pin", "function"];
 
 /// The executor options the parameters give (`intra_op_threads`, `inter_op_threads`).
 pub fn executor_options(config: &Value) -> Result<ExecutorOptions> {

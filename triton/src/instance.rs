@@ -1,24 +1,35 @@
 //! One model instance's frame over the model's shared session: a graph executor or bucketed
-//! context of its own (its activations; the weights are the session's), or, for the VM, the
-//! VM's frames (one per calling thread, kept by the VM module).
+//! context of its own (its activations; the weights are the session's), a request pipeline over
+//! the session's plan (parameter `core_groups`), or, for the VM, the VM's frames (one per calling
+//! thread, kept by the VM module). A pinned instance's kernels run on its own pinned pool.
 
 use crate::error::{Failure, Result};
 use crate::model::{Session, TensorSpec};
+use crate::threads::InstanceThreads;
+use std::sync::Arc;
 use tvm_runtime::graph::buckets::BucketContext;
-use tvm_runtime::graph::options::ExecutorOptions;
+use tvm_runtime::graph::pipeline::Pipeline;
 use tvm_runtime::graph::{Front, Key};
 use tvm_runtime::runtime::container::ArrayObj;
 use tvm_runtime::runtime::ndarray::NDArray;
 use tvm_runtime::runtime::object::LegacyRef;
 use tvm_runtime::runtime::packed::{Module, Value};
+use tvm_runtime::runtime::threading::{PoolGuard, ThreadPool};
 use tvm_runtime::vm::VmModule;
 
-pub enum Frame {
+pub struct Frame {
+    kind: Kind,
+    /// The pool the kernels run on when the instance is pinned.
+    pool: Option<Arc<ThreadPool>>,
+}
+
+enum Kind {
     /// The executor and the indices of the model's inputs in it.
     Graph {
         front: Box<Front<dyn tvm_runtime::graph::Frame>>,
         inputs: Vec<usize>,
     },
+    Pipeline(Pipeline),
     Vm {
         vm: Module,
         function: String,
@@ -27,29 +38,46 @@ pub enum Frame {
 
 impl Frame {
     /// A frame over `session` for the model's `inputs` (its data inputs, in order).
-    pub fn new(session: &Session, inputs: &[TensorSpec], options: &ExecutorOptions) -> Result<Frame> {
-        let front: Front<dyn tvm_runtime::graph::Frame> = match session {
-            Session::Graph(plan) => Front::create(plan.clone(), options)?.into(),
-            Session::Buckets(set) => Front::new(BucketContext::new(set.clone())?).into(),
-            Session::Vm { vm, function } => return Ok(Frame::Vm { vm: vm.clone(), function: function.clone() }),
-        };
-        let inputs = {
-            let frame = front.lock()?;
-            inputs.iter().map(|t| frame.input(Key::Name(&t.name))).collect::<std::result::Result<_, _>>()?
-        };
-        Ok(Frame::Graph { front: Box::new(front), inputs })
+    pub fn new(session: &Session, inputs: &[TensorSpec], threads: InstanceThreads) -> Result<Frame> {
+        let kind = kind(session, inputs, &threads)?;
+        Ok(Frame { kind, pool: threads.pool })
     }
 
     /// Run once on `inputs` (the model's, in order): every output, with its true shape.
     pub fn run(&self, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
-        match self {
-            Frame::Graph { front, inputs: indices } => run_graph(front, indices, inputs),
-            Frame::Vm { vm, function } => {
+        let _pinned = self.pool.clone().map(PoolGuard::install);
+        match &self.kind {
+            Kind::Graph { front, inputs: indices } => run_graph(front, indices, inputs),
+            Kind::Pipeline(p) => crate::rows::run_rows(p, inputs),
+            Kind::Vm { vm, function } => {
                 let args: Vec<Value> = inputs.iter().cloned().map(Value::NDArray).collect();
                 vm_results(VmModule::of(vm)?.call(function, &args)?)
             }
         }
     }
+}
+
+fn kind(session: &Session, inputs: &[TensorSpec], threads: &InstanceThreads) -> Result<Kind> {
+    let front: Front<dyn tvm_runtime::graph::Frame> = match (session, &threads.pipeline) {
+        (Session::Graph(plan), Some(options)) => return Ok(Kind::Pipeline(Pipeline::new(plan.clone(), options)?)),
+        (_, Some(_)) => return Err(pipeline_needs_a_graph()),
+        (Session::Graph(plan), None) => Front::create(plan.clone(), &threads.executor)?.into(),
+        (Session::Buckets(set), None) => Front::new(BucketContext::new(set.clone())?).into(),
+        (Session::Vm { vm, function }, None) => return Ok(Kind::Vm { vm: vm.clone(), function: function.clone() }),
+    };
+    let inputs = {
+        let frame = front.lock()?;
+        inputs.iter().map(|t| frame.input(Key::Name(&t.name))).collect::<std::result::Result<_, _>>()?
+    };
+    Ok(Kind::Graph { front: Box::new(front), inputs })
+}
+
+/// The load error for `core_groups` on a model the pipeline does not run.
+pub fn pipeline_needs_a_graph() -> Failure {
+    Failure::invalid(
+        "parameter `core_groups`: the request pipeline runs plain graph models (an export_library .so or \
+         the legacy trio), not bucket manifests or Relax VM libraries",
+    )
 }
 
 /// Set the inputs (a refusal is the request's fault: a bad argument), run, read the outputs.

@@ -19,12 +19,15 @@ mod error;
 mod execute;
 mod instance;
 mod model;
+mod rows;
 mod sys;
+mod threads;
 
 use error::{boundary, check, log, Failure, Result};
 use serde_json::Value;
 use std::ffi::{c_char, c_void};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use sys::{Api, TRITONBACKEND_Backend, TRITONBACKEND_Model, TRITONBACKEND_ModelInstance, TRITONBACKEND_Request};
 
@@ -33,7 +36,9 @@ pub struct Shared {
     pub name: String,
     pub session: model::Session,
     pub layout: config::Layout,
-    pub executor: tvm_runtime::graph::options::ExecutorOptions,
+    pub threads: threads::Threads,
+    /// Instances started so far (a pinned instance's core group is its number's).
+    pub started: AtomicUsize,
 }
 
 /// The state Triton keeps for a model.
@@ -109,7 +114,8 @@ pub unsafe extern "C" fn TRITONBACKEND_ModelInstanceInitialize(
         check(api, unsafe { (api.TRITONBACKEND_ModelState)(model, &mut state) })?;
         // SAFETY: ModelInitialize set this state; the model outlives its instances.
         let shared = unsafe { &*state.cast::<ModelState>() }.0.clone();
-        let frame = instance::Frame::new(&shared.session, &shared.layout.inputs, &shared.executor)?;
+        let threads = shared.threads.for_instance(shared.started.fetch_add(1, Ordering::Relaxed))?;
+        let frame = instance::Frame::new(&shared.session, &shared.layout.inputs, threads)?;
         let state = InstanceState { shared, frame };
         // SAFETY: live instance; the state is ours until InstanceFinalize takes it back.
         hand_over(api, state, |p| unsafe { (api.TRITONBACKEND_ModelInstanceSetState)(instance, p) })
@@ -183,20 +189,39 @@ fn instance_state(api: &Api, instance: *mut TRITONBACKEND_ModelInstance) -> Resu
 fn load_model(api: &Api, model: *mut TRITONBACKEND_Model) -> Result<Shared> {
     let name = model_name(api, model)?;
     let mut cfg = read_config(api, model)?;
-    let executor = config::executor_options(&cfg)?;
+    let threads = threads::Threads::from_config(&cfg)?;
     let source = model::Source {
         dir: version_dir(api, model)?,
         file: cfg["default_model_filename"].as_str().filter(|s| !s.is_empty()).map(str::to_string),
         function: config::parameter(&cfg, "function"),
-        executor,
+        executor: threads.executor,
     };
-    let (session, signature) = model::load(&source)?;
+    let (session, mut signature) = model::load(&source)?;
+    if let Some(p) = &threads.pipeline {
+        pipeline_rows(&session, &mut signature, p)?;
+    }
     if auto_complete(api, model)? && config::autocomplete(&mut cfg, &signature) {
         set_config(api, model, &cfg)?;
         cfg = read_config(api, model)?;
     }
     let layout = config::check(&cfg, &signature)?;
-    Ok(Shared { name, session, layout, executor })
+    Ok(Shared { name, session, layout, threads, started: AtomicUsize::new(0) })
+}
+
+/// On the pipeline, a model of batch one runs batches of up to `in_flight` rows (one pipeline
+/// request each, at once); the pipeline runs plain graph models only.
+fn pipeline_rows(
+    session: &model::Session,
+    signature: &mut model::Signature,
+    p: &tvm_runtime::graph::options::PipelineOptions,
+) -> Result<()> {
+    if !matches!(session, model::Session::Graph(_)) {
+        return Err(instance::pipeline_needs_a_graph());
+    }
+    if signature.max_rows == 1 {
+        signature.max_rows = p.in_flight;
+    }
+    Ok(())
 }
 
 fn model_name(api: &Api, model: *mut TRITONBACKEND_Model) -> Result<String> {
