@@ -201,8 +201,15 @@ def test_dynamic_batching_runs_fewer_times_and_each_request_gets_its_rows(server
         assert y.shape == (len(seeds), 10)
         for row, case in enumerate(seeds):
             assert_exact(y[row], expected(case), f"seed {case['seed']} in a batch")
-    after = stats(server, "buckets")
-    requests = int(after["inference_stats"]["success"]["count"]) - int(before["inference_stats"]["success"]["count"])
+    # Triton records a request's statistics after its response goes out: wait (bounded) until
+    # all eight are counted before comparing.
+    deadline = time.monotonic() + 5
+    while True:
+        after = stats(server, "buckets")
+        requests = int(after["inference_stats"]["success"]["count"]) - int(before["inference_stats"]["success"]["count"])
+        if requests >= 8 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     executions = int(after["execution_count"]) - int(before["execution_count"])
     rows = int(after["inference_count"]) - int(before["inference_count"])
     assert requests == 8 and rows == 12, after
