@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# tvm-ffi's own Python test suite (tests/python of the apache-tvm-ffi 0.1.15.post2 sdist) on the
+# real libtvm_ffi.so and on this library put in its place, with the passed count per file side
+# by side: how far this runtime is from being a drop-in libtvm_ffi.so (issue 33's target: every
+# file that needs neither torch nor a GPU passes as on the real library).
+#
+#   bash scripts/tvm_ffi_suite.sh            # after `cargo build --release`
+#
+# The venv and the sdist are cached under target/ (first run: a minute of pip). The wheel's own
+# library is put back afterwards, whatever happens. Prints a table and a total line; exits 0
+# (it is a progress report, not a gate).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+version=0.1.15.post2
+venv=target/tvm-ffi-venv
+sdist=target/tvm-ffi-sdist
+ours=target/release/libtvm_runtime.so
+[ -f "$ours" ] || cargo build --release
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tvm_ffi, pytest, numpy" 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "apache-tvm-ffi==$version" pytest numpy
+fi
+if [ ! -d "$sdist/tests/python" ]; then
+  rm -rf "$sdist" && mkdir -p "$sdist"
+  "$venv/bin/pip" download -q --disable-pip-version-check --no-deps --no-binary apache-tvm-ffi -d "$sdist" "apache-tvm-ffi==$version"
+  tar -xzf "$sdist"/apache_tvm_ffi-*.tar.gz -C "$sdist" --strip-components=1
+fi
+lib=$("$venv/bin/python" -c "import tvm_ffi, os; print(os.path.join(os.path.dirname(tvm_ffi.__file__), 'lib', 'libtvm_ffi.so'))")
+backup="$lib.real"
+[ -f "$backup" ] || cp "$lib" "$backup"
+trap 'cp "$backup" "$lib"' EXIT
+
+run() { # side: junit xml of the suite on whichever library is in place
+  (cd "$sdist" && timeout 900 "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts= \
+    --junitxml="$root/target/tvm-ffi-suite-$1.xml" tests/python >/dev/null 2>&1) || true
+}
+cp "$backup" "$lib"
+run real
+cp "$ours" "$lib"
+run ours
+cp "$backup" "$lib"
+
+"$venv/bin/python" - <<'PY'
+import collections, os, xml.etree.ElementTree as ET
+
+def per_file(side):
+    path = f"target/tvm-ffi-suite-{side}.xml"
+    counts = collections.Counter()
+    if not os.path.exists(path):
+        return counts
+    for case in ET.parse(path).iter("testcase"):
+        name = (case.get("file") or case.get("classname", "").replace(".", "/") + ".py").split("/")[-1]
+        failed = any(c.tag in ("failure", "error", "skipped") for c in case)
+        counts[name] += 0 if failed else 1
+    return counts
+
+real, ours = per_file("real"), per_file("ours")
+print(f"{'file':<44} {'real':>6} {'ours':>6}")
+for name in sorted(set(real) | set(ours)):
+    print(f"{name:<44} {real[name]:>6} {ours[name]:>6}")
+print(f"tvm-ffi suite: {sum(ours.values())} of {sum(real.values())} passed on this library (real libtvm_ffi.so: {sum(real.values())})")
+PY
