@@ -50,7 +50,9 @@ def per_file(side):
     if not os.path.exists(path):
         return counts
     for case in ET.parse(path).iter("testcase"):
-        name = (case.get("file") or case.get("classname", "").replace(".", "/") + ".py").split("/")[-1]
+        # classname is the module path (tests.python.test_x), then any test class (.TestY)
+        parts = (case.get("classname") or "").split(".")
+        name = next((p for p in parts if p.startswith("test_")), parts[-1]) + ".py"
         failed = any(c.tag in ("failure", "error", "skipped") for c in case)
         counts[name] += 0 if failed else 1
     return counts
