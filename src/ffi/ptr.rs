@@ -164,3 +164,43 @@ mod tests {
         }
     }
 }
+
+/// The bytes of a `TVMFFIByteArray*` argument; NULL is an error naming it.
+///
+/// # Safety
+/// `a` must be NULL or a valid byte array, whose bytes outlive the returned slice.
+pub(crate) unsafe fn bytes_arg<'a>(a: *const crate::abi::TVMFFIByteArray, what: &str) -> Result<&'a [u8]> {
+    if a.is_null() {
+        return Err(Error::value(format!("argument `{what}` is NULL")));
+    }
+    // SAFETY: a valid byte array (caller contract).
+    Ok(unsafe { crate::runtime::packed::byte_array(&*a) })
+}
+
+/// A `TVMFFIByteArray*` argument as UTF-8 text; NULL or other bytes are an error naming it.
+///
+/// # Safety
+/// As [`bytes_arg`].
+pub(crate) unsafe fn text_arg<'a>(a: *const crate::abi::TVMFFIByteArray, what: &str) -> Result<&'a str> {
+    // SAFETY: the caller's contract.
+    std::str::from_utf8(unsafe { bytes_arg(a, what)? })
+        .map_err(|_| Error::value(format!("argument `{what}` is not UTF-8")))
+}
+
+/// The header behind a tvm-ffi handle (the object's own address): not NULL, live (in the
+/// checked mode), and of type `type_index`, which `kind` names in the error.
+///
+/// # Safety
+/// `h` must be NULL or a live object (in the checked mode: or anything at all).
+pub(crate) unsafe fn ffi_header(h: *mut c_void, what: &str, type_index: u32, kind: &str) -> Result<*mut ObjectHeader> {
+    if h.is_null() {
+        return Err(Error::value(format!("argument `{what}` is NULL")));
+    }
+    live::check(h, kind)?;
+    // SAFETY: a live object (caller contract; verified in the checked mode).
+    let ti = unsafe { (*(h as *mut ObjectHeader)).type_index };
+    if ti != type_index {
+        return Err(Error::type_error(format!("argument `{what}` is not an {kind} (type index {ti})")));
+    }
+    Ok(h as *mut ObjectHeader)
+}

@@ -6,14 +6,14 @@
 //! A raised error is stored as the calling thread's last error, `Kind: message`, which the
 //! kernel wrapper (`runtime::ffi_library`) turns into the error of the call.
 
-use super::ptr::{borrow_handle, out_param};
+use super::ptr::{borrow_handle, ffi_header, out_param, text_arg};
 use crate::abi::{ffi_type_index as ti, DLDataType, TVMFFIAny, TVMFFIByteArray, TVMFFISafeCallType};
 use crate::runtime::container::{big_int, normalized_words, BigIntObj};
 use crate::runtime::error::{last_error_message, set_last_error_text, Error, Result};
 use crate::runtime::ffi_error::{keep_raised, take_raised, ErrorObj};
 use crate::runtime::live;
 use crate::runtime::object::{self, legacy, type_index, ObjPtr, ObjectHeader, ObjectRef};
-use crate::runtime::packed::{byte_array, string_any, ForeignCallable, FuncObj, PackedFunc, Value};
+use crate::runtime::packed::{byte_array, string_any, ForeignCallable, ForeignHandle, FuncObj, PackedFunc, Value};
 use crate::runtime::reflection::owned_any;
 use crate::runtime::registry;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -39,7 +39,7 @@ fn raise(kind: String, message: String) {
 ///
 /// # Safety
 /// `a` must be NULL or a valid byte array.
-unsafe fn bytes_arg<'a>(a: *const TVMFFIByteArray) -> &'a [u8] {
+unsafe fn optional_bytes<'a>(a: *const TVMFFIByteArray) -> &'a [u8] {
     // SAFETY: the caller's contract.
     if a.is_null() {
         &[]
@@ -61,6 +61,27 @@ unsafe fn object_arg(h: *mut c_void, what: &str) -> Result<Option<ObjectRef>> {
     Ok(Some(unsafe { ObjectRef::from_borrowed(h as *mut ObjectHeader) }))
 }
 
+/// A new `ffi.Error` into `*out`: kind, message and backtrace (NULL arrays read as empty), a
+/// cause and extra context (NULL handles: none).
+///
+/// # Safety
+/// Each array NULL or valid; `cause`, `extra` NULL or live objects; `out` NULL (an error) or
+/// writable.
+unsafe fn create_error(
+    arrays: [*const TVMFFIByteArray; 3],
+    cause: *mut c_void,
+    extra: *mut c_void,
+    out: *mut *mut c_void,
+) -> Result<c_int> {
+    // SAFETY: the caller's contract.
+    let [k, m, b] = arrays.map(|a| unsafe { optional_bytes(a) });
+    // SAFETY: the caller's contract.
+    let (cause, extra, out) =
+        unsafe { (object_arg(cause, "cause_chain")?, object_arg(extra, "extra_context")?, out_param(out, "out")?) };
+    *out = ObjPtr::new(ErrorObj::new(k, m, b, cause, extra)).into_raw() as *mut c_void;
+    Ok(0)
+}
+
 /// Make an `ffi.Error` (kind, message, backtrace; no cause).
 ///
 /// # Safety
@@ -74,10 +95,7 @@ pub unsafe extern "C" fn TVMFFIErrorCreate(
 ) -> c_int {
     ffi_boundary!("TVMFFIErrorCreate", {
         // SAFETY: the caller's contract.
-        let (k, m, b, out) =
-            unsafe { (bytes_arg(kind), bytes_arg(message), bytes_arg(backtrace), out_param(out, "out")?) };
-        *out = ObjPtr::new(ErrorObj::new(k, m, b, None, None)).into_raw() as *mut c_void;
-        Ok(0)
+        unsafe { create_error([kind, message, backtrace], std::ptr::null_mut(), std::ptr::null_mut(), out) }
     })
 }
 
@@ -97,13 +115,7 @@ pub unsafe extern "C" fn TVMFFIErrorCreateWithCauseAndExtraContext(
 ) -> c_int {
     ffi_boundary!("TVMFFIErrorCreateWithCauseAndExtraContext", {
         // SAFETY: the caller's contract.
-        let (k, m, b, out) =
-            unsafe { (bytes_arg(kind), bytes_arg(message), bytes_arg(backtrace), out_param(out, "out")?) };
-        // SAFETY: the caller's contract.
-        let (cause, extra) =
-            unsafe { (object_arg(cause_chain, "cause_chain")?, object_arg(extra_context, "extra_context")?) };
-        *out = ObjPtr::new(ErrorObj::new(k, m, b, cause, extra)).into_raw() as *mut c_void;
-        Ok(0)
+        unsafe { create_error([kind, message, backtrace], cause_chain, extra_context, out) }
     })
 }
 
@@ -301,7 +313,7 @@ pub unsafe extern "C" fn TVMFFIFunctionCreate(
         // SAFETY: out-parameters are valid for writes when non-NULL (C contract).
         let out = unsafe { out_param(out, "out")? };
         let call = safe_call.ok_or_else(|| Error::value("argument `safe_call` is NULL"))?;
-        let f = PackedFunc::from_foreign(ForeignCallable { call, context: self_, deleter });
+        let f = PackedFunc::from_foreign(ForeignCallable { call, context: ForeignHandle { handle: self_, deleter } });
         *out = f.into_raw() as *mut c_void;
         Ok(0)
     })
@@ -339,30 +351,13 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
         }
     }
     ffi_boundary!("TVMFFIFunctionCall", {
-        check_not_null!(func, result);
-        live::check(func, "function")?;
-        // SAFETY: a live object (caller contract).
-        let ti = unsafe { (*(func as *mut ObjectHeader)).type_index };
-        if ti != type_index::PACKED_FUNC {
-            return Err(Error::type_error(format!("handle {func:p} is not an ffi.Function (type index {ti})")));
-        }
+        check_not_null!(result);
+        // SAFETY: the caller's contract.
+        unsafe { ffi_header(func, "func", type_index::PACKED_FUNC, "ffi.Function")? };
         // SAFETY: as in the hot path. Non-zero: the callee raised its error on this thread; it
         // stays as raised.
         Ok(unsafe { cell_call(func)(func, args, num_args, result) })
     })
-}
-
-/// The bytes a `TVMFFIByteArray*` argument names, as text.
-///
-/// # Safety
-/// `a` must be NULL (an error) or a valid byte array.
-unsafe fn name_arg(a: *const TVMFFIByteArray, what: &str) -> Result<String> {
-    if a.is_null() {
-        return Err(Error::value(format!("argument `{what}` is NULL")));
-    }
-    // SAFETY: a valid byte array (caller contract).
-    let bytes = unsafe { byte_array(&*a) };
-    String::from_utf8(bytes.to_vec()).map_err(|_| Error::value(format!("argument `{what}` is not UTF-8")))
 }
 
 /// Look up a global function: `*out` is an owned handle, or NULL when the name is unknown.
@@ -374,7 +369,7 @@ unsafe fn name_arg(a: *const TVMFFIByteArray, what: &str) -> Result<String> {
 pub unsafe extern "C" fn TVMFFIFunctionGetGlobal(name: *const TVMFFIByteArray, out: *mut *mut c_void) -> c_int {
     ffi_boundary!("TVMFFIFunctionGetGlobal", {
         // SAFETY: the caller's contract.
-        let (name, out) = unsafe { (name_arg(name, "name")?, out_param(out, "out")?) };
+        let (name, out) = unsafe { (text_arg(name, "name")?, out_param(out, "out")?) };
         *out = registry::get(&name).map_or(std::ptr::null_mut(), |f| f.into_raw() as *mut c_void);
         Ok(0)
     })
@@ -394,7 +389,7 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobal(
     ffi_boundary!("TVMFFIFunctionSetGlobal", {
         check_not_null!(f);
         // SAFETY: the caller's contract.
-        let name = unsafe { name_arg(name, "name")? };
+        let name = unsafe { text_arg(name, "name")? };
         // SAFETY: a live handle (caller contract), its type checked.
         let func = unsafe { borrow_handle::<FuncObj>(legacy::handle(f as *mut ObjectHeader), "ffi.Function")? };
         registry::register(&name, func, allow_override != 0)?;
@@ -460,7 +455,7 @@ pub unsafe extern "C" fn TVMFFIBytesFromByteArray(input: *const TVMFFIByteArray,
 pub unsafe extern "C" fn TVMFFITypeKeyToIndex(type_key: *const TVMFFIByteArray, out_tindex: *mut i32) -> c_int {
     ffi_boundary!("TVMFFITypeKeyToIndex", {
         // SAFETY: the caller's contract.
-        let (key, out) = unsafe { (name_arg(type_key, "type_key")?, out_param(out_tindex, "out_tindex")?) };
+        let (key, out) = unsafe { (text_arg(type_key, "type_key")?, out_param(out_tindex, "out_tindex")?) };
         *out = object::type_key_to_index(&key)? as i32;
         Ok(0)
     })
@@ -474,7 +469,7 @@ pub unsafe extern "C" fn TVMFFITypeKeyToIndex(type_key: *const TVMFFIByteArray, 
 pub unsafe extern "C" fn TVMFFIDataTypeFromString(str: *const TVMFFIByteArray, out: *mut DLDataType) -> c_int {
     ffi_boundary!("TVMFFIDataTypeFromString", {
         // SAFETY: the caller's contract.
-        let (text, out) = unsafe { (name_arg(str, "str")?, out_param(out, "out")?) };
+        let (text, out) = unsafe { (text_arg(str, "str")?, out_param(out, "out")?) };
         *out = crate::runtime::ffi_dtype::parse(&text)?;
         Ok(0)
     })

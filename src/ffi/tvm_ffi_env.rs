@@ -9,6 +9,7 @@ use crate::runtime::error::Error;
 use crate::runtime::library::{register_context_symbol, register_system_symbol};
 use crate::runtime::ndarray::NDArray;
 use crate::runtime::object::{legacy, ObjPtr, ObjectType};
+use crate::runtime::packed::ForeignHandle;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -255,12 +256,10 @@ pub unsafe extern "C" fn TVMFFIEnvModRegisterSystemLibSymbol(name: *const c_char
     })
 }
 
-/// Payload of an opaque object (`TVMFFIOpaqueObjectCell`): a foreign handle and its deleter.
-#[repr(C)]
-struct OpaqueObj {
-    handle: *mut c_void,
-    deleter: Option<unsafe extern "C" fn(*mut c_void)>,
-}
+/// Payload of an opaque object: tvm-ffi's `TVMFFIOpaqueObjectCell` (the handle), released with
+/// the object.
+#[repr(transparent)]
+struct OpaqueObj(ForeignHandle);
 
 // SAFETY: tvm-ffi's contract for opaque objects: the handle may be released from any thread.
 unsafe impl Send for OpaqueObj {}
@@ -269,15 +268,6 @@ unsafe impl Sync for OpaqueObj {}
 
 impl ObjectType for OpaqueObj {
     const TYPE_INDEX: u32 = crate::runtime::object::type_index::OPAQUE_PY_OBJECT;
-}
-
-impl Drop for OpaqueObj {
-    fn drop(&mut self) {
-        if let Some(d) = self.deleter {
-            // SAFETY: the deleter given with the handle, called once.
-            unsafe { d(self.handle) };
-        }
-    }
 }
 
 /// An object of type `type_index` (an opaque type, such as `ffi.OpaquePyObject`) holding a
@@ -298,7 +288,7 @@ pub unsafe extern "C" fn TVMFFIObjectCreateOpaque(
         let index =
             u32::try_from(type_index).map_err(|_| Error::index(format!("type index {type_index} is negative")))?;
         crate::runtime::object::type_index_to_key(index)?;
-        let obj = ObjPtr::new_as(OpaqueObj { handle, deleter }, index);
+        let obj = ObjPtr::new_as(OpaqueObj(ForeignHandle { handle, deleter }), index);
         *out = obj.into_raw() as *mut c_void;
         Ok(0)
     })

@@ -2,31 +2,26 @@
 //! tensor handle is the tvm-ffi handle of an NDArray (an `ffi.Tensor`, its `DLTensor` 24 bytes in).
 
 use super::array::{to_dlpack, to_dlpack_versioned};
-use super::ptr::out_param;
+use super::ptr::{ffi_header, out_param};
 use crate::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use crate::runtime::error::{Error, Result};
-use crate::runtime::live;
 use crate::runtime::ndarray::NDArray;
-use crate::runtime::object::{type_index, ObjectHeader};
+use crate::runtime::object::{type_index, ObjectRef};
 use crate::runtime::tensor::TensorRef;
 use std::ffi::{c_int, c_void};
 
-/// A new reference to the tensor behind a tvm-ffi handle.
+/// A new reference to the tensor behind a tvm-ffi handle (a view of it, if foreign code made it).
 ///
 /// # Safety
 /// `h` must be NULL (an error) or a live object.
 unsafe fn tensor_arg(h: *mut c_void, what: &str) -> Result<NDArray> {
-    if h.is_null() {
-        return Err(Error::value(format!("argument `{what}` is NULL")));
-    }
-    live::check(h, "tensor")?;
-    // SAFETY: a live object (caller contract).
-    let ti = unsafe { (*(h as *mut ObjectHeader)).type_index };
-    if ti != type_index::NDARRAY {
-        return Err(Error::type_error(format!("argument `{what}` is not an ffi.Tensor (type index {ti})")));
-    }
-    // SAFETY: a live tensor object, made by this runtime (the only maker of this type index).
-    Ok(unsafe { NDArray::from_borrowed(h as *mut ObjectHeader) })
+    // SAFETY: the caller's contract.
+    let header = unsafe { ffi_header(h, what, type_index::NDARRAY, "ffi.Tensor")? };
+    // SAFETY: a live object (checked above); the reference taken is the array's or the view's.
+    let obj = unsafe { ObjectRef::from_borrowed(header) };
+    // One of ours, or a view of a tensor made by foreign tvm-ffi code.
+    NDArray::from_object(&obj)
+        .ok_or_else(|| Error::value(format!("argument `{what}`: a foreign tensor with an invalid shape")))
 }
 
 /// An alignment argument (0: any).

@@ -2,6 +2,7 @@
 //! `TVMFFIGetTypeAttrColumn`), over the one type table (`runtime::object`) and its reflection
 //! (`runtime::reflection`). Type indices are tvm-ffi's.
 
+use super::ptr::{bytes_arg, text_arg};
 use crate::abi::{TVMFFIAny, TVMFFIByteArray, TVMFFIFieldInfo, TVMFFIMethodInfo, TVMFFITypeAttrColumn};
 use crate::abi::{TVMFFITypeInfo, TVMFFITypeMetadata};
 use crate::runtime::error::{Error, Result};
@@ -13,18 +14,6 @@ use std::ffi::c_int;
 /// A type index argument: not negative.
 fn index_arg(type_index: i32) -> Result<u32> {
     u32::try_from(type_index).map_err(|_| Error::index(format!("type index {type_index} is negative")))
-}
-
-/// The bytes of a non-NULL byte-array argument.
-///
-/// # Safety
-/// `a` must be NULL (an error) or a valid byte array.
-unsafe fn bytes_arg<'a>(a: *const TVMFFIByteArray, what: &str) -> Result<&'a [u8]> {
-    if a.is_null() {
-        return Err(Error::value(format!("argument `{what}` is NULL")));
-    }
-    // SAFETY: the caller's contract.
-    Ok(unsafe { byte_array(&*a) })
 }
 
 /// The index of `type_key`, registered now if new (at `static_type_index` when that is not
@@ -46,16 +35,15 @@ pub unsafe extern "C" fn TVMFFITypeGetOrAllocIndex(
     ffi_boundary!("TVMFFITypeGetOrAllocIndex", {
         let _ = type_depth; // the table knows each type's depth from its parent
                             // SAFETY: the caller's contract.
-        let key = String::from_utf8(unsafe { bytes_arg(type_key, "type_key")? }.to_vec())
-            .map_err(|_| Error::value("argument `type_key` is not UTF-8"))?;
+        let key = unsafe { text_arg(type_key, "type_key")? };
         if parent_type_index == -2 {
-            return Ok(object::type_key_to_index(&key).map_or(-2, |i| i as i32));
+            return Ok(object::type_key_to_index(key).map_or(-2, |i| i as i32));
         }
         let static_index = u32::try_from(static_type_index).ok();
         let slots =
             u32::try_from(num_child_slots).map_err(|_| Error::value(format!("num_child_slots {num_child_slots}")))?;
         let parent = index_arg(parent_type_index)?;
-        Ok(object::get_or_alloc_type(&key, static_index, parent, slots, child_slots_can_overflow != 0)? as i32)
+        Ok(object::get_or_alloc_type(key, static_index, parent, slots, child_slots_can_overflow != 0)? as i32)
     })
 }
 

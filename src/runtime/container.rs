@@ -196,10 +196,8 @@ impl FfiArrayObj {
 impl Drop for FfiArrayObj {
     fn drop(&mut self) {
         for a in self.items() {
-            if a.type_index >= crate::abi::ffi_type_index::STATIC_OBJECT_BEGIN && !a.as_ptr().is_null() {
-                // SAFETY: each element object reference is owned by the array, released once.
-                unsafe { super::object::release(a.as_ptr() as *mut super::object::ObjectHeader) };
-            }
+            // SAFETY: each element is owned by the array, released once.
+            unsafe { super::object::release_any(a) };
         }
         let n = self.capacity as usize;
         if !self.data.is_null() {

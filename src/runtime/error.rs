@@ -100,7 +100,7 @@ impl Error {
 
 /// Whether `text` starts with an error kind followed by `": "` (e.g. `ValueError: ...`).
 /// Kinds end in `Error`, so a kernel's `fused_add: bad shape` is not mistaken for one.
-fn has_kind_prefix(text: &str) -> bool {
+pub(crate) fn has_kind_prefix(text: &str) -> bool {
     match text.split_once(": ") {
         Some((kind, _)) => kind.ends_with("Error") && kind.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
         None => false,

@@ -5,13 +5,10 @@
 //! `dtype.rs`, for the 0.18 API.
 
 use super::error::{Error, Result};
+use crate::abi::dtype_code::{BFLOAT, FLOAT, INT, OPAQUE_HANDLE as HANDLE, UINT};
 use crate::abi::DLDataType;
 
-const INT: u8 = 0;
-const UINT: u8 = 1;
-const FLOAT: u8 = 2;
-const HANDLE: u8 = 3;
-const BFLOAT: u8 = 4;
+/// DLPack 1.x's `kDLBool` (the code TVM 0.18 used for its e4m3 floats).
 const BOOL: u8 = 6;
 
 /// The sub-byte and 8-bit float kinds: code, name after `floatN_`, bits.

@@ -4,7 +4,7 @@
 //! (`error.rs`): an error raised as an object is kept beside the text it set, and handed back
 //! as that object while the text is still the latest; otherwise one is made from the text.
 
-use super::error::{last_error_generation, last_error_message};
+use super::error::{has_kind_prefix, last_error_generation, last_error_message};
 use super::object::{type_index, ObjPtr, ObjectRef, ObjectType};
 use crate::abi::TVMFFIByteArray;
 use std::cell::{RefCell, UnsafeCell};
@@ -88,7 +88,7 @@ impl ErrorObj {
     /// An error object from our `Kind: message` text (`TVMError` when it names no kind).
     pub fn from_text(text: &str) -> Self {
         let (kind, message) = match text.split_once(": ") {
-            Some((k, m)) if k.ends_with("Error") && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => (k, m),
+            Some((k, m)) if has_kind_prefix(text) => (k, m),
             _ => ("TVMError", text),
         };
         Self::new(kind.as_bytes(), message.as_bytes(), b"", None, None)

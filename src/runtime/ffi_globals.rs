@@ -4,7 +4,7 @@
 
 use super::container::{FfiArrayObj, PlainObj};
 use super::error::{Error, Result};
-use super::object::{ObjPtr, ObjectRef};
+use super::object::{release_any, ObjPtr, ObjectRef};
 use super::packed::{Args, PackedFunc, Value};
 use crate::abi::TVMFFIAny;
 use once_cell::sync::Lazy;
@@ -42,7 +42,7 @@ fn any_equal(a: &Value, b: &Value) -> bool {
             let (x, y) = (a.clone().into_any(), b.clone().into_any());
             let same = x.type_index == y.type_index && x.value == y.value;
             // SAFETY: both were made owned by `into_any` just above; released once.
-            unsafe { drop((Value::adopt_any(x), Value::adopt_any(y))) };
+            unsafe { (release_any(&x), release_any(&y)) };
             same
         }
     }

@@ -278,9 +278,8 @@ impl NDArray {
     /// deleter exactly once, possibly on another thread. On error nothing is taken over and the
     /// caller still owns `m`.
     pub unsafe fn from_dlpack(m: *mut DLManagedTensor) -> Result<NDArray> {
-        // SAFETY: the caller hands over a valid managed tensor.
-        let t = unsafe { TensorRef::new(&(*m).dl_tensor) };
-        Self::adopt_dlpack(t, ALLOC_ALIGNMENT, true, m as *mut c_void, DataOwner::DLPack(m))
+        // SAFETY: the caller's contract.
+        unsafe { Self::from_dlpack_checked(m, ALLOC_ALIGNMENT, true) }
     }
 
     /// [`NDArray::from_dlpack`] for DLPack 1.x's versioned tensor, with tvm-ffi's checks:

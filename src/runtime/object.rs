@@ -448,6 +448,17 @@ pub unsafe fn retain(header: *mut ObjectHeader) {
     unsafe { (*header).combined_ref_count.fetch_add(STRONG_ONE, Ordering::Relaxed) };
 }
 
+/// Give up what an owned `TVMFFIAny` holds: its object reference, if it names an object.
+///
+/// # Safety
+/// `a` must be owned by the caller (its object, if any, live), and is not used afterwards.
+pub unsafe fn release_any(a: &crate::abi::TVMFFIAny) {
+    if a.type_index >= crate::abi::ffi_type_index::STATIC_OBJECT_BEGIN && !a.as_ptr().is_null() {
+        // SAFETY: the caller's reference to a live object, given up once.
+        unsafe { release(a.as_ptr() as *mut ObjectHeader) };
+    }
+}
+
 /// Add a strong reference unless the strong count already reached zero (the object is dying);
 /// whether it was added.
 ///

@@ -10,7 +10,7 @@
 use super::container::{BytesObj, StringObj};
 use super::cptr::{array_ptr_or_null, bytes_ptr};
 use super::error::{Error, Result};
-use super::ndarray::NDArray;
+use super::ndarray::{NDArray, DLTENSOR_OFFSET};
 use super::object::{legacy, type_index, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
 use super::tensor::{RawTensor, TensorRef};
 use crate::abi::{
@@ -583,21 +583,28 @@ pub struct FuncObj {
     foreign: Option<ForeignCallable>,
 }
 
-/// A callable in tvm-ffi's convention made by foreign code (`TVMFFIFunctionCreate`): called as
-/// `call(context, args, num_args, result)`; `deleter(context)` runs when the function dies.
-pub struct ForeignCallable {
-    pub call: TVMFFISafeCallType,
-    pub context: *mut c_void,
+/// A handle foreign code gave the runtime and the function that releases it: run once, when
+/// this is dropped (a foreign callable's context, an opaque object's handle).
+#[repr(C)]
+pub struct ForeignHandle {
+    pub handle: *mut c_void,
     pub deleter: Option<unsafe extern "C" fn(*mut c_void)>,
 }
 
-impl Drop for ForeignCallable {
+impl Drop for ForeignHandle {
     fn drop(&mut self) {
         if let Some(d) = self.deleter {
-            // SAFETY: the deleter given with the context, called once.
-            unsafe { d(self.context) };
+            // SAFETY: the deleter given with the handle, called once.
+            unsafe { d(self.handle) };
         }
     }
+}
+
+/// A callable in tvm-ffi's convention made by foreign code (`TVMFFIFunctionCreate`): called as
+/// `call(context, args, num_args, result)`; the context is released when the function dies.
+pub struct ForeignCallable {
+    pub call: TVMFFISafeCallType,
+    pub context: ForeignHandle,
 }
 
 /// The cell's `safe_call` of a function over a [`ForeignCallable`]: the foreign call itself.
@@ -614,7 +621,7 @@ unsafe extern "C" fn forward_safe_call(
     let f = unsafe { &(*(handle as *const super::object::Obj<FuncObj>)).data };
     match &f.foreign {
         // SAFETY: the foreign callable's own convention, with the caller's arguments.
-        Some(c) => unsafe { (c.call)(c.context, args, num_args, result) },
+        Some(c) => unsafe { (c.call)(c.context.handle, args, num_args, result) },
         None => -1,
     }
 }
@@ -649,7 +656,7 @@ impl PackedFunc {
         let body = |_: Args<'_>, _: &mut Value| Err(Error::internal("a foreign function is called through its cell"));
         // With no context to pass, the cell holds the callable itself (it then gets the function
         // object as its first argument, as in tvm-ffi): one call less.
-        let direct = callable.context.is_null() && callable.deleter.is_none();
+        let direct = callable.context.handle.is_null() && callable.context.deleter.is_none();
         PackedFunc::new(FuncObj {
             safe_call: if direct { callable.call } else { forward_safe_call },
             cpp_call: std::ptr::null_mut(),
@@ -777,7 +784,7 @@ unsafe fn direct(a: &TVMFFIAny, v: &mut TVMValue, c: &mut i32) -> bool {
             }
             match t as u32 {
                 type_index::NDARRAY => {
-                    (TVMValue { v_handle: header_offset(header, size_of::<ObjectHeader>()) }, tc::NDARRAY_HANDLE)
+                    (TVMValue { v_handle: header_offset(header, DLTENSOR_OFFSET) }, tc::NDARRAY_HANDLE)
                 }
                 type_index::BYTES => {
                     (TVMValue { v_handle: header_offset(header, size_of::<ObjectHeader>()) }, tc::BYTES)
@@ -845,10 +852,8 @@ impl Value {
     pub unsafe fn adopt_any(a: TVMFFIAny) -> Result<Value> {
         // SAFETY: the caller's contract.
         let v = unsafe { Value::from_any_view(&a) };
-        if a.type_index >= fti::STATIC_OBJECT_BEGIN && !a.as_ptr().is_null() {
-            // SAFETY: the caller's reference, no longer needed (the view took its own).
-            unsafe { super::object::release(a.as_ptr() as *mut ObjectHeader) };
-        }
+        // SAFETY: the caller's reference, no longer needed (the view took its own).
+        unsafe { super::object::release_any(&a) };
         v
     }
 
@@ -891,9 +896,9 @@ pub unsafe fn call_safe(call: TVMFFISafeCallType, context: *mut c_void, vals: Ve
     let generation = super::error::last_error_generation();
     // SAFETY: the caller's contract; `anys.len()` valid arguments and a writable result.
     let rc = unsafe { call(context, anys.as_ptr(), anys.len() as i32, &mut out) };
-    for a in anys {
+    for a in &anys {
         // SAFETY: each was made owned by `into_any` and is released once here.
-        drop(unsafe { Value::adopt_any(a) });
+        unsafe { super::object::release_any(a) };
     }
     if rc != 0 {
         return Err(super::error::error_from_callee(generation, || {

@@ -113,8 +113,9 @@ impl Reflection {
             let ancestors = if depth == 0 {
                 Vec::new()
             } else {
-                let mut a = self.record(parent)?.ancestors.clone();
-                a.push(&*self.record(parent)?.info as *const TVMFFITypeInfo);
+                let p = self.record(parent)?;
+                let mut a = p.ancestors.clone();
+                a.push(&*p.info as *const TVMFFITypeInfo);
                 a
             };
             let key = object::type_index_to_key(index)?;
