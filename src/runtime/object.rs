@@ -738,6 +738,21 @@ const STATIC_TYPES: [(u32, &str, Option<&str>); 21] = {
     ]
 };
 
+/// The reflected types tvm-ffi's own library registers at start-up (their fields are in
+/// `ffi_records`), each after its parent, at the first dynamic indices in this order.
+pub const CORE_DYNAMIC_TYPES: [(&str, &str); 10] = [
+    ("ffi.EnumState", "ffi.Object"),
+    ("ffi.Enum", "ffi.Object"),
+    ("ffi.IntEnum", "ffi.Enum"),
+    ("ffi.StrEnum", "ffi.Enum"),
+    ("ffi.reflection.AccessStep", "ffi.Object"),
+    ("ffi.reflection.AccessPath", "ffi.Object"),
+    ("ffi.StructuralVisitor", "ffi.Object"),
+    ("ffi.VisitErrorContext", "ffi.Object"),
+    ("ffi.StructuralMutator", "ffi.Object"),
+    ("ffi.StructuralKey", "ffi.Object"),
+];
+
 impl TypeTable {
     fn insert(&mut self, index: u32, key: &str, legacy_key: Option<&'static str>, parent: u32) {
         self.insert_with_slots(index, key, legacy_key, parent, 0, true);
@@ -786,8 +801,18 @@ static TYPES: Lazy<RwLock<TypeTable>> = Lazy::new(|| {
     for (index, key, legacy_key) in STATIC_TYPES {
         t.insert(index, key, legacy_key, type_index::ROOT);
     }
+    for (key, parent) in CORE_DYNAMIC_TYPES {
+        let (index, parent) = (t.next_dynamic, t.by_key[parent]);
+        t.insert_with_slots(index, key, None, parent, 0, true);
+        t.next_dynamic += 1;
+    }
     RwLock::new(t)
 });
+
+/// Every registered type key (tvm-ffi's vocabulary), in index order.
+pub fn type_keys() -> Vec<String> {
+    TYPES.read().entries.iter().flatten().map(|e| e.key.clone()).collect()
+}
 
 /// Index of a registered type key (either vocabulary).
 pub fn type_key_to_index(key: &str) -> Result<u32> {
