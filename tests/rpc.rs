@@ -12,8 +12,9 @@ use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tvm_runtime::abi::{type_code as tc, DLDataType, DLDevice};
+use tvm_runtime::rpc::codec::{FFI, TVM018};
 use tvm_runtime::rpc::server::{Options, Server};
-use tvm_runtime::rpc::wire::{self, code, Reader, WireTensor, WireValue, Writer, RPC_MAGIC};
+use tvm_runtime::rpc::wire::{self, code, Codec, Reader, WireTensor, WireValue, Writer, RPC_MAGIC};
 
 /// A server on an ephemeral loopback port, serving on a thread until dropped.
 struct Running {
@@ -55,6 +56,8 @@ impl Drop for Running {
 
 struct Client {
     s: TcpStream,
+    /// The host generation this client speaks as.
+    codec: &'static dyn Codec,
 }
 
 type Reply = Result<Vec<WireValue>, String>;
@@ -77,15 +80,21 @@ impl Client {
         let mut server_key = vec![0u8; n as usize];
         s.read_exact(&mut server_key).unwrap();
         assert!(String::from_utf8(server_key).unwrap().starts_with("server:"));
-        Ok(Client { s })
+        Ok(Client { s, codec: &TVM018 })
     }
 
-    /// Connected and initialized (`InitServer` with protocol 0.8.0).
+    /// Connected and initialized (`InitServer` with protocol 0.8.0), as a TVM 0.18 host.
     fn session(port: u16, key: &str) -> Client {
+        Client::session_as(port, key, &TVM018)
+    }
+
+    /// Connected and initialized as a host of `codec`'s generation.
+    fn session_as(port: u16, key: &str, codec: &'static dyn Codec) -> Client {
         let mut c = Client::connect(port, key).unwrap();
+        c.codec = codec;
         let mut w = Writer::packet(code::INIT_SERVER);
         w.blob(b"0.8.0");
-        w.packed_seq(&[]);
+        w.packed_seq(codec, &[]);
         c.exchange(w.finish()).unwrap();
         c
     }
@@ -107,7 +116,7 @@ impl Client {
     fn exchange(&mut self, packet: Vec<u8>) -> Reply {
         self.send(&packet);
         let (c, body) = self.recv();
-        let values = Reader::new(&body).packed_seq().unwrap();
+        let values = Reader::new(&body).packed_seq(self.codec).unwrap();
         match (c, values.as_slice()) {
             (code::RETURN, _) => Ok(values),
             (code::EXCEPTION, [WireValue::Str(m)]) => Err(String::from_utf8_lossy(m).into_owned()),
@@ -117,7 +126,7 @@ impl Client {
 
     fn syscall(&mut self, c: i32, args: &[WireValue]) -> Reply {
         let mut w = Writer::packet(c);
-        w.packed_seq(args);
+        w.packed_seq(self.codec, args);
         self.exchange(w.finish())
     }
 
@@ -132,7 +141,7 @@ impl Client {
     fn call(&mut self, f: u64, args: &[WireValue]) -> Reply {
         let mut w = Writer::packet(code::CALL_FUNC);
         w.u64(f);
-        w.packed_seq(args);
+        w.packed_seq(self.codec, args);
         self.exchange(w.finish())
     }
 
@@ -144,8 +153,13 @@ impl Client {
         out
     }
 
+    /// `FreeHandle`: 0.18 hosts name the handle's type code, 0.2x hosts send the handle alone.
     fn free(&mut self, h: u64, type_code: i32) -> Reply {
-        self.syscall(code::FREE_HANDLE, &[WireValue::Handle(tc::OPAQUE_HANDLE, h), WireValue::int(type_code as i64)])
+        let mut args = vec![WireValue::Handle(tc::OPAQUE_HANDLE, h), WireValue::int(type_code as i64)];
+        if self.codec.name() != TVM018.name() {
+            args.pop();
+        }
+        self.syscall(code::FREE_HANDLE, &args)
     }
 
     fn copy_to(&mut self, t: &WireTensor, bytes: &[u8]) -> Reply {
@@ -163,7 +177,7 @@ impl Client {
         self.send(&w.finish());
         match self.recv() {
             (code::COPY_ACK, data) => Ok(data),
-            (code::EXCEPTION, body) => match Reader::new(&body).packed_seq().unwrap().as_slice() {
+            (code::EXCEPTION, body) => match Reader::new(&body).packed_seq(self.codec).unwrap().as_slice() {
                 [WireValue::Str(m)] => Err(String::from_utf8_lossy(m).into_owned()),
                 other => panic!("{other:?}"),
             },
@@ -447,7 +461,7 @@ fn broken_clients_do_not_stop_the_server() {
     let mut c = Client::connect(port, "dev").unwrap();
     let mut w = Writer::packet(code::INIT_SERVER);
     w.blob(b"0.7.0");
-    w.packed_seq(&[]);
+    w.packed_seq(&TVM018, &[]);
     assert!(c.exchange(w.finish()).unwrap_err().contains("does not match the server's 0.8.0"));
     drop(c);
     works();
@@ -496,9 +510,13 @@ fn a_session_ends_at_its_timeout() {
 /// The reply bytes are TVM's: a void return is 12 bytes of body, code 4, one NULL.
 #[test]
 fn reply_bytes_match_tvms_layout() {
-    assert_eq!(wire::return_void(), [12, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0]);
-    let e = wire::exception_packet("x");
+    assert_eq!(wire::return_void(&TVM018), [12, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0]);
+    let e = wire::exception_packet(&TVM018, "x");
     assert_eq!(e, [21, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 11, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, b'x']);
+    // apache-tvm 0.2x: None is type index 0, a message a RawStr (index 8).
+    assert_eq!(wire::return_void(&FFI), [12, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+    let e = wire::exception_packet(&FFI, "x");
+    assert_eq!(e, [21, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, b'x']);
 }
 
 /// The `rpc_session` fuzzer's seeds (host packet streams) through one session each, as the
@@ -550,26 +568,29 @@ fn packets(stream: &[u8]) -> Vec<Vec<u8>> {
 
 /// What the recorded server's handles and addresses are in this server. TVM's handles are
 /// addresses, so one object returned twice has one recorded handle (freed twice) and two of ours.
-#[derive(Default)]
-struct Translation(std::collections::HashMap<u64, Vec<u64>>);
+struct Translation {
+    ids: std::collections::HashMap<u64, Vec<u64>>,
+    /// The recorded host's generation.
+    codec: &'static dyn Codec,
+}
 
 impl Translation {
     fn get(&self, v: u64) -> u64 {
         if v == 0 {
             return 0;
         }
-        let ours = self.0.get(&v).and_then(|l| l.last());
+        let ours = self.ids.get(&v).and_then(|l| l.last());
         *ours.unwrap_or_else(|| panic!("the recording names {v:#x}, which no reply gave"))
     }
 
     /// The handle a `FreeHandle` of recorded handle `v` frees (each of ours once).
     fn take(&mut self, v: u64) -> u64 {
-        let ours = self.0.get_mut(&v).and_then(|l| l.pop());
+        let ours = self.ids.get_mut(&v).and_then(|l| l.pop());
         ours.unwrap_or_else(|| panic!("the recording frees {v:#x} more often than it was given"))
     }
 
     fn learn(&mut self, recorded: u64, ours: u64) {
-        self.0.entry(recorded).or_default().push(ours);
+        self.ids.entry(recorded).or_default().push(ours);
     }
 
     fn value(&self, v: &WireValue) -> WireValue {
@@ -591,16 +612,18 @@ impl Translation {
         let c = r.i32("code").unwrap();
         let mut w = Writer::packet(c);
         match c {
-            code::FREE_HANDLE => match r.packed_seq().unwrap().as_slice() {
-                [WireValue::Handle(hc, h), kind] => {
-                    let h = self.take(*h);
-                    w.packed_seq(&[WireValue::Handle(*hc, h), kind.clone()]);
+            code::FREE_HANDLE => match r.packed_seq(self.codec).unwrap().as_slice() {
+                [WireValue::Handle(hc, h), kind @ ..] => {
+                    let mut args = vec![WireValue::Handle(*hc, self.take(*h))];
+                    args.extend_from_slice(kind);
+                    w.packed_seq(self.codec, &args);
                 }
                 other => panic!("FreeHandle of {other:?}"),
             },
             code::CALL_FUNC => {
                 w.u64(self.get(r.u64("handle").unwrap()));
-                w.packed_seq(&r.packed_seq().unwrap().iter().map(|v| self.value(v)).collect::<Vec<_>>());
+                let args = r.packed_seq(self.codec).unwrap().iter().map(|v| self.value(v)).collect::<Vec<_>>();
+                w.packed_seq(self.codec, &args);
             }
             code::COPY_TO_REMOTE | code::COPY_FROM_REMOTE => {
                 w.tensor(&self.tensor(&r.tensor().unwrap()));
@@ -608,7 +631,8 @@ impl Translation {
                 w.raw(r.bytes(rest, "rest").unwrap());
             }
             c if (code::GET_GLOBAL_FUNC..=code::DEV_GET_CURRENT_STREAM).contains(&c) => {
-                w.packed_seq(&r.packed_seq().unwrap().iter().map(|v| self.value(v)).collect::<Vec<_>>());
+                let args = r.packed_seq(self.codec).unwrap().iter().map(|v| self.value(v)).collect::<Vec<_>>();
+                w.packed_seq(self.codec, &args);
             }
             _ => {
                 let rest = r.remaining() as u64;
@@ -625,8 +649,8 @@ impl Translation {
         match code_of(recorded) {
             code::COPY_ACK => assert_eq!(ours[4..], recorded[4..], "{what}: the copied bytes differ"),
             code::RETURN => {
-                let want = Reader::new(&recorded[4..]).packed_seq().unwrap();
-                let got = Reader::new(&ours[4..]).packed_seq().unwrap();
+                let want = Reader::new(&recorded[4..]).packed_seq(self.codec).unwrap();
+                let got = Reader::new(&ours[4..]).packed_seq(self.codec).unwrap();
                 assert_eq!(got.len(), want.len(), "{what}: {got:?} vs recorded {want:?}");
                 for (g, w) in got.iter().zip(&want) {
                     self.value_pair(what, g, w);
@@ -656,26 +680,20 @@ impl Translation {
     }
 }
 
-/// A session a real TVM 0.18 host had with TVM's own server (apps/cpp_rpc), recorded by
-/// tests/rpc_host/record.py, replayed against this server: every reply has the recorded code and
-/// values (the output the host copied back is TVM's, byte for byte), handles and addresses
-/// translated.
-#[test]
-fn a_recorded_tvm_host_session_replays() {
+/// Replay the host packets of recording `name` (tests/data/rpc) through one session of this
+/// server, comparing each reply with the recorded server's; the number of replies compared, and
+/// the generation the session saw.
+fn replay(name: &str, codec: &'static dyn Codec) -> (usize, Option<&'static str>) {
     use tvm_runtime::rpc::env::Env;
     use tvm_runtime::rpc::session::{Session, Step};
-    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
-        eprintln!("skipped: the recording uploads an x86-64 Linux library");
-        return;
-    }
     tvm_runtime::init();
     let dir = repo().join("tests/data/rpc");
-    let host = packets(&std::fs::read(dir.join("demo_session.host.bin")).unwrap());
-    let mut server = packets(&std::fs::read(dir.join("demo_session.server.bin")).unwrap()).into_iter();
-    let work = scratch("rpc").join("replay");
+    let host = packets(&std::fs::read(dir.join(format!("{name}.host.bin"))).unwrap());
+    let mut server = packets(&std::fs::read(dir.join(format!("{name}.server.bin"))).unwrap()).into_iter();
+    let work = scratch("rpc").join(format!("replay-{name}"));
     std::fs::create_dir_all(&work).unwrap();
     let mut session = Session::new(Env::new(work));
-    let mut t = Translation::default();
+    let mut t = Translation { ids: Default::default(), codec };
     let mut replies = 0;
     for (i, body) in host.iter().enumerate() {
         let what = format!("host packet {i} (code {})", i32::from_le_bytes(body[..4].try_into().unwrap()));
@@ -688,6 +706,21 @@ fn a_recorded_tvm_host_session_replays() {
             }
         }
     }
-    assert!(replies > 20, "only {replies} replies replayed");
     assert_eq!(server.next(), None, "recorded replies left over");
+    (replies, session.generation())
+}
+
+/// A session a real TVM 0.18 host had with TVM's own server (apps/cpp_rpc), recorded by
+/// tests/rpc_host/record.py, replayed against this server: every reply has the recorded code and
+/// values (the output the host copied back is TVM's, byte for byte), handles and addresses
+/// translated.
+#[test]
+fn a_recorded_tvm_host_session_replays() {
+    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        eprintln!("skipped: the recording uploads an x86-64 Linux library");
+        return;
+    }
+    let (replies, generation) = replay("demo_session", &TVM018);
+    assert!(replies > 20, "only {replies} replies replayed");
+    assert_eq!(generation, Some(TVM018.name()));
 }

@@ -29,7 +29,7 @@ fn unsafe_lookup(body: &[u8]) -> bool {
     if r.i32("code") != Ok(code::GET_GLOBAL_FUNC) {
         return false;
     }
-    match r.packed_seq() {
+    match r.packed_seq(&tvm_runtime::rpc::codec::TVM018) {
         Ok(v) => match v.as_slice() {
             [tvm_runtime::rpc::wire::WireValue::Str(name)] => !ALLOWED.contains(&name.as_slice()),
             _ => false,

@@ -8,6 +8,7 @@
 //! [`server`] (listening, handshake, one session at a time). Only `abi` and `runtime` are used:
 //! models are reached the way the host reaches them, by module functions and globals.
 
+pub mod codec;
 pub mod env;
 pub mod server;
 pub mod session;
