@@ -95,7 +95,7 @@ impl Client {
         let mut w = Writer::packet(code::INIT_SERVER);
         w.blob(b"0.8.0");
         w.packed_seq(codec, &[]);
-        c.exchange(w.finish()).unwrap();
+        assert_eq!(c.exchange(w.finish()).unwrap(), [], "InitServer returns no value");
         c
     }
 
@@ -648,6 +648,8 @@ impl Translation {
         assert_eq!(code_of(ours), code_of(recorded), "{what}: reply code (ours: {:?})", String::from_utf8_lossy(ours));
         match code_of(recorded) {
             code::COPY_ACK => assert_eq!(ours[4..], recorded[4..], "{what}: the copied bytes differ"),
+            // Hosts ignore InitServer's values (this server sends none, see session.rs).
+            code::RETURN if what.ends_with("(code 2)") => {}
             code::RETURN => {
                 let want = Reader::new(&recorded[4..]).packed_seq(self.codec).unwrap();
                 let got = Reader::new(&ours[4..]).packed_seq(self.codec).unwrap();

@@ -108,6 +108,10 @@ impl Codec for Tvm018 {
         })
     }
 
+    fn codes_ahead(&self) -> bool {
+        true
+    }
+
     fn write_object(&self, w: &mut Writer, handle: u64) {
         w.u32(TVM018_OBJECT_INDEX);
         w.u64(handle);
@@ -188,6 +192,10 @@ impl Codec for Ffi {
         })
     }
 
+    fn codes_ahead(&self) -> bool {
+        false
+    }
+
     fn write_object(&self, w: &mut Writer, handle: u64) {
         w.u32(index::RPC_OBJECT_REF as u32);
         w.u64(handle);
@@ -218,11 +226,11 @@ impl Codec for Ffi {
 /// The generation of the host that sent `body` (a packet after its length: code, then the rest),
 /// when this packet tells. Only a packet with a packed sequence of at least one value can
 /// (InitServer, CallFunc and the calls 9..=21). It is read whole under each generation; when
-/// exactly one reads it without error or bytes left over, that one. When both do, the first of
-/// the codes 0, 1, 8, 11 in the sequence decides: 1 (Int) and 8 (RawStr) are a 0.2x host's,
-/// 0 (int) and 11 (str) a 0.18 host's. A 0.27 host's first call, `DevGetAttr [Device, Int 0]`, has
-/// codes `6, 1`; a 0.18 host's, `GetGlobalFunc [str]`, code 11 (which 0.2x would have to follow
-/// by `u32` 65). Otherwise the packet does not tell.
+/// exactly one reads it without error or bytes left over, that one. When both do, the reading
+/// that holds an int or a string names its generation (0.2x's first). A 0.27 host's first call,
+/// `DevGetAttr [Device(2, 0), Int 0]`, is `02000000 06000000 <device> 01000000 <int>`: read as
+/// 0.18 it is a device and a float, with no int; a 0.18 host's `GetGlobalFunc [str]` has code 11,
+/// which 0.2x would have to follow by `u32` 65. Otherwise the packet does not tell.
 pub fn detect(body: &[u8]) -> Option<&'static dyn Codec> {
     let mut r = Reader::new(body);
     match r.i32("packet code").ok()? {
@@ -232,30 +240,18 @@ pub fn detect(body: &[u8]) -> Option<&'static dyn Codec> {
         _ => return None,
     }
     let seq = &body[body.len() - r.remaining()..];
-    let reads = |c: &dyn Codec| {
+    let read = |c: &dyn Codec| {
         let mut r = Reader::new(seq);
-        r.packed_seq(c).is_ok_and(|v| !v.is_empty()) && r.finish("").is_ok()
+        r.packed_seq(c).ok().filter(|v| !v.is_empty() && r.remaining() == 0)
     };
-    match (reads(&FFI), reads(&TVM018)) {
-        (true, false) => Some(&FFI),
-        (false, true) => Some(&TVM018),
-        (true, true) => first_telling_code(seq),
-        (false, false) => None,
+    let telling = |v: &Vec<WireValue>| v.iter().any(|v| matches!(v, WireValue::Int(tc::INT, _) | WireValue::Str(_)));
+    match (read(&FFI), read(&TVM018)) {
+        (Some(_), None) => Some(&FFI),
+        (None, Some(_)) => Some(&TVM018),
+        (Some(f), Some(_)) if telling(&f) => Some(&FFI),
+        (Some(_), Some(o)) if telling(&o) => Some(&TVM018),
+        _ => None,
     }
-}
-
-/// The generation the first of the codes 0, 1, 8, 11 of a packed sequence names.
-fn first_telling_code(seq: &[u8]) -> Option<&'static dyn Codec> {
-    let mut r = Reader::new(seq);
-    let n = r.i32("argument count").ok()?;
-    for _ in 0..n {
-        match r.i32("type code").ok()? {
-            index::INT | index::RAW_STR => return Some(&FFI),
-            tc::INT | tc::STR => return Some(&TVM018),
-            _ => {}
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -272,8 +268,9 @@ mod tests {
     /// The bytes that decide, as the hosts send them (packet code first, length prefix dropped).
     #[test]
     fn first_calls_tell_the_generation() {
-        // apache-tvm 0.27: DevGetAttr [Device(2, 0) index 6, Int 0 index 1] (does CUDA exist).
-        let ffi = hex("0c000000 02000000 06000000 01000000 02000000 00000000 0000000000000000");
+        // apache-tvm 0.27, as seen on the wire: DevGetAttr [Device(2, 0) index 6, Int 0 index 1]
+        // (does CUDA exist), each index right before its value.
+        let ffi = hex("0c000000 02000000 06000000 02000000 00000000 01000000 0000000000000000");
         assert_eq!(detect(&ffi).unwrap().name(), "apache-tvm 0.2x");
         // TVM 0.18: GetGlobalFunc [str code 11 "tvm.rpc.server.upload"].
         let mut old = hex("09000000 01000000 0b000000 1500000000000000");
@@ -318,9 +315,7 @@ mod tests {
         let mut w = Writer::packet(0);
         w.packed_seq(&FFI, &values);
         let p = w.finish();
-        let codes: Vec<i32> =
-            p[16..16 + 4 * values.len()].chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
-        assert_eq!(codes, [1, 2, 3, 0, 4, 73, 68, 8, 9, 115]);
+        assert_eq!(&p[16..32], hex("01000000 fdffffffffffffff 02000000"), "index, value, next index");
         let mut r = Reader::new(&p[12..]);
         assert_eq!(r.packed_seq(&FFI).unwrap(), values);
         assert!(p.ends_with(&hex("73000000 0a00000000000000")), "object: u32 115, then the handle");

@@ -217,7 +217,10 @@ impl Session {
             return Err(Error::value("InitServer: the session is already initialized"));
         }
         self.initialized = true;
-        Ok(wire::return_void(self.codec()))
+        // No value: InitServer carries nothing that tells the generations apart, and a 0.18 void
+        // (NULL, code 4) reads as a pointer to a 0.2x host. Both hosts read an empty sequence and
+        // ignore InitServer's result.
+        Ok(wire::return_packet(self.codec(), &[]))
     }
 
     fn call_func(&mut self, r: &mut Reader<'_>) -> Result<Vec<u8>> {

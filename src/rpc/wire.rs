@@ -118,6 +118,9 @@ pub trait Codec: Sync {
     fn type_code(&self, v: &WireValue) -> i32;
     /// The value announced by `code` (already read).
     fn read_value(&self, r: &mut Reader<'_>, code: i32) -> WireResult<WireValue>;
+    /// Whether a packed sequence lists all codes before the values (0.18), or each code right
+    /// before its value (0.2x).
+    fn codes_ahead(&self) -> bool;
     /// A remote object's bytes after its code.
     fn write_object(&self, w: &mut Writer, handle: u64);
     /// The values of the `Return` of a call that returned `r`.
@@ -203,6 +206,14 @@ impl<'a> Reader<'a> {
         if n < 0 || n as u64 * 4 > self.remaining() as u64 {
             return Err(format!("argument count {n} does not fit the {} bytes left", self.remaining()));
         }
+        if !codec.codes_ahead() {
+            return (0..n)
+                .map(|i| {
+                    let c = self.i32("type code")?;
+                    codec.read_value(self, c).map_err(|e| format!("argument {i}: {e}"))
+                })
+                .collect();
+        }
         let codes = (0..n).map(|_| self.i32("type code")).collect::<WireResult<Vec<_>>>()?;
         codes
             .iter()
@@ -273,10 +284,15 @@ impl Writer {
     /// A packed sequence (`SendPackedSeq`) in `codec`'s encoding.
     pub fn packed_seq(&mut self, codec: &dyn Codec, values: &[WireValue]) {
         self.i32(values.len() as i32);
-        for v in values {
-            self.i32(codec.type_code(v));
+        if codec.codes_ahead() {
+            for v in values {
+                self.i32(codec.type_code(v));
+            }
         }
         for v in values {
+            if !codec.codes_ahead() {
+                self.i32(codec.type_code(v));
+            }
             match v {
                 WireValue::Int(_, i) => self.i64(*i),
                 WireValue::Float(f) => self.u64(f.to_bits()),
