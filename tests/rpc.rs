@@ -726,3 +726,19 @@ fn a_recorded_tvm_host_session_replays() {
     assert!(replies > 20, "only {replies} replies replayed");
     assert_eq!(generation, Some(TVM018.name()));
 }
+
+/// A session a real apache-tvm 0.27 host had with 0.27's own server (`python -m
+/// tvm.exec.rpc_server`), recorded by tests/rpc_host/record_027.py, replayed against this server:
+/// the Relax VM run remotely (mlp's output, copied back, is the bytes 0.27's server computed with
+/// the same library), a tuple through set_input / invoke_stateful / get_output, the time
+/// evaluator, errors, a tensor round trip and a download; every reply with 0.27's codes and values.
+#[test]
+fn a_recorded_tvm_027_host_session_replays() {
+    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        eprintln!("skipped: the recording uploads x86-64 Linux libraries");
+        return;
+    }
+    let (replies, generation) = replay("relax027_session", &FFI);
+    assert!(replies > 40, "only {replies} replies replayed");
+    assert_eq!(generation, Some(FFI.name()));
+}
