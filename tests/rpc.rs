@@ -742,3 +742,89 @@ fn a_recorded_tvm_027_host_session_replays() {
     assert!(replies > 40, "only {replies} replies replayed");
     assert_eq!(generation, Some(FFI.name()));
 }
+
+/// An apache-tvm 0.2x client on a live socket: the tvm-ffi encoding end to end (the mlp library
+/// run through the Relax VM with the output 0.27 computed), then bad input in that encoding, each
+/// answered with an `Exception` in it (a RawStr message) while the session goes on.
+#[test]
+fn a_02x_client_runs_a_model_and_survives_bad_packets() {
+    let server = Running::start("", |_| {});
+    let mut c = Client::session_as(server.port, "", &FFI);
+    let dir = repo().join("tests/data/relax-0.27/mlp");
+    let so = std::fs::read(dir.join("lib.so")).unwrap();
+    assert_eq!(c.call_global("tvm.rpc.server.upload", &[s("mlp.so"), WireValue::Bytes(so)]).unwrap()[0], int(0));
+    let lib = handle(&c.call_global("tvm.rpc.server.load_module", &[s("mlp.so")]).unwrap(), 73);
+    let get = |c: &mut Client, m: u64, name: &str| {
+        let args = [WireValue::Handle(tc::MODULE_HANDLE, m), s(name), WireValue::Int(tc::BOOL, 1)];
+        c.call_global("tvm.rpc.server.ModuleGetFunction", &args).unwrap()
+    };
+    let load = handle(&get(&mut c, lib, "vm_load_executable"), 68);
+    let vm = handle(&c.call(load, &[]).unwrap(), 73);
+    let init = handle(&get(&mut c, vm, "vm_initialization"), 68);
+    c.call(init, &[int(1), int(0), int(2)]).unwrap();
+    let main = handle(&get(&mut c, vm, "main"), 68);
+    let input = remote_tensor(&mut c, &[4, 32], &std::fs::read(dir.join("main0_in0.bin")).unwrap());
+    let (out, out_handle) = match c.call(main, &[WireValue::Tensor(input.clone())]).unwrap().as_slice() {
+        [WireValue::Int(_, 70), WireValue::Tensor(t), WireValue::Handle(_, h)] => (t.clone(), *h),
+        other => panic!("expected a tensor, got {other:?}"),
+    };
+    assert_eq!(out.shape, [4, 10]);
+    let got = f32s(&c.copy_from(&out, 160).unwrap());
+    assert_close(&got, &f32s(&std::fs::read(dir.join("main0_out0.bin")).unwrap()), 1e-5);
+    c.free(out_handle, 0).unwrap();
+    let e = c.free(out_handle, 0).unwrap_err();
+    assert!(e.contains("not held by this session"), "{e}");
+    // A missing module function is [Int 0, None]; a missing global handle 0.
+    assert_eq!(get(&mut c, vm, "no_such_function"), [int(0), WireValue::Null]);
+    assert_eq!(c.global("no.such.global"), None);
+    // A failing call: the wrong input shape.
+    let bad = WireTensor { shape: vec![2, 32], ..input.clone() };
+    let e = c.call(main, &[WireValue::Tensor(bad)]).unwrap_err();
+    assert!(!e.is_empty());
+    // Bad packets in the 0.2x encoding.
+    let e = c.call_global("tvm.rpc.server.upload", &[s("../x"), WireValue::Bytes(vec![1])]).unwrap_err();
+    assert!(e.contains("inside the session's work directory"), "{e}");
+    let mut w = Writer::packet(code::CALL_FUNC);
+    w.u64(main);
+    w.raw(&[1, 0, 0, 0, 70, 0, 0, 0, 70, 0, 0, 0]);
+    let e = c.exchange(w.finish()).unwrap_err();
+    assert!(e.contains("object of type index 70 after 70"), "{e}");
+    let mut w = Writer::packet(code::CALL_FUNC);
+    w.u64(main);
+    w.raw(&[1, 0, 0, 0, 8, 0, 0, 0]);
+    w.u64(u64::MAX);
+    let e = c.exchange(w.finish()).unwrap_err();
+    assert!(e.contains("argument 0: string: 18446744073709551615 bytes announced"), "{e}");
+    let mut w = Writer::packet(code::GET_GLOBAL_FUNC);
+    w.raw(&[1, 0, 0, 0, 13, 0, 0, 0]);
+    let e = c.exchange(w.finish()).unwrap_err();
+    assert!(e.contains("type index 13 cannot be sent"), "{e}");
+    // The session still runs the model.
+    let again = c.call(main, &[WireValue::Tensor(input)]).unwrap();
+    assert!(matches!(again.as_slice(), [WireValue::Int(_, 70), ..]), "{again:?}");
+    c.shutdown();
+}
+
+fn int(v: i64) -> WireValue {
+    WireValue::int(v)
+}
+
+/// A buffer allocated as a 0.2x host does (`DevAllocDataWithScope [DLTensor, None]`), filled.
+fn remote_tensor(c: &mut Client, shape: &[i64], bytes: &[u8]) -> WireTensor {
+    let mut t = WireTensor {
+        data: 0,
+        device: DLDevice::cpu(0),
+        dtype: DLDataType::FLOAT32,
+        shape: shape.to_vec(),
+        byte_offset: 0,
+    };
+    t.data = match c.syscall(code::DEV_ALLOC_DATA_WITH_SCOPE, &[WireValue::Tensor(t.clone()), WireValue::Null]) {
+        Ok(v) => match v.as_slice() {
+            [WireValue::Handle(_, p)] => *p,
+            other => panic!("{other:?}"),
+        },
+        Err(e) => panic!("{e}"),
+    };
+    c.copy_to(&t, bytes).unwrap();
+    t
+}
