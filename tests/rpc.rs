@@ -828,3 +828,52 @@ fn remote_tensor(c: &mut Client, shape: &[i64], bytes: &[u8]) -> WireTensor {
     c.copy_to(&t, bytes).unwrap();
     t
 }
+
+/// A stand-in tracker on `port` for one connection: answers each message (`[]` to
+/// GET_PENDING_MATCHKEYS, 0 to the rest) until it has answered a PUT, then closes, as a tracker
+/// that stops; the messages it got.
+fn tracker_once(port: u16) -> std::thread::JoinHandle<Vec<String>> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    std::thread::spawn(move || {
+        listener.set_nonblocking(true).unwrap();
+        let t0 = std::time::Instant::now();
+        let mut s = loop {
+            match listener.accept() {
+                Ok((s, _)) => break s,
+                Err(_) if t0.elapsed() < Duration::from_secs(15) => std::thread::sleep(Duration::from_millis(50)),
+                Err(e) => panic!("the server did not come to the tracker in 15 s: {e}"),
+            }
+        };
+        s.set_nonblocking(false).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        assert_eq!(read_i32(&mut s), wire::TRACKER_MAGIC);
+        s.write_all(&wire::TRACKER_MAGIC.to_le_bytes()).unwrap();
+        let mut got = Vec::new();
+        while !got.last().is_some_and(|m: &String| m.starts_with("[3,")) {
+            let mut body = vec![0u8; read_i32(&mut s) as usize];
+            s.read_exact(&mut body).unwrap();
+            let msg = String::from_utf8(body).unwrap();
+            let answer = if msg.starts_with("[7") { "[]" } else { "0" };
+            s.write_all(&(answer.len() as i32).to_le_bytes()).unwrap();
+            s.write_all(answer.as_bytes()).unwrap();
+            got.push(msg);
+        }
+        got
+    })
+}
+
+/// `--tracker` before the tracker is up: the server keeps trying and registers once it is; when
+/// the tracker goes away and comes back, the server registers again.
+#[test]
+fn the_server_waits_for_its_tracker_and_registers_again_after_a_restart() {
+    let port = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap().local_addr().unwrap().port();
+    let server = Running::start("dev", |o| o.tracker = Some(format!("127.0.0.1:{port}")));
+    std::thread::sleep(Duration::from_millis(2500));
+    let first = tracker_once(port).join().unwrap();
+    assert!(first[0].starts_with("[5,") && first[0].contains("server:dev"), "{first:?}");
+    assert!(first.last().unwrap().contains("\"dev\""), "{first:?}");
+    std::thread::sleep(Duration::from_millis(1000));
+    let again = tracker_once(port).join().unwrap();
+    assert!(again[0].starts_with("[5,") && again.last().unwrap().starts_with("[3,"), "{again:?}");
+    drop(server);
+}
