@@ -883,3 +883,37 @@ fn the_server_waits_for_its_tracker_and_registers_again_after_a_restart() {
     assert!(again[0].starts_with("[5,") && again.last().unwrap().starts_with("[3,"), "{again:?}");
     drop(server);
 }
+
+/// MetaSchedule's `RPCRunner` flow from a 0.2x host: a `.tar` of object files (apache-tvm 0.27's
+/// `export_library("x.tar")` of a 64x64 matmul) uploaded and loaded (linked here with the system
+/// compiler), inputs filled by `tvm.contrib.random.random_fill_for_measure`, the kernel run and
+/// checked against a matmul computed here, then the runner's clean-up: the archive, the linked
+/// library and `""`.
+#[test]
+fn a_tar_of_object_files_is_linked_loaded_and_run() {
+    let server = Running::start("", |_| {});
+    let mut c = Client::session_as(server.port, "", &FFI);
+    let tar = std::fs::read(repo().join("tests/data/tir-0.27/parallel_matmul.tar")).unwrap();
+    c.call_global("tvm.rpc.server.upload", &[s("tmp/tvm_tmp_mod.tar"), WireValue::Bytes(tar)]).unwrap();
+    let lib = handle(&c.call_global("tvm.rpc.server.load_module", &[s("tmp/tvm_tmp_mod.tar")]).unwrap(), 73);
+    let args = [WireValue::Handle(tc::MODULE_HANDLE, lib), s("matmul"), WireValue::Int(tc::BOOL, 1)];
+    let matmul = handle(&c.call_global("tvm.rpc.server.ModuleGetFunction", &args).unwrap(), 68);
+    let zeros = vec![0u8; 64 * 64 * 4];
+    let [a, b, out] = [0, 1, 2].map(|_| remote_tensor(&mut c, &[64, 64], &zeros));
+    for t in [&a, &b] {
+        c.call_global("tvm.contrib.random.random_fill_for_measure", &[WireValue::Tensor(t.clone())]).unwrap();
+    }
+    let (x, y) = (f32s(&c.copy_from(&a, 16384).unwrap()), f32s(&c.copy_from(&b, 16384).unwrap()));
+    assert!(x.iter().chain(&y).all(|v| (0.5..1.0).contains(v)), "measurement inputs out of range");
+    c.call(matmul, &[a, b, out.clone()].map(WireValue::Tensor)).unwrap();
+    let got = f32s(&c.copy_from(&out, 16384).unwrap());
+    let want: Vec<f32> =
+        (0..64 * 64).map(|ij| (0..64).map(|k| x[ij / 64 * 64 + k] * y[k * 64 + ij % 64]).sum()).collect();
+    assert_close(&got, &want, 1e-4);
+    for name in ["tmp/tvm_tmp_mod.tar", "tmp/tvm_tmp_mod.tar.so", ""] {
+        c.call_global("tvm.rpc.server.remove", &[s(name)]).unwrap();
+    }
+    let e = c.call_global("tvm.rpc.server.load_module", &[s("tmp/tvm_tmp_mod.tar")]).unwrap_err();
+    assert!(e.contains("tvm_tmp_mod.tar"), "{e}");
+    c.shutdown();
+}

@@ -4,13 +4,15 @@
 //! or the Relax VM, remote arrays and `time_evaluator`, exactly as against TVM's own servers.
 //!
 //! Read top-down: [`wire`] (the byte format) < [`codec`] (the two generations' value encodings)
-//! < [`env`] (the per-session server functions) <
+//! < [`link`] (object files linked for loading, measurement inputs) < [`env`] (the per-session
+//! server functions) <
 //! [`session`] (one host's packets, its handles and memory) < [`tracker`] (registration) <
 //! [`server`] (listening, handshake, one session at a time). Only `abi` and `runtime` are used:
 //! models are reached the way the host reaches them, by module functions and globals.
 
 pub mod codec;
 pub mod env;
+pub mod link;
 pub mod server;
 pub mod session;
 pub mod tracker;
