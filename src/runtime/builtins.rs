@@ -32,6 +32,7 @@ fn all() -> Vec<(&'static str, PackedFunc)> {
     all.extend(super::ffi_deep_copy::globals());
     all.extend(super::ffi_recursive::globals());
     all.extend(super::ffi_repr::globals());
+    all.extend(super::ffi_dataclass::globals());
     all.extend(super::time_evaluator::globals());
     all
 }

@@ -8,7 +8,8 @@
 use super::container::FfiArrayObj;
 use super::error::{Error, Result};
 use super::ffi_containers::{new_map, DictObj, ListObj};
-use super::object::{self, release_any, type_index as ti, ObjPtr, ObjectHeader, ObjectRef};
+use super::ffi_fields::{all_fields, get_field, set_field};
+use super::object::{type_index as ti, ObjPtr, ObjectRef};
 use super::packed::{PackedFunc, Value};
 use crate::abi::{TVMFFIAny, TVMFFIFieldInfo};
 use std::collections::HashMap;
@@ -83,75 +84,6 @@ fn copy_map(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
     Ok(Value::Object(m))
 }
 
-/// The reflected fields of a type and its ancestors.
-fn all_fields(index: u32) -> Result<Vec<TVMFFIFieldInfo>> {
-    let info = super::reflection::type_info(index)?;
-    let mut out = Vec::new();
-    // SAFETY: type information stays valid for the process; its arrays hold `num_*` entries.
-    unsafe {
-        let info = &*info;
-        for d in 0..info.type_depth as usize {
-            let a = &**info.type_ancestors.add(d);
-            out.extend((0..a.num_fields as usize).map(|i| *a.fields.add(i)));
-        }
-        out.extend((0..info.num_fields as usize).map(|i| *info.fields.add(i)));
-    }
-    Ok(out)
-}
-
-/// Reads field `f` of the object at `obj` (an owned value).
-fn get_field(obj: *mut ObjectHeader, f: &TVMFFIFieldInfo) -> Result<Value> {
-    let getter = f.getter.ok_or_else(|| Error::type_error("a reflected field has no getter"))?;
-    let mut out = TVMFFIAny::NONE;
-    let g = super::error::last_error_generation();
-    // SAFETY: the field lies at its offset in the live object; the getter writes an owned value.
-    let rc = unsafe { getter((obj as *mut u8).add(f.offset as usize) as *mut _, &mut out) };
-    if rc != 0 {
-        return Err(super::error::error_from_callee(g, || Error::runtime("a field getter failed")));
-    }
-    // SAFETY: owned by us now.
-    unsafe { Value::adopt_any(out) }
-}
-
-/// The reflected fields' values of an object (owned), with each field's flags; none for an
-/// object whose type has no reflected fields.
-pub fn field_values(o: &ObjectRef) -> Result<Vec<(i64, Value)>> {
-    all_fields(o.type_index())?.iter().map(|f| Ok((f.flags, get_field(o.as_header(), f)?))).collect()
-}
-
-/// The reflected fields of an object as `(name, flags, value)`.
-pub fn named_field_values(o: &ObjectRef) -> Result<Vec<(String, i64, Value)>> {
-    all_fields(o.type_index())?
-        .iter()
-        .map(|f| {
-            // SAFETY: a field name kept by the type registry.
-            let name = String::from_utf8_lossy(unsafe { super::packed::byte_array(&f.name) }).into_owned();
-            Ok((name, f.flags, get_field(o.as_header(), f)?))
-        })
-        .collect()
-}
-
-/// Writes field `f` of the object at `obj`.
-fn set_field(obj: *mut ObjectHeader, f: &TVMFFIFieldInfo, v: Value) -> Result<()> {
-    const SETTER_IS_FUNCTION: i64 = 1 << 11;
-    if f.setter.is_null() || f.flags & SETTER_IS_FUNCTION != 0 {
-        return Err(Error::unsupported("deep copy of a field set through a function object"));
-    }
-    // SAFETY: tvm-ffi's setter signature for a plain setter (checked just above).
-    let setter: unsafe extern "C" fn(*mut std::ffi::c_void, *const TVMFFIAny) -> i32 =
-        unsafe { std::mem::transmute(f.setter) };
-    let a = v.into_any();
-    let g = super::error::last_error_generation();
-    // SAFETY: the field lies at its offset in the live object; the setter copies the value.
-    let rc = unsafe { setter((obj as *mut u8).add(f.offset as usize) as *mut _, &a) };
-    // SAFETY: owned above.
-    unsafe { release_any(&a) };
-    if rc != 0 {
-        return Err(super::error::error_from_callee(g, || Error::runtime("a field setter failed")));
-    }
-    Ok(())
-}
-
 /// A shallow copy of a reflected object (fields shared), or `None` for a type without fields.
 fn shallow_copy(o: &ObjectRef, fields: &[TVMFFIFieldInfo]) -> Result<Option<ObjectRef>> {
     if let Some(Value::Func(f)) = super::reflection::attr(b"__ffi_shallow_copy__", o.type_index()) {
@@ -163,18 +95,7 @@ fn shallow_copy(o: &ObjectRef, fields: &[TVMFFIFieldInfo]) -> Result<Option<Obje
     if fields.is_empty() {
         return Ok(None);
     }
-    let key = object::type_index_to_key(o.type_index())?;
-    // SAFETY: type information stays valid for the process.
-    let creator = unsafe { (*super::reflection::type_info(o.type_index())?).metadata.as_ref() }.and_then(|m| m.creator);
-    let creator = creator.ok_or_else(|| Error::type_error(format!("`{key}` cannot be copied: it has no creator")))?;
-    let mut raw = std::ptr::null_mut();
-    let g = super::error::last_error_generation();
-    // SAFETY: tvm-ffi's creator writes a new object (one reference) or fails.
-    if unsafe { creator(&mut raw) } != 0 || raw.is_null() {
-        return Err(super::error::error_from_callee(g, || Error::runtime(format!("making a `{key}` failed"))));
-    }
-    // SAFETY: the new object's one reference passes to the ref.
-    let copy = unsafe { ObjectRef::from_raw(raw as *mut ObjectHeader) };
+    let copy = super::ffi_fields::create_empty(o.type_index())?;
     for f in fields {
         set_field(copy.as_header(), f, get_field(o.as_header(), f)?)?;
     }

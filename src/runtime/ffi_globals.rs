@@ -33,6 +33,11 @@ fn item(a: &FfiArrayObj, i: i64) -> Result<Value> {
 static MISSING: Lazy<ObjectRef> = Lazy::new(|| ObjPtr::new(PlainObj).to_object_ref());
 static KWARGS: Lazy<ObjectRef> = Lazy::new(|| ObjPtr::new(PlainObj).to_object_ref());
 
+/// tvm-ffi's keyword-arguments marker (`ffi.GetKwargsObject`).
+pub fn kwargs() -> ObjectRef {
+    KWARGS.clone()
+}
+
 /// tvm-ffi's missing-value marker (`ffi.GetInvalidObject`).
 pub fn missing() -> ObjectRef {
     MISSING.clone()

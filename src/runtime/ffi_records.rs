@@ -20,14 +20,21 @@ pub enum Slot {
     Any,
     I64,
     I32,
+    F64,
+    /// One byte, 0 or 1.
+    Bool,
+    Ptr,
+    DType,
+    Device,
 }
 
 impl Slot {
     fn size(self) -> i64 {
         match self {
-            Slot::Obj | Slot::I64 => 8,
+            Slot::Obj | Slot::I64 | Slot::F64 | Slot::Ptr | Slot::Device => 8,
             Slot::Any => 16,
-            Slot::I32 => 4,
+            Slot::I32 | Slot::DType => 4,
+            Slot::Bool => 1,
         }
     }
 }
@@ -261,7 +268,7 @@ unsafe fn release_slot(at: *mut u8, slot: Slot) {
         },
         // SAFETY: the caller's contract: an owned value.
         Slot::Any => unsafe { release_any(&*(at as *const TVMFFIAny)) },
-        Slot::I64 | Slot::I32 => {}
+        _ => {}
     }
 }
 
@@ -324,6 +331,44 @@ unsafe fn write_slot(at: *mut u8, slot: Slot, a: &TVMFFIAny) -> Result<()> {
             // SAFETY: a 4-byte integer slot.
             unsafe { (at as *mut i32).write(n) }
         }
+        Slot::F64 => {
+            let x = match v {
+                Value::Float(x) => x,
+                Value::Int(i) => i as f64,
+                Value::Bool(b) => b as i64 as f64,
+                v => return Err(Error::type_error(format!("expected a float, got {v:?}"))),
+            };
+            // SAFETY: an 8-byte float slot.
+            unsafe { (at as *mut f64).write(x) }
+        }
+        Slot::Bool => {
+            let b = match v {
+                Value::Bool(b) => b,
+                Value::Int(i) => i != 0,
+                v => return Err(Error::type_error(format!("expected a bool, got {v:?}"))),
+            };
+            // SAFETY: a one-byte bool slot.
+            unsafe { at.write(b as u8) }
+        }
+        Slot::Ptr => {
+            let p = match v {
+                Value::Handle(p) => p,
+                Value::Null => std::ptr::null_mut(),
+                v => return Err(Error::type_error(format!("expected an opaque pointer, got {v:?}"))),
+            };
+            // SAFETY: a pointer slot.
+            unsafe { (at as *mut *mut c_void).write(p) }
+        }
+        Slot::DType => {
+            let Value::DataType(t) = v else { return Err(Error::type_error(format!("expected a dtype, got {v:?}"))) };
+            // SAFETY: a DLDataType slot.
+            unsafe { (at as *mut crate::abi::DLDataType).write(t) }
+        }
+        Slot::Device => {
+            let Value::Device(d) = v else { return Err(Error::type_error(format!("expected a device, got {v:?}"))) };
+            // SAFETY: a DLDevice slot.
+            unsafe { (at as *mut crate::abi::DLDevice).write(d) }
+        }
         Slot::Any => {
             let new = v.into_any();
             // SAFETY: the old owned value is released and replaced by the new owned one.
@@ -365,6 +410,11 @@ unsafe fn read_slot(at: *const u8, slot: Slot) -> Result<TVMFFIAny> {
         Ok(match slot {
             Slot::I64 => Value::Int(*(at as *const i64)).into_any(),
             Slot::I32 => Value::Int(*(at as *const i32) as i64).into_any(),
+            Slot::F64 => Value::Float(*(at as *const f64)).into_any(),
+            Slot::Bool => Value::Bool(*at != 0).into_any(),
+            Slot::Ptr => Value::Handle(*(at as *const *mut c_void)).into_any(),
+            Slot::DType => Value::DataType(*(at as *const crate::abi::DLDataType)).into_any(),
+            Slot::Device => Value::Device(*(at as *const crate::abi::DLDevice)).into_any(),
             Slot::Any => Value::from_any_view(&*(at as *const TVMFFIAny))?.into_any(),
             Slot::Obj => {
                 let p = *(at as *const *mut ObjectHeader);
@@ -416,18 +466,51 @@ accessors!(get_obj, set_obj, Slot::Obj);
 accessors!(get_any, set_any, Slot::Any);
 accessors!(get_i64, set_i64, Slot::I64);
 accessors!(get_i32, set_i32, Slot::I32);
+accessors!(get_f64, set_f64, Slot::F64);
+accessors!(get_bool, set_bool, Slot::Bool);
+accessors!(get_ptr, set_ptr, Slot::Ptr);
+accessors!(get_dtype, set_dtype, Slot::DType);
+accessors!(get_device, set_device, Slot::Device);
 
-/// The field information tvm-ffi publishes for `f` (texts are copied by the registry).
-pub fn field_info(f: &FieldSpec) -> TVMFFIFieldInfo {
-    let (getter, setter): (
-        unsafe extern "C" fn(*mut c_void, *mut TVMFFIAny) -> i32,
-        unsafe extern "C" fn(*mut c_void, *const TVMFFIAny) -> i32,
-    ) = match f.slot {
+type Getter = unsafe extern "C" fn(*mut c_void, *mut TVMFFIAny) -> i32;
+type Setter = unsafe extern "C" fn(*mut c_void, *const TVMFFIAny) -> i32;
+
+/// The getter and setter of a slot kind.
+pub fn accessors_of(slot: Slot) -> (Getter, Setter) {
+    match slot {
         Slot::Obj => (get_obj, set_obj),
         Slot::Any => (get_any, set_any),
         Slot::I64 => (get_i64, set_i64),
         Slot::I32 => (get_i32, set_i32),
-    };
+        Slot::F64 => (get_f64, set_f64),
+        Slot::Bool => (get_bool, set_bool),
+        Slot::Ptr => (get_ptr, set_ptr),
+        Slot::DType => (get_dtype, set_dtype),
+        Slot::Device => (get_device, set_device),
+    }
+}
+
+/// Writes a value (a view) into a slot of kind `slot` at `at`, releasing what it held.
+///
+/// # Safety
+/// `at` is a live, initialised slot of that kind.
+pub unsafe fn store(at: *mut u8, slot: Slot, a: &TVMFFIAny) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { write_slot(at, slot, a) }
+}
+
+/// Releases what a slot of kind `slot` at `at` owns.
+///
+/// # Safety
+/// `at` is a live slot of that kind, not used after.
+pub unsafe fn release(at: *mut u8, slot: Slot) {
+    // SAFETY: the caller's contract.
+    unsafe { release_slot(at, slot) }
+}
+
+/// The field information tvm-ffi publishes for `f` (texts are copied by the registry).
+pub fn field_info(f: &FieldSpec) -> TVMFFIFieldInfo {
+    let (getter, setter) = accessors_of(f.slot);
     let text = |s: &'static str| crate::abi::TVMFFIByteArray { data: s.as_ptr() as *const _, size: s.len() };
     let metadata: &'static str = Box::leak(format!(r#"{{"type_schema":{}}}"#, json_string(f.schema)).into_boxed_str());
     TVMFFIFieldInfo {

@@ -40,7 +40,7 @@ fn map_entries(o: &ObjectRef) -> Result<Vec<(Value, Value)>> {
 
 /// Field values of a reflected object, with their flags.
 fn fields(o: &ObjectRef) -> Result<Vec<(i64, Value)>> {
-    super::ffi_deep_copy::field_values(o)
+    super::ffi_fields::field_values(o)
 }
 
 fn unordered(a: &Value, b: &Value) -> Error {

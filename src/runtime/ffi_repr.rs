@@ -87,7 +87,7 @@ fn repr_object_body(o: &ObjectRef, open: &mut Vec<usize>) -> Result<String> {
             .collect::<Result<Vec<_>>>()?;
         return Ok(format!("{{{}}}", parts.join(", ")));
     }
-    let fields = super::ffi_deep_copy::named_field_values(o)?;
+    let fields = super::ffi_fields::named_field_values(o)?;
     if fields.is_empty() {
         return Ok(format!("{key}({:#x})", o.as_header() as usize));
     }

@@ -313,13 +313,20 @@ impl<T: InplaceObject> ObjPtr<T> {
     /// report `elems.len()` as its `tail_len`.
     pub fn new_inplace(data: T, elems: Vec<T::Elem>) -> Self {
         assert_eq!(data.tail_len(), elems.len(), "an inline object's payload counts its elements");
+        Self::new_inplace_as(data, elems, T::TYPE_INDEX)
+    }
+
+    /// As [`new_inplace`](Self::new_inplace), at type index `index` (a type sharing `T`'s
+    /// layout, such as a reflected type whose fields are the elements); `data.tail_len()` is
+    /// asked only once the object is in place (it may read the object's header).
+    pub fn new_inplace_as(data: T, elems: Vec<T::Elem>, index: u32) -> Self {
         let (layout, offset) = block_layout::<T, T::Elem>(elems.len());
         let header = alloc_block(layout);
         let ptr = header.cast::<Obj<T>>();
         // SAFETY: the fresh block has room for `Obj<T>` at the header's place and `elems` at
         // `offset` from it (`block_layout`), both suitably aligned; each slot is written once.
         unsafe {
-            ptr.as_ptr().write(Obj { header: ObjectHeader::new(T::TYPE_INDEX, delete_inplace::<T>), data });
+            ptr.as_ptr().write(Obj { header: ObjectHeader::new(index, delete_inplace::<T>), data });
             let first = (header.as_ptr() as *mut u8).add(offset) as *mut T::Elem;
             for (i, e) in elems.into_iter().enumerate() {
                 first.add(i).write(e);

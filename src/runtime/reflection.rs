@@ -191,6 +191,12 @@ impl Reflection {
                 String::from_utf8_lossy(unsafe { byte_array(&name) })
             )));
         }
+        const SETTER_IS_FUNCTION: i64 = 1 << 11;
+        if f.flags & SETTER_IS_FUNCTION != 0 && !f.setter.is_null() {
+            // SAFETY: the setter is a live function object; the registry keeps a reference to
+            // it for the life of the process (as it keeps the default value).
+            unsafe { object::retain(f.setter as *mut ObjectHeader) };
+        }
         record.fields.push(TVMFFIFieldInfo { name, doc, metadata, default_value_or_factory: default, ..*f });
         record.info.fields = record.fields.as_ptr();
         record.info.num_fields = record.fields.len() as i32;
