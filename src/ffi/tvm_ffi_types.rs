@@ -142,7 +142,9 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobalFromMethodInfo(
         // SAFETY: a valid description (caller contract).
         let (name, f) = unsafe { (byte_array(&(*method_info).name), Value::from_any_view(&(*method_info).method)?) };
         let name = std::str::from_utf8(name).map_err(|_| Error::value("the method's name is not UTF-8"))?;
-        registry::register(name, f.into_func()?, allow_override != 0)?;
+        // SAFETY: as above.
+        let metadata = String::from_utf8_lossy(unsafe { byte_array(&(*method_info).metadata) }).into_owned();
+        registry::register_with_metadata(name, f.into_func()?, &metadata, allow_override != 0)?;
         Ok(0)
     })
 }

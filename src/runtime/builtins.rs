@@ -33,6 +33,8 @@ fn all() -> Vec<(&'static str, PackedFunc)> {
     all.extend(super::ffi_recursive::globals());
     all.extend(super::ffi_repr::globals());
     all.extend(super::ffi_dataclass::globals());
+    all.extend(super::ffi_json::globals());
+    all.extend(super::ffi_serialization::globals());
     all.extend(super::time_evaluator::globals());
     all
 }

@@ -34,12 +34,38 @@ fn lock() -> MutexGuard<'static, ()> {
     CELLS.lock()
 }
 
+/// The text of a string value, inline or an `ffi.String` object.
+pub fn text_of(v: &Value) -> Option<std::borrow::Cow<'_, [u8]>> {
+    use super::container::StringObj;
+    match v {
+        Value::Str(s) => Some(s.as_bytes().into()),
+        Value::RawStr(c) => Some(c.as_bytes().into()),
+        Value::Object(o) => o.downcast::<StringObj>().and_then(|s| s.as_bytes().ok().map(|b| b.to_vec().into())),
+        _ => None,
+    }
+}
+
+/// The bytes of a bytes value, inline or an `ffi.Bytes` object.
+pub fn bytes_of(v: &Value) -> Option<std::borrow::Cow<'_, [u8]>> {
+    match v {
+        Value::Bytes(b) => Some(b.as_slice().into()),
+        Value::Object(o) => {
+            o.downcast::<super::container::BytesObj>().and_then(|b| b.as_bytes().ok().map(|b| b.to_vec().into()))
+        }
+        _ => None,
+    }
+}
+
 /// Whether two values are equal as tvm-ffi's `AnyEqual` sees them (same kind and value; strings
 /// and bytes by content, small or not; other objects by identity).
 pub fn any_equal(a: &Value, b: &Value) -> bool {
+    if let (Some(x), Some(y)) = (text_of(a), text_of(b)) {
+        return x == y;
+    }
+    if let (Some(x), Some(y)) = (bytes_of(a), bytes_of(b)) {
+        return x == y;
+    }
     match (a, b) {
-        (Value::Str(x), Value::Str(y)) => x == y,
-        (Value::Bytes(x), Value::Bytes(y)) => x == y,
         (Value::Int(x), Value::Int(y)) => x == y,
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
@@ -54,8 +80,27 @@ pub fn any_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// The elements of an `ffi.Array` or `ffi.List` (new references), or `None` for other objects.
+pub fn sequence_items(o: &ObjectRef) -> Result<Option<Vec<Value>>> {
+    if let Some(l) = o.downcast::<ListObj>() {
+        return l.with(|c| c.items().iter().map(view).collect::<Result<Vec<_>>>()).map(Some);
+    }
+    match o.downcast::<super::container::FfiArrayObj>() {
+        Some(a) => a.items().iter().map(view).collect::<Result<Vec<_>>>().map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The entries of an `ffi.Map` or `ffi.Dict` in order (new references).
+pub fn map_items(o: &ObjectRef) -> Result<Vec<(Value, Value)>> {
+    map_cell(o, |c| {
+        // SAFETY: live entries of the locked cell.
+        c.entries().into_iter().map(|kv| unsafe { Ok((view(&(*kv).key)?, view(&(*kv).value)?)) }).collect()
+    })
+}
+
 /// A value viewed from a container slot (a new reference for objects).
-fn view(a: &TVMFFIAny) -> Result<Value> {
+pub fn view(a: &TVMFFIAny) -> Result<Value> {
     // SAFETY: slots hold owned, initialised values, alive while the container is.
     unsafe { Value::from_any_view(a) }
 }

@@ -264,8 +264,41 @@ fn py_class_columns(index: u32, total_size: usize) -> Result<()> {
     register_attr(index, "__ffi_shallow_copy__", copy)
 }
 
+/// `ffi.MakeObjectFromPackedArgs(type, name, value, ...)`: an object of the type (an index or a
+/// key) with the named fields set, the others at their defaults; a required field left out or
+/// a name the type does not have is a `TypeError`.
+fn make_object(args: &Args<'_>) -> Result<Value> {
+    let index = match args.to_value(0)? {
+        Value::Int(i) => u32::try_from(i).map_err(|_| Error::value(format!("argument 0: {i} is not a type index")))?,
+        _ => object::type_key_to_index(&args.string(0)?)?,
+    };
+    if args.len() % 2 != 1 {
+        return Err(Error::value("expected a type, then field names and values in pairs"));
+    }
+    let obj = create_empty(index)?;
+    let mut given: Vec<(String, usize, bool)> =
+        (1..args.len()).step_by(2).map(|i| Ok((args.string(i)?, i + 1, false))).collect::<Result<_>>()?;
+    let key = object::type_index_to_key(index)?;
+    for f in all_fields(index)? {
+        let fname = name(&f);
+        match given.iter_mut().find(|(n, _, found)| !found && *n == fname) {
+            Some((_, at, found)) => {
+                set_field(obj.as_header(), &f, args.to_value(*at)?)?;
+                *found = true;
+            }
+            None if f.flags & HAS_DEFAULT != 0 => set_default(obj.as_header(), &f)?,
+            None => return Err(Error::type_error(format!("Required field `{fname}` not set in type `{key}`"))),
+        }
+    }
+    if let Some((n, _, _)) = given.iter().find(|(_, _, found)| !found) {
+        return Err(Error::type_error(format!("Type `{key}` does not have field `{n}`")));
+    }
+    Ok(Value::Object(obj))
+}
+
 pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
     vec![
+        ("ffi.MakeObjectFromPackedArgs", PackedFunc::from_typed(|args| make_object(&args))),
         (
             "ffi._RegisterFFIInit",
             PackedFunc::from_typed(|args| {

@@ -7,7 +7,7 @@
 
 use super::container::FfiArrayObj;
 use super::error::{Error, Result};
-use super::ffi_containers::{new_map, DictObj, ListObj};
+use super::ffi_containers::{new_map, view, DictObj, ListObj};
 use super::ffi_fields::{all_fields, get_field, set_field};
 use super::object::{type_index as ti, ObjPtr, ObjectRef};
 use super::packed::{PackedFunc, Value};
@@ -34,8 +34,10 @@ fn copy_object(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
         return Ok(done.clone());
     }
     let copy = match o.type_index() {
-        ti::FFI_ARRAY | ti::LIST => copy_sequence(o, memo)?,
-        ti::FFI_MAP | ti::DICT => copy_map(o, memo)?,
+        ti::LIST => copy_list(o, memo)?,
+        ti::DICT => copy_dict(o, memo)?,
+        ti::FFI_ARRAY => copy_sequence(o, memo)?,
+        ti::FFI_MAP => copy_map(o, memo)?,
         _ => copy_reflected(o, memo)?,
     };
     memo.insert(key, copy.clone());
@@ -47,9 +49,29 @@ fn copy_all(views: Vec<Value>, memo: &mut Memo) -> Result<Vec<TVMFFIAny>> {
     views.iter().map(|v| Ok(copy_value(v, memo)?.into_any())).collect()
 }
 
-fn view(a: &TVMFFIAny) -> Result<Value> {
-    // SAFETY: an owned element of a live container.
-    unsafe { Value::from_any_view(a) }
+/// A list is made empty and remembered before its items are copied, so a list that holds
+/// itself is copied into one that holds the copy.
+fn copy_list(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
+    let src = o.downcast::<ListObj>().ok_or_else(|| Error::type_error("unreadable list"))?;
+    let items = src.with(|c| c.items().iter().map(view).collect::<Result<Vec<_>>>())?;
+    let copy = ObjPtr::new(ListObj::new(Vec::new())?);
+    memo.insert(o.as_header() as usize, Value::Object(copy.to_object_ref()));
+    for v in copy_all(items, memo)? {
+        copy.with(|c| c.push(v))?;
+    }
+    Ok(Value::Object(copy.to_object_ref()))
+}
+
+/// As [`copy_list`], for a dict.
+fn copy_dict(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
+    let pairs = super::ffi_containers::map_items(o)?;
+    let copy = ObjPtr::new(DictObj::new(Vec::new())?);
+    memo.insert(o.as_header() as usize, Value::Object(copy.to_object_ref()));
+    for (k, v) in pairs {
+        let (k, v) = (copy_value(&k, memo)?.into_any(), copy_value(&v, memo)?.into_any());
+        copy.with(|c| c.set(k, v))?;
+    }
+    Ok(Value::Object(copy.to_object_ref()))
 }
 
 fn copy_sequence(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
@@ -65,23 +87,11 @@ fn copy_sequence(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
 }
 
 fn copy_map(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
-    let pairs = super::ffi_containers::map_cell(o, |c| {
-        // SAFETY: live entries of the locked cell.
-        c.entries()
-            .into_iter()
-            .map(|kv| unsafe { Ok((view(&(*kv).key)?, view(&(*kv).value)?)) })
-            .collect::<Result<Vec<_>>>()
-    })?;
-    let mut copied = Vec::with_capacity(pairs.len());
-    for (k, v) in pairs {
+    let mut copied = Vec::new();
+    for (k, v) in super::ffi_containers::map_items(o)? {
         copied.push((copy_value(&k, memo)?.into_any(), copy_value(&v, memo)?.into_any()));
     }
-    let m = if o.downcast::<DictObj>().is_some() {
-        new_map::<{ ti::DICT }>(copied)?
-    } else {
-        new_map::<{ ti::FFI_MAP }>(copied)?
-    };
-    Ok(Value::Object(m))
+    Ok(Value::Object(new_map::<{ ti::FFI_MAP }>(copied)?))
 }
 
 /// A shallow copy of a reflected object (fields shared), or `None` for a type without fields.

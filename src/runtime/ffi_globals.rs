@@ -87,6 +87,10 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
             PackedFunc::from_typed(|args| Ok(Value::Bool(super::registry::remove(&args.string(0)?)))),
         ),
         ("ffi.String", PackedFunc::from_typed(|args| Ok(Value::Str(args.string(0)?)))),
+        (
+            "ffi.GetGlobalFuncMetadata",
+            PackedFunc::from_typed(|args| Ok(Value::Str(super::registry::metadata(&args.string(0)?)?))),
+        ),
         ("ffi.Bytes", PackedFunc::from_typed(|args| Ok(Value::Bytes(args.bytes(0)?.to_vec())))),
         ("ffi.GetKwargsObject", PackedFunc::from_typed(|_| Ok(Value::Object(KWARGS.clone())))),
         (

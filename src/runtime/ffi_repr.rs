@@ -1,21 +1,16 @@
-//! tvm-ffi's `ffi.ReprPrint`: a readable text for any value, as its Python side shows objects:
-//! plain values as Python writes them, strings quoted, sequences in brackets, maps in braces,
-//! an object with reflected fields as `type_key(field=value, ...)` (fields marked repr-off left
-//! out), any other object as its type key and address. An object met again inside itself is
-//! written as `...`.
+//! tvm-ffi's `ffi.ReprPrint`: a readable text for any value, in tvm-ffi's notation: plain
+//! values as Python writes them (floats in their shortest form), strings quoted, an `ffi.Array`
+//! as a tuple `(a, b)` / `(a,)`, a list in brackets, maps in braces, a shape `Shape(5, 6)`, a
+//! tensor `float32[3, 4]@cpu:0`, a device `cpu:0`, an object with reflected fields as
+//! `type_key(field=value, ...)` (fields marked repr-off left out) or as its type's
+//! `__ffi_repr__` hook writes it, any other object as its type key and address. An object met
+//! again inside itself is written as `...`.
 
 use super::error::Result;
-use super::ffi_containers::map_cell;
 use super::object::{type_index as ti, ObjectRef};
 use super::packed::{PackedFunc, Value};
-use crate::abi::TVMFFIAny;
 
 const REPR_OFF: i64 = 1 << 6;
-
-fn view(a: &TVMFFIAny) -> Result<Value> {
-    // SAFETY: an owned element of a live container.
-    unsafe { Value::from_any_view(a) }
-}
 
 /// The text of `v`.
 pub fn repr(v: &Value) -> Result<String> {
@@ -23,23 +18,66 @@ pub fn repr(v: &Value) -> Result<String> {
     repr_in(v, &mut open)
 }
 
+/// The shorter of a float's shortest fixed and scientific forms (fixed on a tie), as C++'s
+/// `std::to_chars` writes it.
 fn float_text(f: f64) -> String {
-    if f.is_finite() && f == f.trunc() && f.abs() < 1e16 {
-        format!("{f:.1}")
-    } else if f.is_nan() {
-        "nan".into()
-    } else if f.is_infinite() {
-        if f > 0.0 {
-            "inf".into()
-        } else {
-            "-inf".into()
+    if f.is_nan() {
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let fixed = format!("{f}");
+    let sci = format!("{f:e}");
+    let sci = match sci.split_once('e') {
+        Some((m, e)) => {
+            let (sign, digits) = e.strip_prefix('-').map_or(("+", e), |d| ("-", d));
+            format!("{m}e{sign}{digits:0>2}")
         }
+        None => sci,
+    };
+    if sci.len() < fixed.len() {
+        sci
     } else {
-        format!("{f}")
+        fixed
     }
 }
 
+fn device_text(d: &crate::abi::DLDevice) -> String {
+    const NAMES: [(i32, &str); 16] = [
+        (1, "cpu"),
+        (2, "cuda"),
+        (3, "cuda_host"),
+        (4, "opencl"),
+        (7, "vulkan"),
+        (8, "metal"),
+        (9, "vpi"),
+        (10, "rocm"),
+        (11, "rocm_host"),
+        (12, "ext_dev"),
+        (13, "cuda_managed"),
+        (14, "oneapi"),
+        (15, "webgpu"),
+        (16, "hexagon"),
+        (17, "maia"),
+        (18, "trn"),
+    ];
+    let t = d.device_type as i32;
+    let name = NAMES.iter().find(|(k, _)| *k == t).map_or_else(|| format!("device{t}"), |(_, n)| n.to_string());
+    format!("{name}:{}", d.device_id)
+}
+
+fn tensor_text(t: &super::ndarray::NDArray) -> Result<String> {
+    // SAFETY: the tensor's own DLTensor, alive while `t` is.
+    let dl = unsafe { &*t.as_dltensor_ptr() };
+    let dims = t.shape().iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+    Ok(format!("{}[{dims}]@{}", super::ffi_dtype::to_string(dl.dtype)?, device_text(&dl.device)))
+}
+
 fn repr_in(v: &Value, open: &mut Vec<usize>) -> Result<String> {
+    if let Some(t) = super::ffi_containers::text_of(v) {
+        return Ok(super::ffi_records::json_string(&String::from_utf8_lossy(&t)));
+    }
     Ok(match v {
         Value::Null => "None".into(),
         Value::Int(i) => i.to_string(),
@@ -47,7 +85,9 @@ fn repr_in(v: &Value, open: &mut Vec<usize>) -> Result<String> {
         Value::Float(f) => float_text(*f),
         Value::Str(s) => super::ffi_records::json_string(s),
         Value::Bytes(b) => format!("b{}", super::ffi_records::json_string(&String::from_utf8_lossy(b))),
-        Value::DataType(_) | Value::Device(_) => format!("{v:?}"),
+        Value::DataType(t) => super::ffi_dtype::to_string(*t)?,
+        Value::Device(d) => device_text(d),
+        Value::NDArray(t) => tensor_text(t)?,
         Value::Object(o) => repr_object(o, open)?,
         other => format!("{other:?}"),
     })
@@ -70,17 +110,31 @@ fn repr_object(o: &ObjectRef, open: &mut Vec<usize>) -> Result<String> {
 
 fn repr_object_body(o: &ObjectRef, open: &mut Vec<usize>) -> Result<String> {
     let key = super::object::type_index_to_key(o.type_index())?;
-    if let Some(items) = sequence(o)? {
-        return Ok(format!("[{}]", join(items, open)?));
+    if let Some(Value::Func(hook)) = super::reflection::attr(b"__ffi_repr__", o.type_index()) {
+        let nested = PackedFunc::from_typed(|a| Ok(Value::Str(repr(&a.to_value(0)?)?)));
+        return match hook.call(&[Value::Object(o.clone()), Value::Func(nested)])? {
+            Value::Object(s) => Ok(super::ffi_containers::text_of(&Value::Object(s))
+                .map(|t| String::from_utf8_lossy(&t).into_owned())
+                .unwrap_or_default()),
+            Value::Str(s) => Ok(s),
+            other => Err(super::error::Error::type_error(format!("__ffi_repr__ returned {other:?}"))),
+        };
+    }
+    if let Some(dims) = o.downcast::<super::container::ShapeTupleObj>().and_then(|s| s.dims().ok().map(<[i64]>::to_vec))
+    {
+        return Ok(format!("Shape({})", dims.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")));
+    }
+    if let Some(items) = super::ffi_containers::sequence_items(o)? {
+        let one = items.len() == 1;
+        let inner = join(items, open)?;
+        return Ok(match o.type_index() {
+            ti::FFI_ARRAY if one => format!("({inner},)"),
+            ti::FFI_ARRAY => format!("({inner})"),
+            _ => format!("[{inner}]"),
+        });
     }
     if matches!(o.type_index(), ti::FFI_MAP | ti::DICT) {
-        let entries = map_cell(o, |c| {
-            // SAFETY: live entries of the locked cell.
-            c.entries()
-                .into_iter()
-                .map(|kv| unsafe { Ok((view(&(*kv).key)?, view(&(*kv).value)?)) })
-                .collect::<Result<Vec<_>>>()
-        })?;
+        let entries = super::ffi_containers::map_items(o)?;
         let parts = entries
             .iter()
             .map(|(k, v)| Ok(format!("{}: {}", repr_in(k, open)?, repr_in(v, open)?)))
@@ -97,16 +151,6 @@ fn repr_object_body(o: &ObjectRef, open: &mut Vec<usize>) -> Result<String> {
         .map(|(name, _, v)| Ok(format!("{name}={}", repr_in(v, open)?)))
         .collect::<Result<Vec<_>>>()?;
     Ok(format!("{key}({})", parts.join(", ")))
-}
-
-fn sequence(o: &ObjectRef) -> Result<Option<Vec<Value>>> {
-    if let Some(l) = o.downcast::<super::ffi_containers::ListObj>() {
-        return l.with(|c| c.items().iter().map(view).collect::<Result<Vec<_>>>()).map(Some);
-    }
-    match o.downcast::<super::container::FfiArrayObj>() {
-        Some(a) => a.items().iter().map(view).collect::<Result<Vec<_>>>().map(Some),
-        None => Ok(None),
-    }
 }
 
 pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {

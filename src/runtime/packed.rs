@@ -533,6 +533,8 @@ impl ArgBuffer {
             Value::Device(d) => (TVMValue { v_device: *d }, tc::DEVICE),
             Value::DLTensor(t) => (TVMValue { v_handle: t.as_ptr() as *mut c_void }, tc::DLTENSOR_HANDLE),
             // Owned copies are stored first and pointers taken from where they then live.
+            // A string with a NUL inside travels as a string object (a C string cannot hold it).
+            Value::Str(s) if s.contains('\0') => return self.push(&Value::Object(super::container::string_object(s))),
             Value::Str(s) => {
                 let c = CString::new(s.as_str()).map_err(|_| Error::value("string argument contains a NUL byte"))?;
                 self._strings.push(c);

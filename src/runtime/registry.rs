@@ -12,6 +12,24 @@ use parking_lot::RwLock;
 use std::collections::HashMap;
 
 static REGISTRY: Lazy<RwLock<HashMap<String, PackedFunc>>> = Lazy::new(Default::default);
+/// tvm-ffi's metadata text (JSON) of globals registered with one.
+static METADATA: Lazy<RwLock<HashMap<String, String>>> = Lazy::new(Default::default);
+
+/// Register `f` under `name` with tvm-ffi's metadata text, as [`register`] does.
+pub fn register_with_metadata(name: &str, f: PackedFunc, metadata: &str, allow_override: bool) -> Result<()> {
+    register(name, f, allow_override)?;
+    METADATA.write().insert(name.to_string(), metadata.to_string());
+    Ok(())
+}
+
+/// The metadata text of global `name` (empty when it was registered without), or an error when
+/// there is no such global.
+pub fn metadata(name: &str) -> Result<String> {
+    if get(name).is_none() {
+        return Err(Error::runtime(format!("Global Function is not found: {name}")));
+    }
+    Ok(METADATA.read().get(name).cloned().unwrap_or_default())
+}
 
 /// Register `f` under `name`; an existing name is an error unless `allow_override`.
 pub fn register(name: &str, f: PackedFunc, allow_override: bool) -> Result<()> {
@@ -22,6 +40,7 @@ pub fn register(name: &str, f: PackedFunc, allow_override: bool) -> Result<()> {
     // The old function (if any) is dropped after the lock is released.
     let old = map.insert(name.to_string(), f);
     drop(map);
+    METADATA.write().remove(name);
     drop(old);
     Ok(())
 }
@@ -38,6 +57,7 @@ pub fn require(name: &str) -> Result<PackedFunc> {
 
 /// Remove `name`; returns whether it existed.
 pub fn remove(name: &str) -> bool {
+    METADATA.write().remove(name);
     let old = REGISTRY.write().remove(name);
     old.is_some()
 }
