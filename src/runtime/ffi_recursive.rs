@@ -390,6 +390,7 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::ffi_containers::ListObj;
     use crate::runtime::ffi_records::{new_record, set_field};
 
     fn list(items: Vec<Value>) -> Value {
@@ -424,7 +425,7 @@ mod tests {
         let copy = crate::runtime::ffi_deep_copy::deep_copy(&holder).unwrap();
         assert_eq!(compare(&holder, &copy, true).unwrap(), Ordering::Equal);
         let Value::Object(c) = &copy else { panic!("a list") };
-        let items = sequence(c).unwrap().unwrap();
+        let items = sequence_items(c).unwrap().unwrap();
         let (Value::Object(x), Value::Object(y), Value::Object(orig)) = (&items[0], &items[1], &a) else { panic!() };
         assert_eq!(x.as_header(), y.as_header(), "an object met twice is copied once");
         assert_ne!(x.as_header(), orig.as_header(), "the copy is a new object");

@@ -433,3 +433,34 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
         ("ffi.FromJSONGraphString", PackedFunc::from_typed(|args| from_json_graph(&parse(&args.string(0)?)?))),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_text_round_trips_in_tvm_ffis_forms() {
+        let text = r#"{"b":[1,2.5,"x\n",null,true,NaN],"a":{"k":-Infinity}}"#;
+        let v = parse(text).unwrap();
+        assert_eq!(stringify(&v, 0).unwrap(), text, "keys keep their order; numbers keep their form");
+        assert_eq!(stringify(&parse("[1.0, 3]").unwrap(), 2).unwrap(), "[\n  1.0,\n  3\n]");
+        assert!(parse("[1,").is_err() && parse("{1:2}").is_err() && parse(&"[".repeat(5000)).is_err());
+    }
+
+    #[test]
+    fn object_graphs_share_nodes_and_round_trip() {
+        let shared = Value::Object(super::super::container::shape_object(&[2, 3]));
+        let list = ObjPtr::new(
+            ListObj::new(vec![shared.clone().into_any(), shared.into_any(), Value::Int(7).into_any()]).unwrap(),
+        );
+        let graph = to_json_graph(&Value::Object(list.to_object_ref()), Value::Null).unwrap();
+        let text = stringify(&graph, 0).unwrap();
+        assert!(text.contains(r#""type":"ffi.Shape""#) && text.matches("ffi.Shape").count() == 1, "{text}");
+        let Value::Object(back) = from_json_graph(&parse(&text).unwrap()).unwrap() else { panic!("an object") };
+        let items = sequence_items(&back).unwrap().unwrap();
+        let (Value::Object(x), Value::Object(y)) = (&items[0], &items[1]) else { panic!("shapes") };
+        assert_eq!(x.as_header(), y.as_header(), "one node, one object");
+        assert!(matches!(items[2], Value::Int(7)));
+        assert!(from_json_graph(&parse(r#"{"root_index":5,"nodes":[]}"#).unwrap()).is_err());
+    }
+}
