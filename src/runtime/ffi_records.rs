@@ -574,6 +574,32 @@ pub fn creator_for(key: &str) -> Option<unsafe extern "C" fn(*mut *mut c_void) -
     )
 }
 
+/// The metadata text (`{"type_schema": ...}`) tvm-ffi publishes for method `name` of `key`: a
+/// function schema of its return and parameter types.
+pub fn method_metadata(key: &str, name: &str) -> String {
+    const PATH: &str = "ffi.reflection.AccessPath";
+    let (ret, params): (&str, &[&str]) = match (key, name) {
+        ("ffi.EnumState", "__ffi_init__") => ("ffi.Object", &[]),
+        (_, "_root") => (PATH, &[]),
+        (_, "_extend") => (PATH, &[PATH, "ffi.reflection.AccessStep"]),
+        (_, "_attr" | "_attr_missing") => (PATH, &[PATH, "ffi.String"]),
+        (_, "_array_item" | "_array_item_missing") => (PATH, &[PATH, "int"]),
+        (_, "_map_item" | "_map_item_missing") => (PATH, &[PATH, "Any"]),
+        (_, "_is_prefix_of" | "_path_equal") => ("bool", &[PATH, PATH]),
+        (_, "_to_steps") => ("ffi.Array", &[PATH]),
+        _ => ("Any", &[]),
+    };
+    let ty = |t: &str| format!(r#"{{"type":"{t}"}}"#);
+    let ret = if name == "_to_steps" {
+        r#"{"type":"ffi.Array","args":[{"type":"ffi.reflection.AccessStep"}]}"#.to_string()
+    } else {
+        ty(ret)
+    };
+    let params = params.iter().map(|p| ty(p)).collect::<Vec<_>>().join(",");
+    let schema = format!(r#"{{"type":"ffi.Function","named_args":{{"return":[{ret}],"params":[{params}]}}}}"#);
+    format!(r#"{{"type_schema":{}}}"#, json_string(&schema))
+}
+
 /// The methods tvm-ffi's library gives its own types: `(type key, name, static, function)`.
 pub fn methods() -> Vec<(&'static str, &'static str, bool, PackedFunc)> {
     let mut m = vec![("ffi.EnumState", "__ffi_init__", true, PackedFunc::from_typed(|_| new_enum_state()))];

@@ -263,7 +263,17 @@ impl Reflection {
 
     /// The fields, methods and metadata of tvm-ffi's own reflected types (`ffi_records`).
     fn add_core_records(&mut self) -> Result<()> {
-        use super::ffi_records::{creator_for, field_info, methods, SPECS};
+        use super::ffi_records::{creator_for, field_info, method_metadata, methods, SPECS};
+        for (key, size) in [("ffi.Object", 24), ("ffi.Module", 48), ("ffi.BigInt", 32)] {
+            let m = TVMFFITypeMetadata {
+                doc: TVMFFIByteArray { data: std::ptr::null(), size: 0 },
+                creator: None,
+                total_size: size,
+                structural_eq_hash_kind: 0,
+            };
+            // SAFETY: an empty doc.
+            unsafe { self.add_metadata(object::type_key_to_index(key)?, &m)? };
+        }
         for spec in &SPECS {
             let index = object::type_key_to_index(spec.key)?;
             for f in spec.fields {
@@ -281,11 +291,12 @@ impl Reflection {
         }
         for (key, name, is_static, f) in methods() {
             let index = object::type_key_to_index(key)?;
-            let text = |s: &'static str| TVMFFIByteArray { data: s.as_ptr() as *const _, size: s.len() };
+            let text = |s: &str| TVMFFIByteArray { data: s.as_ptr() as *const _, size: s.len() };
+            let metadata = method_metadata(key, name);
             let m = TVMFFIMethodInfo {
                 name: text(name),
                 doc: text(""),
-                metadata: text(""),
+                metadata: text(&metadata),
                 flags: if is_static { 1 << 2 } else { 0 },
                 method: Value::Func(f).into_any(),
             };
