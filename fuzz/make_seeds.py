@@ -277,7 +277,26 @@ def rpc_sessions():
                         struct.pack("<i", 12) + seq(cpu, (0, struct.pack("<q", 0))),
                         struct.pack("<i", 14) + seq(cpu, (3, struct.pack("<Q", 0)))],
         "no_init.bin": [struct.pack("<i", 9) + seq(s(b"x")), struct.pack("<i", 3) + struct.pack("<Q", 1) + seq()],
+        "ffi_files.bin": ffi_session(init),
     }
+
+
+def ffi_session(init):
+    """The files session as an apache-tvm 0.2x host sends it: tvm-ffi type indices, each right
+    before its value; bytes in the object form (66, u32 66, length, data); one-argument FreeHandle."""
+    def seq(*values):  # (type index, payload bytes) pairs, interleaved
+        return struct.pack("<i", len(values)) + b"".join(struct.pack("<i", c) + v for c, v in values)
+
+    def s(text):
+        return (8, struct.pack("<Q", len(text)) + text)
+
+    return [init, struct.pack("<i", 12) + seq((6, struct.pack("<ii", 2, 0)), (1, struct.pack("<q", 0))),
+            struct.pack("<i", 9) + seq(s(b"tvm.rpc.server.upload")),
+            struct.pack("<iQ", 3, 0x100000) + seq(s(b"a.bin"), (66, struct.pack("<IQ", 66, 3) + b"abc")),
+            struct.pack("<i", 9) + seq(s(b"tvm.rpc.server.download")),
+            struct.pack("<iQ", 3, 0x100010) + seq(s(b"a.bin")),
+            struct.pack("<i", 10) + seq((4, struct.pack("<Q", 0x100000))),
+            struct.pack("<i", 1)]
 
 
 def main():

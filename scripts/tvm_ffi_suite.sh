@@ -31,9 +31,13 @@ backup="$lib.real"
 [ -f "$backup" ] || cp "$lib" "$backup"
 trap 'cp "$backup" "$lib"' EXIT
 
-run() { # side: junit xml of the suite on whichever library is in place
-  (cd "$sdist" && timeout 900 "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts= \
-    --junitxml="$root/target/tvm-ffi-suite-$1.xml" tests/python >/dev/null 2>&1) || true
+run() { # side: one junit xml per test file (a crash in one file costs that file alone)
+  rm -rf "$root/target/tvm-ffi-suite-$1" && mkdir -p "$root/target/tvm-ffi-suite-$1"
+  for f in "$sdist"/tests/python/test_*.py; do
+    name=$(basename "$f" .py)
+    (cd "$sdist" && timeout 600 "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts= \
+      --junitxml="$root/target/tvm-ffi-suite-$1/$name.xml" "tests/python/$name.py" >/dev/null 2>&1) || true
+  done
 }
 cp "$backup" "$lib"
 run real
@@ -44,12 +48,17 @@ cp "$backup" "$lib"
 "$venv/bin/python" - <<'PY'
 import collections, os, xml.etree.ElementTree as ET
 
+def cases(side):
+    folder = f"target/tvm-ffi-suite-{side}"
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        try:
+            yield from ET.parse(os.path.join(folder, name)).iter("testcase")
+        except ET.ParseError:
+            pass  # the file's process died before writing its report: nothing passed
+
 def per_file(side):
-    path = f"target/tvm-ffi-suite-{side}.xml"
     counts = collections.Counter()
-    if not os.path.exists(path):
-        return counts
-    for case in ET.parse(path).iter("testcase"):
+    for case in cases(side):
         # classname is the module path (tests.python.test_x), then any test class (.TestY)
         parts = (case.get("classname") or "").split(".")
         name = next((p for p in parts if p.startswith("test_")), parts[-1]) + ".py"

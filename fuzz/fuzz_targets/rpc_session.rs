@@ -11,9 +11,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use tvm_runtime::rpc::codec::{FFI, TVM018};
 use tvm_runtime::rpc::env::Env;
 use tvm_runtime::rpc::session::{Session, Step};
-use tvm_runtime::rpc::wire::{code, Reader};
+use tvm_runtime::rpc::wire::{code, Codec, Reader, WireValue};
 
 const ALLOWED: &[&[u8]] = &[
     b"tvm.rpc.server.workpath",
@@ -23,19 +24,20 @@ const ALLOWED: &[&[u8]] = &[
     b"tvm.rpc.server.ModuleGetFunction",
 ];
 
-/// Whether `body` asks for a global outside [`ALLOWED`].
+/// Whether `body` asks for a global outside [`ALLOWED`], read as either host generation.
 fn unsafe_lookup(body: &[u8]) -> bool {
     let mut r = Reader::new(body);
     if r.i32("code") != Ok(code::GET_GLOBAL_FUNC) {
         return false;
     }
-    match r.packed_seq() {
+    let args = &body[4..];
+    [&TVM018 as &dyn Codec, &FFI].iter().any(|c| match Reader::new(args).packed_seq(*c) {
         Ok(v) => match v.as_slice() {
-            [tvm_runtime::rpc::wire::WireValue::Str(name)] => !ALLOWED.contains(&name.as_slice()),
+            [WireValue::Str(name)] => !ALLOWED.contains(&name.as_slice()),
             _ => false,
         },
         Err(_) => false,
-    }
+    })
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -1,9 +1,11 @@
 //! The functions a TVM host calls on the server by name, bound to one session: its work
 //! directory (`tvm.rpc.server.upload`, `download`, `remove`, `workpath`, `load_module`) and
-//! the module helpers (`ModuleGetFunction`, `ImportModule`). They are looked up before the
+//! the module helpers (`ModuleGetFunction`, `ImportModule`) and MetaSchedule's
+//! `tvm.contrib.random.random_fill_for_measure`. They are looked up before the
 //! global registry and exist only inside a session, so they never leak into the process's
 //! registry and two sessions never see each other's files.
 
+use super::link;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::packed::{Args, Module, PackedFunc, Value};
 use std::collections::HashMap;
@@ -32,6 +34,10 @@ impl Env {
         functions.insert("tvm.rpc.server.load_module", with_dir(load_module));
         functions.insert("tvm.rpc.server.ModuleGetFunction", PackedFunc::from_typed(module_get_function));
         functions.insert("tvm.rpc.server.ImportModule", PackedFunc::from_typed(import_module));
+        functions.insert(
+            "tvm.contrib.random.random_fill_for_measure",
+            PackedFunc::from_typed(link::random_fill_for_measure),
+        );
         Env { dir, functions }
     }
 
@@ -87,14 +93,19 @@ fn download(dir: &Path, args: Args<'_>) -> Result<Value> {
     std::fs::read(&path).map(Value::Bytes).map_err(|e| Error::io(format!("download: {}: {e}", path.display())))
 }
 
+/// Remove a file; `""` (the work directory itself, which MetaSchedule removes after each
+/// candidate) is left to the end of the session, which removes the directory.
 fn remove(dir: &Path, args: Args<'_>) -> Result<Value> {
+    if args.string(0)?.is_empty() {
+        return Ok(Value::Null);
+    }
     let path = path_arg(dir, &args)?;
     std::fs::remove_file(&path).map_err(|e| Error::io(format!("remove: {}: {e}", path.display())))?;
     Ok(Value::Null)
 }
 
 fn load_module(dir: &Path, args: Args<'_>) -> Result<Value> {
-    let path = path_arg(dir, &args)?;
+    let path = link::loadable(&path_arg(dir, &args)?, confined)?;
     Module::load_from_file(&path.to_string_lossy(), "").map(Value::Module)
 }
 

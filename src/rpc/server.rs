@@ -9,7 +9,7 @@
 
 use super::env::Env;
 use super::session::{Session, Step};
-use super::wire::{self, RPC_MAGIC};
+use super::wire::RPC_MAGIC;
 use crate::runtime::error::{Error, Result};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -240,6 +240,8 @@ fn session_dir(base: Option<&std::path::Path>) -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
+const TIMEOUT_MESSAGE: &str = "RPCSessionTimeoutError: the session's time limit was reached";
+
 /// Serve packets from `stream` until the session ends (see the module comment).
 pub fn run_session(
     stream: &mut (impl Read + Write + Timeouts),
@@ -254,9 +256,7 @@ pub fn run_session(
                     let _ = stream.set_read_deadline(Some(left));
                 }
                 _ => {
-                    let _ = stream.write_all(&wire::exception_packet(
-                        "RPCSessionTimeoutError: the session's time limit was reached",
-                    ));
+                    let _ = stream.write_all(&session.exception(TIMEOUT_MESSAGE));
                     return;
                 }
             }
@@ -264,15 +264,14 @@ pub fn run_session(
         let mut len = [0u8; 8];
         if let Err(e) = stream.read_exact(&mut len) {
             if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut {
-                let _ = stream
-                    .write_all(&wire::exception_packet("RPCSessionTimeoutError: the session's time limit was reached"));
+                let _ = stream.write_all(&session.exception(TIMEOUT_MESSAGE));
             }
             return;
         }
         let len = u64::from_le_bytes(len);
         if len > max_packet {
             let msg = format!("RPCError: a packet of {len} bytes is over this server's limit of {max_packet} bytes");
-            let _ = stream.write_all(&wire::exception_packet(&msg));
+            let _ = stream.write_all(&session.exception(&msg));
             return;
         }
         if len == 0 {

@@ -6,8 +6,9 @@
 //! range past a buffer's end is an `Exception` naming it, and the session goes on. Dropping the
 //! session frees everything at once.
 
+use super::codec;
 use super::env::Env;
-use super::wire::{self, code, Reader, WireResult, WireTensor, WireValue, Writer};
+use super::wire::{self, code, Codec, HeldKind, Reader, Returned, WireResult, WireTensor, WireValue, Writer};
 use crate::abi::{device_type, dtype_code, type_code as tc, DLDataType, DLDevice, DLTensor};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::ndarray::NDArray;
@@ -127,6 +128,8 @@ pub struct Session {
     /// Bytes of buffers the host allocated (`DevAllocData*`) and not freed, and their limit.
     allocated: u64,
     memory_limit: u64,
+    /// The host's generation, once a packet told it ([`codec::detect`]).
+    codec: Option<&'static dyn Codec>,
 }
 
 impl Session {
@@ -137,7 +140,7 @@ impl Session {
 
     /// A session whose host may hold at most `limit` bytes of allocated buffers at once.
     pub fn with_memory_limit(env: Env, limit: u64) -> Session {
-        Session { env, handles: Handles::default(), initialized: false, allocated: 0, memory_limit: limit }
+        Session { env, handles: Handles::default(), initialized: false, allocated: 0, memory_limit: limit, codec: None }
     }
 
     /// Answer one packet (`body`: the code and what follows it, the length already read).
@@ -145,16 +148,34 @@ impl Session {
         let mut r = Reader::new(body);
         let code = match r.i32("packet code") {
             Ok(c) => c,
-            Err(e) => return Step::Reply(wire::exception_packet(&format!("RPCError: malformed packet: {e}"))),
+            Err(e) => return Step::Reply(self.exception(&format!("RPCError: malformed packet: {e}"))),
         };
         if code == code::SHUTDOWN {
             return Step::End;
         }
+        if self.codec.is_none() {
+            self.codec = codec::detect(body);
+        }
         let reply = match self.dispatch(code, &mut r) {
             Ok(bytes) => bytes,
-            Err(e) => wire::exception_packet(&e.to_string()),
+            Err(e) => self.exception(&e.to_string()),
         };
         Step::Reply(reply)
+    }
+
+    /// The host's encoding: TVM 0.18's until a packet tells otherwise.
+    fn codec(&self) -> &'static dyn Codec {
+        self.codec.unwrap_or(&codec::TVM018)
+    }
+
+    /// The host's generation, once known.
+    pub fn generation(&self) -> Option<&'static str> {
+        self.codec.map(|c| c.name())
+    }
+
+    /// An `Exception` packet carrying `message`, in the host's encoding.
+    pub fn exception(&self, message: &str) -> Vec<u8> {
+        wire::exception_packet(self.codec(), message)
     }
 
     fn dispatch(&mut self, code: i32, r: &mut Reader<'_>) -> Result<Vec<u8>> {
@@ -167,9 +188,9 @@ impl Session {
             code::COPY_TO_REMOTE => self.copy_to_remote(r),
             code::COPY_FROM_REMOTE => self.copy_from_remote(r),
             c if (code::GET_GLOBAL_FUNC..=code::DEV_GET_CURRENT_STREAM).contains(&c) => {
-                let args = wire_err(r.packed_seq(), "syscall arguments")?;
+                let args = wire_err(r.packed_seq(self.codec()), "syscall arguments")?;
                 wire_err(r.finish("syscall"), "syscall")?;
-                self.syscall(c, &args).map(|v| wire::return_packet(&[v]))
+                self.syscall(c, &args).map(|v| wire::return_packet(self.codec(), &[v]))
             }
             c => Err(Error::value(format!("unknown packet code {c}"))),
         }
@@ -177,7 +198,7 @@ impl Session {
 
     fn init_server(&mut self, r: &mut Reader<'_>) -> Result<Vec<u8>> {
         let version = wire_err(r.blob("protocol version"), "InitServer")?;
-        let args = wire_err(r.packed_seq(), "InitServer arguments")?;
+        let args = wire_err(r.packed_seq(self.codec()), "InitServer arguments")?;
         if version != wire::PROTOCOL_VERSION.as_bytes() {
             return Err(Error::value(format!(
                 "client protocol version {:?} does not match the server's {}",
@@ -196,12 +217,15 @@ impl Session {
             return Err(Error::value("InitServer: the session is already initialized"));
         }
         self.initialized = true;
-        Ok(wire::return_void())
+        // No value: InitServer carries nothing that tells the generations apart, and a 0.18 void
+        // (NULL, code 4) reads as a pointer to a 0.2x host. Both hosts read an empty sequence and
+        // ignore InitServer's result.
+        Ok(wire::return_packet(self.codec(), &[]))
     }
 
     fn call_func(&mut self, r: &mut Reader<'_>) -> Result<Vec<u8>> {
         let id = wire_err(r.u64("function handle"), "CallFunc")?;
-        let args = wire_err(r.packed_seq(), "CallFunc arguments")?;
+        let args = wire_err(r.packed_seq(self.codec()), "CallFunc arguments")?;
         wire_err(r.finish("CallFunc"), "CallFunc")?;
         let f = match self.handles.get(id, "CallFunc")? {
             Value::Func(f) => f.clone(),
@@ -221,7 +245,8 @@ impl Session {
         let ret = f.call(&values)?;
         drop(values);
         drop(views);
-        self.encode_return(ret).map(|v| wire::return_packet(&v))
+        let reply = self.codec().reply(self.returned(ret)?);
+        Ok(wire::return_packet(self.codec(), &reply))
     }
 
     /// A host value as a runtime value; tensors become views of memory this session holds.
@@ -289,45 +314,42 @@ impl Session {
         Ok(Value::DLTensor(unsafe { RawTensor::new(ptr) }))
     }
 
-    /// A call's result as TVM's local session sends it: its type code, then the value (an array
-    /// as its description and a handle, objects as handles).
-    fn encode_return(&mut self, v: Value) -> Result<Vec<WireValue>> {
-        let code = |c: i32| WireValue::int(c as i64);
-        Ok(match v {
-            Value::Null => vec![code(tc::NULLPTR), WireValue::Null],
-            Value::Int(i) => vec![code(tc::INT), WireValue::int(i)],
-            Value::Bool(b) => vec![code(tc::INT), WireValue::int(b as i64)],
-            Value::Float(f) => vec![code(tc::FLOAT), WireValue::Float(f)],
-            Value::DataType(t) => vec![code(tc::DATA_TYPE), WireValue::DType(t)],
-            Value::Device(d) => vec![code(tc::DEVICE), WireValue::Device(d)],
-            Value::Str(s) => vec![code(tc::STR), WireValue::Str(s.into_bytes())],
-            Value::RawStr(s) => vec![code(tc::STR), WireValue::Str(s.into_bytes())],
-            Value::Bytes(b) => vec![code(tc::BYTES), WireValue::Bytes(b)],
-            Value::Handle(p) => vec![code(tc::OPAQUE_HANDLE), WireValue::Handle(tc::OPAQUE_HANDLE, p as u64)],
-            Value::NDArray(a) => {
-                if a.strides().is_some() {
-                    return Err(Error::value("an array with strides cannot be returned over RPC"));
-                }
-                let desc = WireTensor {
-                    data: a.data_ptr() as u64,
-                    device: a.device(),
-                    dtype: a.dtype(),
-                    shape: a.shape().to_vec(),
-                    byte_offset: a.dl_tensor.byte_offset,
-                };
-                let id = self.handles.insert(Value::NDArray(a));
-                vec![code(tc::NDARRAY_HANDLE), WireValue::Tensor(desc), WireValue::Handle(tc::OPAQUE_HANDLE, id)]
-            }
-            v @ (Value::Module(_) | Value::Func(_) | Value::Object(_)) => {
-                let c = match &v {
-                    Value::Module(_) => tc::MODULE_HANDLE,
-                    Value::Func(_) => tc::PACKED_FUNC_HANDLE,
-                    _ => tc::OBJECT_HANDLE,
-                };
-                vec![code(c), WireValue::Handle(tc::OPAQUE_HANDLE, self.handles.insert(v))]
-            }
+    /// A call's result, what the host may hold of it put in the handle table (an array as its
+    /// description and a handle, other objects as handles).
+    fn returned(&mut self, v: Value) -> Result<Returned> {
+        let plain = |w| Ok(Returned::Plain(w));
+        let kind = match v {
+            Value::Null => return plain(WireValue::Null),
+            Value::Int(i) => return plain(WireValue::int(i)),
+            Value::Bool(b) => return plain(WireValue::Int(tc::BOOL, b as i64)),
+            Value::Float(f) => return plain(WireValue::Float(f)),
+            Value::DataType(t) => return plain(WireValue::DType(t)),
+            Value::Device(d) => return plain(WireValue::Device(d)),
+            Value::Str(s) => return plain(WireValue::Str(s.into_bytes())),
+            Value::RawStr(s) => return plain(WireValue::Str(s.into_bytes())),
+            Value::Bytes(b) => return plain(WireValue::Bytes(b)),
+            Value::Handle(p) => return Ok(Returned::Held(HeldKind::Opaque, p as u64)),
+            Value::NDArray(a) => return self.returned_array(a),
             Value::DLTensor(_) => return Err(Error::value("a borrowed DLTensor cannot be returned over RPC")),
-        })
+            Value::Module(_) => HeldKind::Module,
+            Value::Func(_) => HeldKind::Func,
+            Value::Object(ref o) => HeldKind::Object(o.type_index()),
+        };
+        Ok(Returned::Held(kind, self.handles.insert(v)))
+    }
+
+    fn returned_array(&mut self, a: NDArray) -> Result<Returned> {
+        if a.strides().is_some() {
+            return Err(Error::value("an array with strides cannot be returned over RPC"));
+        }
+        let desc = WireTensor {
+            data: a.data_ptr() as u64,
+            device: a.device(),
+            dtype: a.dtype(),
+            shape: a.shape().to_vec(),
+            byte_offset: a.dl_tensor.byte_offset,
+        };
+        Ok(Returned::Tensor(desc, self.handles.insert(Value::NDArray(a))))
     }
 
     fn copy_to_remote(&mut self, r: &mut Reader<'_>) -> Result<Vec<u8>> {
@@ -338,7 +360,7 @@ impl Session {
         let dst = self.handles.locate(t.data, t.byte_offset, n).map_err(|e| e.context("CopyToRemote"))?;
         // SAFETY: `locate` checked that `n` bytes at `dst` lie inside a live region.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, n as usize) };
-        Ok(wire::return_void())
+        Ok(wire::return_void(self.codec()))
     }
 
     fn copy_from_remote(&mut self, r: &mut Reader<'_>) -> Result<Vec<u8>> {
@@ -355,7 +377,8 @@ impl Session {
     fn syscall(&mut self, c: i32, a: &[WireValue]) -> Result<WireValue> {
         match (c, a) {
             (code::GET_GLOBAL_FUNC, [WireValue::Str(name)]) => Ok(self.global(&String::from_utf8_lossy(name))),
-            (code::FREE_HANDLE, [WireValue::Handle(_, id), WireValue::Int(_, _)]) => {
+            // 0.18 hosts add the handle's type code; 0.2x hosts send the handle alone.
+            (code::FREE_HANDLE, [WireValue::Handle(_, id)] | [WireValue::Handle(_, id), WireValue::Int(..)]) => {
                 self.handles.free(*id).map(|_| WireValue::Null)
             }
             (code::DEV_SET_DEVICE, [WireValue::Device(d)]) => cpu_only(*d).map(|_| WireValue::Null),
@@ -385,7 +408,7 @@ impl Session {
             (code::COPY_AMONG_REMOTE, [WireValue::Tensor(from), WireValue::Tensor(to), _]) => self.copy_among(from, to),
             _ => Err(Error::value(format!(
                 "RPC call {c} with arguments of type codes {:?} is not one this server knows",
-                a.iter().map(WireValue::code).collect::<Vec<_>>()
+                a.iter().map(|v| self.codec().type_code(v)).collect::<Vec<_>>()
             ))),
         }
     }

@@ -5,7 +5,11 @@
 //! matchkey, and connects with `client:<matchkey>`, so the plain key no longer matches (as with
 //! TVM's servers). A background thread keeps the connection alive (`GET_PENDING_MATCHKEYS`
 //! every 2 s) and puts a fresh matchkey after each session or when the tracker dropped it;
-//! it reconnects when the tracker goes away.
+//! it reconnects when the tracker goes away (every 2 s, for as long as the server runs).
+//!
+//! A tracker that is not up yet when the server starts is waited for: the first registration is
+//! tried every 2 s for up to [`FIRST_PATIENCE`], each failure logged to stderr, before the server
+//! gives up with the last error. Losing and regaining the tracker later is logged once each.
 
 use super::wire::TRACKER_MAGIC;
 use crate::runtime::error::{Error, Result};
@@ -23,6 +27,8 @@ const UPDATE_INFO: i64 = 5;
 const GET_PENDING_MATCHKEYS: i64 = 7;
 const SUCCESS: i64 = 0;
 const PING_PERIOD: Duration = Duration::from_secs(2);
+/// How long the first registration is retried while the tracker cannot be reached.
+pub const FIRST_PATIENCE: Duration = Duration::from_secs(60);
 
 /// A live registration; dropping it stops its thread.
 pub struct Registration {
@@ -48,7 +54,7 @@ impl Registration {
         server_stop: Arc<AtomicBool>,
     ) -> Result<Registration> {
         let link = Link { addr: addr.to_string(), key: key.to_string(), port, matchkey };
-        let conn = link.register().map_err(|e| Error::io(format!("tracker {addr}: {e}")))?;
+        let conn = link.register_patiently(&server_stop).map_err(|e| Error::io(format!("tracker {addr}: {e}")))?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
@@ -85,6 +91,40 @@ impl Link {
         Ok(conn)
     }
 
+    /// [`Link::register`], retried every [`PING_PERIOD`] for up to [`FIRST_PATIENCE`] (or until
+    /// the server stops), each failure logged.
+    fn register_patiently(&self, stop: &AtomicBool) -> std::io::Result<TcpStream> {
+        let start = std::time::Instant::now();
+        loop {
+            match self.register() {
+                Ok(conn) => return Ok(conn),
+                Err(e) if start.elapsed() + PING_PERIOD > FIRST_PATIENCE || stop.load(Ordering::Acquire) => {
+                    return Err(std::io::Error::other(format!("{e} (tried for {} s)", start.elapsed().as_secs())))
+                }
+                Err(e) => {
+                    eprintln!("tvm-rt rpc-server: tracker {}: {e}; trying again in 2 s", self.addr);
+                    std::thread::sleep(PING_PERIOD);
+                }
+            }
+        }
+    }
+
+    /// After the tracker connection failed with `e`: register again, every [`PING_PERIOD`]
+    /// until it works or the server stops (the loss and the recovery logged once each).
+    fn reconnect(&self, conn: &mut TcpStream, e: std::io::Error, stopped: &dyn Fn() -> bool) {
+        eprintln!("tvm-rt rpc-server: lost tracker {}: {e}; registering again every 2 s", self.addr);
+        while !stopped() {
+            match self.register() {
+                Ok(c) => {
+                    eprintln!("tvm-rt rpc-server: registered with tracker {} again", self.addr);
+                    *conn = c;
+                    return;
+                }
+                Err(_) => std::thread::sleep(PING_PERIOD),
+            }
+        }
+    }
+
     fn put(&self, conn: &mut TcpStream) -> std::io::Result<()> {
         let fresh = format!("{}:{}", self.key, random_suffix());
         expect_success(conn, &json!([PUT, self.key, [self.port, fresh], Json::Null]))?;
@@ -97,7 +137,8 @@ impl Link {
         let mut seen = sessions.load(Ordering::Acquire);
         let mut missing = 0;
         let mut last = std::time::Instant::now();
-        while !stop.load(Ordering::Acquire) && !server_stop.load(Ordering::Acquire) {
+        let stopped = || stop.load(Ordering::Acquire) || server_stop.load(Ordering::Acquire);
+        while !stopped() {
             std::thread::sleep(Duration::from_millis(100));
             if last.elapsed() < PING_PERIOD {
                 continue;
@@ -116,11 +157,8 @@ impl Link {
                 }
                 Ok(())
             })();
-            if step.is_err() {
-                match self.register() {
-                    Ok(c) => conn = c,
-                    Err(_) => std::thread::sleep(PING_PERIOD),
-                }
+            if let Err(e) = step {
+                self.reconnect(&mut conn, e, &stopped);
             }
         }
     }

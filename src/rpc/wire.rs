@@ -1,10 +1,11 @@
 //! TVM's RPC wire format (protocol "0.8.0"): packets, packed argument sequences and the values
 //! in them, read from and written to byte buffers. Everything is little-endian and unpadded:
 //! a packet is `u64 length` then `i32 code` and a body; a packed sequence is `i32 count`,
-//! `i32 type code` per value, then each value (ints and floats as 8 bytes, a data type as 4 bytes
-//! plus 4 of padding, a device as two `i32`, strings and bytes as `u64 length` + bytes, handles
-//! as `u64`, a `DLTensor` as data `u64`, device, `i32` ndim, data type, `i64` shape, `u64`
-//! byte offset, and an object as `u32` type index 9 + `u64` handle).
+//! one `i32` per value naming its kind, then each value (ints and floats as 8 bytes, a data type
+//! as 4 bytes plus 4 of padding, a device as two `i32`, strings and bytes as `u64 length` + bytes,
+//! handles as `u64`, a `DLTensor` as data `u64`, device, `i32` ndim, data type, `i64` shape, `u64`
+//! byte offset, and an object as a `u32` type index + `u64` handle). Which `i32` names which kind
+//! depends on the host's generation: see [`super::codec`].
 //!
 //! Reading never trusts a length: every count and size is checked against the bytes left, so a
 //! malformed packet is an error naming what was wrong, never a panic or a huge allocation.
@@ -17,8 +18,6 @@ pub const PROTOCOL_VERSION: &str = "0.8.0";
 pub const RPC_MAGIC: i32 = 0xff271;
 /// Magic of the tracker protocol (`RPC_TRACKER_MAGIC`).
 pub const TRACKER_MAGIC: i32 = 0x2f271;
-/// The type index TVM's RPC sends objects under (`kRuntimeRPCObjectRefTypeIndex`).
-pub const RPC_OBJECT_TYPE_INDEX: u32 = 9;
 /// Most dimensions a tensor on the wire may have.
 pub const MAX_NDIM: i32 = 64;
 
@@ -84,24 +83,48 @@ pub enum WireValue {
 }
 
 impl WireValue {
-    pub fn code(&self) -> i32 {
-        match self {
-            WireValue::Int(c, _) | WireValue::Handle(c, _) => *c,
-            WireValue::Float(_) => tc::FLOAT,
-            WireValue::Null => tc::NULLPTR,
-            WireValue::DType(_) => tc::DATA_TYPE,
-            WireValue::Device(_) => tc::DEVICE,
-            WireValue::Str(_) => tc::STR,
-            WireValue::Bytes(_) => tc::BYTES,
-            WireValue::Tensor(_) => tc::DLTENSOR_HANDLE,
-            WireValue::Object(_) => tc::OBJECT_HANDLE,
-        }
-    }
-
     /// An `int` value (`kDLInt` 0).
     pub fn int(v: i64) -> WireValue {
         WireValue::Int(tc::INT, v)
     }
+}
+
+/// What a call returned, before a generation announces it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Returned {
+    /// Sent as itself: none, numbers, data types, devices, strings, bytes.
+    Plain(WireValue),
+    /// A tensor the session holds: its description and its handle.
+    Tensor(WireTensor, u64),
+    /// A handle to something else the session holds.
+    Held(HeldKind, u64),
+}
+
+/// The kind of a [`Returned::Held`] handle.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HeldKind {
+    Module,
+    Func,
+    Opaque,
+    /// Another object, by its type index.
+    Object(u32),
+}
+
+/// One host generation's encoding of values.
+pub trait Codec: Sync {
+    /// The generation, for messages.
+    fn name(&self) -> &'static str;
+    /// The `i32` that precedes `v` in a packed sequence.
+    fn type_code(&self, v: &WireValue) -> i32;
+    /// The value announced by `code` (already read).
+    fn read_value(&self, r: &mut Reader<'_>, code: i32) -> WireResult<WireValue>;
+    /// Whether a packed sequence lists all codes before the values (0.18), or each code right
+    /// before its value (0.2x).
+    fn codes_ahead(&self) -> bool;
+    /// A remote object's bytes after its code.
+    fn write_object(&self, w: &mut Writer, handle: u64);
+    /// The values of the `Return` of a call that returned `r`.
+    fn reply(&self, r: Returned) -> Vec<WireValue>;
 }
 
 /// Reads a packet body; every read is bounded by the bytes left.
@@ -175,41 +198,28 @@ impl<'a> Reader<'a> {
         Ok(WireTensor { data, device, dtype, shape, byte_offset })
     }
 
-    /// A packed sequence (`RecvPackedSeq`).
-    pub fn packed_seq(&mut self) -> WireResult<Vec<WireValue>> {
+    /// A packed sequence (`RecvPackedSeq`) in `codec`'s encoding.
+    pub fn packed_seq(&mut self, codec: &dyn Codec) -> WireResult<Vec<WireValue>> {
         let n = self.i32("argument count")?;
         // Each value takes at least its 4-byte type code: a count the packet cannot hold is refused
         // before anything is allocated for it.
         if n < 0 || n as u64 * 4 > self.remaining() as u64 {
             return Err(format!("argument count {n} does not fit the {} bytes left", self.remaining()));
         }
+        if !codec.codes_ahead() {
+            return (0..n)
+                .map(|i| {
+                    let c = self.i32("type code")?;
+                    codec.read_value(self, c).map_err(|e| format!("argument {i}: {e}"))
+                })
+                .collect();
+        }
         let codes = (0..n).map(|_| self.i32("type code")).collect::<WireResult<Vec<_>>>()?;
-        codes.iter().enumerate().map(|(i, &c)| self.value(c).map_err(|e| format!("argument {i}: {e}"))).collect()
-    }
-
-    fn value(&mut self, code: i32) -> WireResult<WireValue> {
-        Ok(match code {
-            tc::INT | tc::UINT | tc::BOOL => WireValue::Int(code, self.i64("int")?),
-            tc::FLOAT => WireValue::Float(f64::from_bits(self.u64("float")?)),
-            tc::DATA_TYPE => {
-                let t = self.dtype()?;
-                self.i32("data type padding")?;
-                WireValue::DType(t)
-            }
-            tc::DEVICE => WireValue::Device(self.device()?),
-            tc::OPAQUE_HANDLE | tc::MODULE_HANDLE | tc::PACKED_FUNC_HANDLE => {
-                WireValue::Handle(code, self.u64("handle")?)
-            }
-            tc::NULLPTR => WireValue::Null,
-            tc::STR => WireValue::Str(self.blob("string")?),
-            tc::BYTES => WireValue::Bytes(self.blob("bytes")?),
-            tc::DLTENSOR_HANDLE => WireValue::Tensor(self.tensor()?),
-            tc::OBJECT_HANDLE => match self.u32("object type index")? {
-                RPC_OBJECT_TYPE_INDEX => WireValue::Object(self.u64("object handle")?),
-                t => return Err(format!("object of type index {t} (only RPC object references, index 9, cross RPC)")),
-            },
-            c => return Err(format!("type code {c} ({}) cannot be sent over RPC", tc::name(c))),
-        })
+        codes
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| codec.read_value(self, c).map_err(|e| format!("argument {i}: {e}")))
+            .collect()
     }
 
     /// Refuse bytes after the last field.
@@ -271,13 +281,18 @@ impl Writer {
         self.u64(t.byte_offset);
     }
 
-    /// A packed sequence (`SendPackedSeq`).
-    pub fn packed_seq(&mut self, values: &[WireValue]) {
+    /// A packed sequence (`SendPackedSeq`) in `codec`'s encoding.
+    pub fn packed_seq(&mut self, codec: &dyn Codec, values: &[WireValue]) {
         self.i32(values.len() as i32);
-        for v in values {
-            self.i32(v.code());
+        if codec.codes_ahead() {
+            for v in values {
+                self.i32(codec.type_code(v));
+            }
         }
         for v in values {
+            if !codec.codes_ahead() {
+                self.i32(codec.type_code(v));
+            }
             match v {
                 WireValue::Int(_, i) => self.i64(*i),
                 WireValue::Float(f) => self.u64(f.to_bits()),
@@ -290,10 +305,7 @@ impl Writer {
                 WireValue::Device(d) => self.device(*d),
                 WireValue::Str(b) | WireValue::Bytes(b) => self.blob(b),
                 WireValue::Tensor(t) => self.tensor(t),
-                WireValue::Object(h) => {
-                    self.u32(RPC_OBJECT_TYPE_INDEX);
-                    self.u64(*h);
-                }
+                WireValue::Object(h) => codec.write_object(self, *h),
             }
         }
     }
@@ -307,26 +319,27 @@ impl Writer {
 }
 
 /// A `Return` packet carrying `values`.
-pub fn return_packet(values: &[WireValue]) -> Vec<u8> {
+pub fn return_packet(codec: &dyn Codec, values: &[WireValue]) -> Vec<u8> {
     let mut w = Writer::packet(code::RETURN);
-    w.packed_seq(values);
+    w.packed_seq(codec, values);
     w.finish()
 }
 
 /// The `Return` of a call with no result (`ReturnVoid`: one null).
-pub fn return_void() -> Vec<u8> {
-    return_packet(&[WireValue::Null])
+pub fn return_void(codec: &dyn Codec) -> Vec<u8> {
+    return_packet(codec, &[WireValue::Null])
 }
 
 /// An `Exception` packet carrying `message`.
-pub fn exception_packet(message: &str) -> Vec<u8> {
+pub fn exception_packet(codec: &dyn Codec, message: &str) -> Vec<u8> {
     let mut w = Writer::packet(code::EXCEPTION);
-    w.packed_seq(&[WireValue::Str(message.as_bytes().to_vec())]);
+    w.packed_seq(codec, &[WireValue::Str(message.as_bytes().to_vec())]);
     w.finish()
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::codec::{FFI, TVM018};
     use super::*;
 
     fn every_kind() -> Vec<WireValue> {
@@ -354,15 +367,17 @@ mod tests {
     #[test]
     fn every_value_kind_round_trips_and_every_cut_is_an_error() {
         let values = every_kind();
-        let packet = return_packet(&values);
-        let len = u64::from_le_bytes(packet[..8].try_into().unwrap());
-        assert_eq!(len as usize, packet.len() - 8);
-        let body = &packet[12..];
-        let mut r = Reader::new(body);
-        assert_eq!(r.packed_seq().unwrap(), values);
-        r.finish("test").unwrap();
-        for cut in 0..body.len() {
-            assert!(Reader::new(&body[..cut]).packed_seq().is_err(), "a cut at {cut} was accepted");
+        for codec in [&TVM018 as &dyn Codec, &FFI] {
+            let packet = return_packet(codec, &values);
+            let len = u64::from_le_bytes(packet[..8].try_into().unwrap());
+            assert_eq!(len as usize, packet.len() - 8);
+            let body = &packet[12..];
+            let mut r = Reader::new(body);
+            assert_eq!(r.packed_seq(codec).unwrap(), values, "{}", codec.name());
+            r.finish("test").unwrap();
+            for cut in 0..body.len() {
+                assert!(Reader::new(&body[..cut]).packed_seq(codec).is_err(), "{}: a cut at {cut}", codec.name());
+            }
         }
     }
 
@@ -371,20 +386,20 @@ mod tests {
         let mut w = Writer::packet(code::CALL_FUNC);
         w.i32(i32::MAX);
         let p = w.finish();
-        let e = Reader::new(&p[12..]).packed_seq().unwrap_err();
+        let e = Reader::new(&p[12..]).packed_seq(&TVM018).unwrap_err();
         assert!(e.contains("argument count 2147483647 does not fit"), "{e}");
         let mut w = Writer::packet(code::CALL_FUNC);
         w.i32(1);
         w.i32(tc::STR);
         w.u64(u64::MAX);
         let p = w.finish();
-        let e = Reader::new(&p[12..]).packed_seq().unwrap_err();
+        let e = Reader::new(&p[12..]).packed_seq(&TVM018).unwrap_err();
         assert!(e.contains("argument 0: string: 18446744073709551615 bytes announced"), "{e}");
         let mut w = Writer::packet(code::CALL_FUNC);
         w.i32(1);
         w.i32(tc::NDARRAY_HANDLE);
         let p = w.finish();
-        let e = Reader::new(&p[12..]).packed_seq().unwrap_err();
+        let e = Reader::new(&p[12..]).packed_seq(&TVM018).unwrap_err();
         assert!(e.contains("type code 13"), "{e}");
     }
 

@@ -28,6 +28,11 @@ fn all() -> Vec<(&'static str, PackedFunc)> {
     all.extend(module_globals());
     all.extend(ffi_module_globals());
     all.extend(super::ffi_globals::globals());
+    all.extend(super::ffi_container_globals::globals());
+    all.extend(super::ffi_deep_copy::globals());
+    all.extend(super::ffi_recursive::globals());
+    all.extend(super::ffi_repr::globals());
+    all.extend(super::ffi_dataclass::globals());
     all.extend(super::time_evaluator::globals());
     all
 }

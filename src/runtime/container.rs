@@ -150,17 +150,152 @@ pub fn big_int(words: Vec<i64>) -> ObjPtr<BigIntObj> {
     ObjPtr::new_inplace(BigIntObj { size: words.len() as u64 }, words)
 }
 
-/// Payload of an `ffi.Array`: tvm-ffi's `TVMFFISeqCell` (elements as owned `TVMFFIAny` values in
-/// a buffer of `capacity`, `size` of them used), which tvm-ffi code reads inline. Arrays made
-/// here own their buffer (`data_deleter` NULL; freed with the array); foreign ones are read
-/// through the cell only.
+/// The data deleter of every buffer allocated here.
+pub unsafe extern "C" fn free_buffer(data: *mut std::ffi::c_void) {
+    // SAFETY: `data` was allocated by `malloc` (here, or by `operator new` over malloc).
+    unsafe { libc::free(data) }
+}
+
+/// A `malloc`ed buffer for `n` values of `T` (none for 0), or an error when out of memory.
+pub(crate) fn alloc_buffer<T>(n: usize) -> Result<*mut T> {
+    if n == 0 {
+        return Ok(std::ptr::null_mut());
+    }
+    let bytes = n.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| Error::value("container too large"))?;
+    // SAFETY: plain allocation; checked for NULL below.
+    let p = unsafe { libc::malloc(bytes) } as *mut T;
+    if p.is_null() {
+        return Err(Error::value(format!("out of memory allocating {bytes} bytes for a container")));
+    }
+    Ok(p)
+}
+
+/// tvm-ffi's `TVMFFISeqCell`, the payload of `ffi.Array` and `ffi.List`: elements as owned
+/// `TVMFFIAny` values in a buffer of `capacity`, `size` of them used, freed by `data_deleter`.
+/// Buffers made here are `malloc`ed with [`free_buffer`](free_buffer) as
+/// their deleter (C++ code growing a list reuses it); foreign cells are read through the fields.
 #[repr(C)]
-pub struct FfiArrayObj {
+pub struct SeqCell {
     data: *mut TVMFFIAny,
     size: i64,
     capacity: i64,
     data_deleter: Option<unsafe extern "C" fn(*mut std::ffi::c_void)>,
 }
+
+impl SeqCell {
+    /// A cell owning `items` (each an owned value: its object reference passes to the cell).
+    pub fn new(items: Vec<TVMFFIAny>) -> Result<Self> {
+        let mut cell = SeqCell { data: std::ptr::null_mut(), size: 0, capacity: 0, data_deleter: None };
+        cell.reserve(items.len())?;
+        for a in items {
+            cell.push(a)?;
+        }
+        Ok(cell)
+    }
+
+    /// The elements (views: the cell keeps them).
+    pub fn items(&self) -> &[TVMFFIAny] {
+        match usize::try_from(self.size) {
+            // SAFETY: `data` holds `size` initialised elements (ours, or as a foreign cell says),
+            // alive as long as the cell is unchanged.
+            Ok(n) if n > 0 && !self.data.is_null() => unsafe { std::slice::from_raw_parts(self.data, n) },
+            _ => &[],
+        }
+    }
+
+    /// Makes room for `n` elements in all (moving them to a new buffer when needed).
+    pub fn reserve(&mut self, n: usize) -> Result<()> {
+        if n as i64 <= self.capacity {
+            return Ok(());
+        }
+        let cap = n.max(4).max(self.capacity as usize * 2);
+        let buf = alloc_buffer::<TVMFFIAny>(cap)?;
+        let len = self.items().len();
+        // SAFETY: the `len` live elements move bit for bit into the new buffer (room for `cap`).
+        unsafe { std::ptr::copy_nonoverlapping(self.data, buf, len) };
+        if let (Some(free), false) = (self.data_deleter, self.data.is_null()) {
+            // SAFETY: the old buffer's own deleter; its elements were moved out above.
+            unsafe { free(self.data as *mut std::ffi::c_void) };
+        }
+        (self.data, self.capacity) = (buf, cap as i64);
+        self.data_deleter = Some(free_buffer);
+        Ok(())
+    }
+
+    /// Appends an owned value.
+    pub fn push(&mut self, a: TVMFFIAny) -> Result<()> {
+        self.insert(self.items().len(), a)
+    }
+
+    /// Inserts an owned value before position `i` (at most the length).
+    pub fn insert(&mut self, i: usize, a: TVMFFIAny) -> Result<()> {
+        let n = self.items().len();
+        if i > n {
+            // SAFETY: the value is ours to release.
+            unsafe { super::object::release_any(&a) };
+            return Err(Error::index(format!("insert position {i} out of range for a list of size {n}")));
+        }
+        self.reserve(n + 1)?;
+        // SAFETY: room for n + 1 elements; later ones shift up one place.
+        unsafe {
+            std::ptr::copy(self.data.add(i), self.data.add(i + 1), n - i);
+            self.data.add(i).write(a);
+        }
+        self.size += 1;
+        Ok(())
+    }
+
+    /// Takes the elements of `range` out (owned by the caller now), closing the gap.
+    pub fn drain(&mut self, range: std::ops::Range<usize>) -> Result<Vec<TVMFFIAny>> {
+        let n = self.items().len();
+        if range.start > range.end || range.end > n {
+            return Err(Error::index(format!("range {range:?} out of range for a list of size {n}")));
+        }
+        let out = self.items()[range.clone()].to_vec();
+        // SAFETY: the taken elements' places are closed by moving the tail down.
+        unsafe { std::ptr::copy(self.data.add(range.end), self.data.add(range.start), n - range.end) };
+        self.size -= range.len() as i64;
+        Ok(out)
+    }
+
+    /// Replaces element `i` by an owned value, returning the old one (owned by the caller).
+    pub fn replace(&mut self, i: usize, a: TVMFFIAny) -> Result<TVMFFIAny> {
+        let n = self.items().len();
+        if i >= n {
+            // SAFETY: the value is ours to release.
+            unsafe { super::object::release_any(&a) };
+            return Err(Error::index(format!("index {i} out of range for a list of size {n}")));
+        }
+        // SAFETY: element `i` is live; the old value moves out to the caller.
+        Ok(unsafe { std::ptr::replace(self.data.add(i), a) })
+    }
+
+    /// Reverses the elements in place.
+    pub fn reverse(&mut self) {
+        let n = self.items().len();
+        if n > 1 {
+            // SAFETY: `n` live elements, permuted in place.
+            unsafe { std::slice::from_raw_parts_mut(self.data, n) }.reverse();
+        }
+    }
+}
+
+impl Drop for SeqCell {
+    fn drop(&mut self) {
+        for a in self.items() {
+            // SAFETY: each element is owned by the cell, released once.
+            unsafe { super::object::release_any(a) };
+        }
+        if let (Some(free), false) = (self.data_deleter, self.data.is_null()) {
+            // SAFETY: the buffer's own deleter, called once.
+            unsafe { free(self.data as *mut std::ffi::c_void) };
+        }
+    }
+}
+
+/// Payload of an `ffi.Array`: a sequence cell never changed after construction.
+#[repr(transparent)]
+pub struct FfiArrayObj(SeqCell);
 
 // SAFETY: the elements are owned values of Send + Sync objects (or plain data), never written
 // after construction.
@@ -175,36 +310,13 @@ impl ObjectType for FfiArrayObj {
 
 impl FfiArrayObj {
     /// An array owning `items` (each an owned value: its object reference passes to the array).
-    pub fn new(items: Vec<TVMFFIAny>) -> Self {
-        let n = items.len() as i64;
-        let data =
-            if n == 0 { std::ptr::null_mut() } else { Box::into_raw(items.into_boxed_slice()) as *mut TVMFFIAny };
-        FfiArrayObj { data, size: n, capacity: n, data_deleter: None }
+    pub fn new(items: Vec<TVMFFIAny>) -> Result<Self> {
+        Ok(FfiArrayObj(SeqCell::new(items)?))
     }
 
     /// The elements (views: the array keeps them).
     pub fn items(&self) -> &[TVMFFIAny] {
-        match usize::try_from(self.size) {
-            // SAFETY: `data` holds `size` initialised elements (ours: the boxed slice of `new`;
-            // a foreign array's: tvm-ffi's cell says so), alive as long as the array.
-            Ok(n) if n > 0 && !self.data.is_null() => unsafe { std::slice::from_raw_parts(self.data, n) },
-            _ => &[],
-        }
-    }
-}
-
-impl Drop for FfiArrayObj {
-    fn drop(&mut self) {
-        for a in self.items() {
-            // SAFETY: each element is owned by the array, released once.
-            unsafe { super::object::release_any(a) };
-        }
-        let n = self.capacity as usize;
-        if !self.data.is_null() {
-            // SAFETY: only arrays made by `new` are dropped here (foreign ones have their own
-            // deleter): `data` is the boxed slice of `n` elements, freed once.
-            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.data, n)) });
-        }
+        self.0.items()
     }
 }
 

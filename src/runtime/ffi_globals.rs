@@ -4,7 +4,8 @@
 
 use super::container::{FfiArrayObj, PlainObj};
 use super::error::{Error, Result};
-use super::object::{release_any, ObjPtr, ObjectRef};
+use super::ffi_containers::any_equal;
+use super::object::{ObjPtr, ObjectRef};
 use super::packed::{Args, PackedFunc, Value};
 use crate::abi::TVMFFIAny;
 use once_cell::sync::Lazy;
@@ -28,29 +29,19 @@ fn item(a: &FfiArrayObj, i: i64) -> Result<Value> {
     unsafe { Value::from_any_view(v) }
 }
 
-/// Whether two values are equal as tvm-ffi's `AnyEqual` sees plain values, strings and objects
-/// (same kind and value; strings and bytes by content; other objects by identity).
-fn any_equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Str(x), Value::Str(y)) => x == y,
-        (Value::Bytes(x), Value::Bytes(y)) => x == y,
-        (Value::Int(x), Value::Int(y)) => x == y,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Float(x), Value::Float(y)) => x == y,
-        (Value::Null, Value::Null) => true,
-        _ => {
-            let (x, y) = (a.clone().into_any(), b.clone().into_any());
-            let same = x.type_index == y.type_index && x.value == y.value;
-            // SAFETY: both were made owned by `into_any` just above; released once.
-            unsafe { (release_any(&x), release_any(&y)) };
-            same
-        }
-    }
-}
-
 /// The missing-value and kwargs markers tvm-ffi's frontends compare objects against.
 static MISSING: Lazy<ObjectRef> = Lazy::new(|| ObjPtr::new(PlainObj).to_object_ref());
 static KWARGS: Lazy<ObjectRef> = Lazy::new(|| ObjPtr::new(PlainObj).to_object_ref());
+
+/// tvm-ffi's keyword-arguments marker (`ffi.GetKwargsObject`).
+pub fn kwargs() -> ObjectRef {
+    KWARGS.clone()
+}
+
+/// tvm-ffi's missing-value marker (`ffi.GetInvalidObject`).
+pub fn missing() -> ObjectRef {
+    MISSING.clone()
+}
 
 pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
     vec![
@@ -59,7 +50,7 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
             PackedFunc::from_typed(|args| {
                 let items =
                     (0..args.len()).map(|i| Ok(args.to_value(i)?.into_any())).collect::<Result<Vec<TVMFFIAny>>>()?;
-                Ok(Value::Object(ObjPtr::new(FfiArrayObj::new(items)).to_object_ref()))
+                Ok(Value::Object(ObjPtr::new(FfiArrayObj::new(items)?).to_object_ref()))
             }),
         ),
         ("ffi.ArrayGetItem", PackedFunc::from_typed(|args| item(&*array_arg(&args, 0)?, args.int(1)?))),
@@ -98,5 +89,27 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
         ("ffi.String", PackedFunc::from_typed(|args| Ok(Value::Str(args.string(0)?)))),
         ("ffi.Bytes", PackedFunc::from_typed(|args| Ok(Value::Bytes(args.bytes(0)?.to_vec())))),
         ("ffi.GetKwargsObject", PackedFunc::from_typed(|_| Ok(Value::Object(KWARGS.clone())))),
+        (
+            "ffi.GetRegisteredTypeKeys",
+            PackedFunc::from_typed(|_| {
+                let keys = super::object::type_keys().into_iter().map(|k| Value::Str(k).into_any()).collect();
+                Ok(Value::Object(ObjPtr::new(FfiArrayObj::new(keys)?).to_object_ref()))
+            }),
+        ),
+        (
+            "ffi.Shape",
+            PackedFunc::from_typed(|args| {
+                let dims = (0..args.len()).map(|i| args.int(i)).collect::<Result<Vec<i64>>>()?;
+                Ok(Value::Object(super::container::shape_object(&dims)))
+            }),
+        ),
+        (
+            "ffi.VisitInterrupt",
+            PackedFunc::from_typed(|args| {
+                let r = super::ffi_records::new_record("ffi.VisitInterrupt")?;
+                super::ffi_records::set_field(&r, "value", args.to_value(0)?)?;
+                Ok(Value::Object(r.to_object_ref()))
+            }),
+        ),
     ]
 }

@@ -313,13 +313,20 @@ impl<T: InplaceObject> ObjPtr<T> {
     /// report `elems.len()` as its `tail_len`.
     pub fn new_inplace(data: T, elems: Vec<T::Elem>) -> Self {
         assert_eq!(data.tail_len(), elems.len(), "an inline object's payload counts its elements");
+        Self::new_inplace_as(data, elems, T::TYPE_INDEX)
+    }
+
+    /// As [`new_inplace`](Self::new_inplace), at type index `index` (a type sharing `T`'s
+    /// layout, such as a reflected type whose fields are the elements); `data.tail_len()` is
+    /// asked only once the object is in place (it may read the object's header).
+    pub fn new_inplace_as(data: T, elems: Vec<T::Elem>, index: u32) -> Self {
         let (layout, offset) = block_layout::<T, T::Elem>(elems.len());
         let header = alloc_block(layout);
         let ptr = header.cast::<Obj<T>>();
         // SAFETY: the fresh block has room for `Obj<T>` at the header's place and `elems` at
         // `offset` from it (`block_layout`), both suitably aligned; each slot is written once.
         unsafe {
-            ptr.as_ptr().write(Obj { header: ObjectHeader::new(T::TYPE_INDEX, delete_inplace::<T>), data });
+            ptr.as_ptr().write(Obj { header: ObjectHeader::new(index, delete_inplace::<T>), data });
             let first = (header.as_ptr() as *mut u8).add(offset) as *mut T::Elem;
             for (i, e) in elems.into_iter().enumerate() {
                 first.add(i).write(e);
@@ -738,6 +745,21 @@ const STATIC_TYPES: [(u32, &str, Option<&str>); 21] = {
     ]
 };
 
+/// The reflected types tvm-ffi's own library registers at start-up (their fields are in
+/// `ffi_records`), each after its parent, at the first dynamic indices in this order.
+pub const CORE_DYNAMIC_TYPES: [(&str, &str); 10] = [
+    ("ffi.EnumState", "ffi.Object"),
+    ("ffi.Enum", "ffi.Object"),
+    ("ffi.IntEnum", "ffi.Enum"),
+    ("ffi.StrEnum", "ffi.Enum"),
+    ("ffi.reflection.AccessStep", "ffi.Object"),
+    ("ffi.reflection.AccessPath", "ffi.Object"),
+    ("ffi.StructuralVisitor", "ffi.Object"),
+    ("ffi.VisitErrorContext", "ffi.Object"),
+    ("ffi.StructuralMutator", "ffi.Object"),
+    ("ffi.StructuralKey", "ffi.Object"),
+];
+
 impl TypeTable {
     fn insert(&mut self, index: u32, key: &str, legacy_key: Option<&'static str>, parent: u32) {
         self.insert_with_slots(index, key, legacy_key, parent, 0, true);
@@ -786,8 +808,18 @@ static TYPES: Lazy<RwLock<TypeTable>> = Lazy::new(|| {
     for (index, key, legacy_key) in STATIC_TYPES {
         t.insert(index, key, legacy_key, type_index::ROOT);
     }
+    for (key, parent) in CORE_DYNAMIC_TYPES {
+        let (index, parent) = (t.next_dynamic, t.by_key[parent]);
+        t.insert_with_slots(index, key, None, parent, 0, true);
+        t.next_dynamic += 1;
+    }
     RwLock::new(t)
 });
+
+/// Every registered type key (tvm-ffi's vocabulary), in index order.
+pub fn type_keys() -> Vec<String> {
+    TYPES.read().entries.iter().flatten().map(|e| e.key.clone()).collect()
+}
 
 /// Index of a registered type key (either vocabulary).
 pub fn type_key_to_index(key: &str) -> Result<u32> {

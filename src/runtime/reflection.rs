@@ -71,6 +71,10 @@ static REFLECTION: Lazy<Mutex<Reflection>> = Lazy::new(|| {
     for name in BUILTIN_COLUMNS {
         r.columns.insert(name.as_bytes().to_vec(), Column::default());
     }
+    if let Err(e) = r.add_core_records() {
+        // Only a broken spec table gets here (a unit test registers every spec).
+        eprintln!("tvm-runtime: registering tvm-ffi's own reflected types failed: {e}");
+    }
     Mutex::new(r)
 });
 
@@ -159,28 +163,45 @@ pub fn type_info(index: u32) -> Result<*const TVMFFITypeInfo> {
 /// # Safety
 /// `f`'s arrays must be readable and its default value a valid view.
 pub unsafe fn register_field(index: u32, f: &TVMFFIFieldInfo) -> Result<()> {
-    let mut r = REFLECTION.lock();
     // SAFETY: the caller's contract.
-    let (name, doc, metadata) = unsafe { (r.copy_text(&f.name), r.copy_text(&f.doc), r.copy_text(&f.metadata)) };
-    const HAS_DEFAULT: i64 = 1 << 1;
-    let default = if f.flags & HAS_DEFAULT != 0 {
+    unsafe { REFLECTION.lock().add_field(index, f) }
+}
+
+impl Reflection {
+    /// See [`register_field`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn add_field(&mut self, index: u32, f: &TVMFFIFieldInfo) -> Result<()> {
+        let r = self;
         // SAFETY: the caller's contract.
-        unsafe { owned_any(&f.default_value_or_factory)? }
-    } else {
-        TVMFFIAny::NONE
-    };
-    let record = r.record(index)?;
-    // SAFETY: the texts of the fields registered before, kept by `Reflection`.
-    if record.fields.iter().any(|g| unsafe { byte_array(&g.name) } == unsafe { byte_array(&name) }) {
-        return Err(Error::value(format!(
-            "type index {index} already has a field `{}`",
-            String::from_utf8_lossy(unsafe { byte_array(&name) })
-        )));
+        let (name, doc, metadata) = unsafe { (r.copy_text(&f.name), r.copy_text(&f.doc), r.copy_text(&f.metadata)) };
+        const HAS_DEFAULT: i64 = 1 << 1;
+        let default = if f.flags & HAS_DEFAULT != 0 {
+            // SAFETY: the caller's contract.
+            unsafe { owned_any(&f.default_value_or_factory)? }
+        } else {
+            TVMFFIAny::NONE
+        };
+        let record = r.record(index)?;
+        // SAFETY: the texts of the fields registered before, kept by `Reflection`.
+        if record.fields.iter().any(|g| unsafe { byte_array(&g.name) } == unsafe { byte_array(&name) }) {
+            return Err(Error::value(format!(
+                "type index {index} already has a field `{}`",
+                String::from_utf8_lossy(unsafe { byte_array(&name) })
+            )));
+        }
+        const SETTER_IS_FUNCTION: i64 = 1 << 11;
+        if f.flags & SETTER_IS_FUNCTION != 0 && !f.setter.is_null() {
+            // SAFETY: the setter is a live function object; the registry keeps a reference to
+            // it for the life of the process (as it keeps the default value).
+            unsafe { object::retain(f.setter as *mut ObjectHeader) };
+        }
+        record.fields.push(TVMFFIFieldInfo { name, doc, metadata, default_value_or_factory: default, ..*f });
+        record.info.fields = record.fields.as_ptr();
+        record.info.num_fields = record.fields.len() as i32;
+        Ok(())
     }
-    record.fields.push(TVMFFIFieldInfo { name, doc, metadata, default_value_or_factory: default, ..*f });
-    record.info.fields = record.fields.as_ptr();
-    record.info.num_fields = record.fields.len() as i32;
-    Ok(())
 }
 
 /// Add a method to a type's information (texts copied, the function value owned).
@@ -188,16 +209,27 @@ pub unsafe fn register_field(index: u32, f: &TVMFFIFieldInfo) -> Result<()> {
 /// # Safety
 /// `m`'s arrays must be readable and its method a valid view.
 pub unsafe fn register_method(index: u32, m: &TVMFFIMethodInfo) -> Result<()> {
-    let mut r = REFLECTION.lock();
     // SAFETY: the caller's contract.
-    let (name, doc, metadata) = unsafe { (r.copy_text(&m.name), r.copy_text(&m.doc), r.copy_text(&m.metadata)) };
-    // SAFETY: the caller's contract.
-    let method = unsafe { owned_any(&m.method)? };
-    let record = r.record(index)?;
-    record.methods.push(TVMFFIMethodInfo { name, doc, metadata, flags: m.flags, method });
-    record.info.methods = record.methods.as_ptr();
-    record.info.num_methods = record.methods.len() as i32;
-    Ok(())
+    unsafe { REFLECTION.lock().add_method(index, m) }
+}
+
+impl Reflection {
+    /// See [`register_method`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn add_method(&mut self, index: u32, m: &TVMFFIMethodInfo) -> Result<()> {
+        let r = self;
+        // SAFETY: the caller's contract.
+        let (name, doc, metadata) = unsafe { (r.copy_text(&m.name), r.copy_text(&m.doc), r.copy_text(&m.metadata)) };
+        // SAFETY: the caller's contract.
+        let method = unsafe { owned_any(&m.method)? };
+        let record = r.record(index)?;
+        record.methods.push(TVMFFIMethodInfo { name, doc, metadata, flags: m.flags, method });
+        record.info.methods = record.methods.as_ptr();
+        record.info.num_methods = record.methods.len() as i32;
+        Ok(())
+    }
 }
 
 /// Set a type's metadata, once.
@@ -205,18 +237,67 @@ pub unsafe fn register_method(index: u32, m: &TVMFFIMethodInfo) -> Result<()> {
 /// # Safety
 /// `m.doc` must be readable.
 pub unsafe fn register_metadata(index: u32, m: &TVMFFITypeMetadata) -> Result<()> {
-    let mut r = REFLECTION.lock();
     // SAFETY: the caller's contract.
-    let doc = unsafe { r.copy_text(&m.doc) };
-    let key = object::type_index_to_key(index)?;
-    let record = r.record(index)?;
-    if record.metadata.is_some() {
-        return Err(Error::runtime(format!("the metadata of `{key}` is registered already")));
+    unsafe { REFLECTION.lock().add_metadata(index, m) }
+}
+
+impl Reflection {
+    /// See [`register_metadata`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn add_metadata(&mut self, index: u32, m: &TVMFFITypeMetadata) -> Result<()> {
+        let r = self;
+        // SAFETY: the caller's contract.
+        let doc = unsafe { r.copy_text(&m.doc) };
+        let key = object::type_index_to_key(index)?;
+        let record = r.record(index)?;
+        if record.metadata.is_some() {
+            return Err(Error::runtime(format!("the metadata of `{key}` is registered already")));
+        }
+        let metadata = Box::new(TVMFFITypeMetadata { doc, ..*m });
+        record.info.metadata = &*metadata;
+        record.metadata = Some(metadata);
+        Ok(())
     }
-    let metadata = Box::new(TVMFFITypeMetadata { doc, ..*m });
-    record.info.metadata = &*metadata;
-    record.metadata = Some(metadata);
-    Ok(())
+
+    /// The fields, methods and metadata of tvm-ffi's own reflected types (`ffi_records`).
+    fn add_core_records(&mut self) -> Result<()> {
+        use super::ffi_records::{creator_for, field_info, methods, SPECS};
+        for spec in &SPECS {
+            let index = object::type_key_to_index(spec.key)?;
+            for f in spec.fields {
+                // SAFETY: the info's texts are static strings; its default is None.
+                unsafe { self.add_field(index, &field_info(f))? };
+            }
+            let m = TVMFFITypeMetadata {
+                doc: TVMFFIByteArray { data: std::ptr::null(), size: 0 },
+                creator: creator_for(spec.key),
+                total_size: spec.total_size,
+                structural_eq_hash_kind: spec.eq_kind,
+            };
+            // SAFETY: an empty doc.
+            unsafe { self.add_metadata(index, &m)? };
+        }
+        for (key, name, is_static, f) in methods() {
+            let index = object::type_key_to_index(key)?;
+            let text = |s: &'static str| TVMFFIByteArray { data: s.as_ptr() as *const _, size: s.len() };
+            let m = TVMFFIMethodInfo {
+                name: text(name),
+                doc: text(""),
+                metadata: text(""),
+                flags: if is_static { 1 << 2 } else { 0 },
+                method: Value::Func(f).into_any(),
+            };
+            // SAFETY: static texts and an owned function value (copied by `add_method`, then
+            // released here).
+            let rc = unsafe { self.add_method(index, &m) };
+            // SAFETY: owned above.
+            unsafe { object::release_any(&m.method) };
+            rc?;
+        }
+        Ok(())
+    }
 }
 
 /// Set attribute `name` of type `index` to `value` (owned by the column); index 0 (`None`)

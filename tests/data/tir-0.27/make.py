@@ -29,3 +29,5 @@ def call_packed(a: T.handle):
 
 for name, mod in [("parallel_matmul", parallel_matmul()), ("call_packed", tvm.IRModule({"call_packed": call_packed}))]:
     tvm.compile(mod, target="llvm").export_library(os.path.join(out, name + ".so"))
+# The form MetaSchedule's LocalBuilder uploads: a tar of object files, linked on the device.
+tvm.compile(parallel_matmul(), target="llvm").export_library(os.path.join(out, "parallel_matmul.tar"))

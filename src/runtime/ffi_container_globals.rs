@@ -1,0 +1,315 @@
+//! tvm-ffi's `ffi.List*`, `ffi.Map*` and `ffi.Dict*` globals, over the containers of
+//! [`ffi_containers`](super::ffi_containers). Indices are plain positions (the Python side
+//! normalises negative ones first); a missing key is a `KeyError`.
+
+use super::error::{Error, Result};
+use super::ffi_containers::{any_equal, map_cell, new_map, type_name, DictObj, ListObj, MapCell, SeqCell};
+use super::object::{release_any, type_index, ObjPtr, ObjectRef};
+use super::packed::{Args, PackedFunc, Value};
+use crate::abi::TVMFFIAny;
+use parking_lot::Mutex;
+
+type Global = (&'static str, PackedFunc);
+
+/// The `ffi.List` argument `i`.
+fn list_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<ListObj>> {
+    let o = args.object(i)?;
+    o.downcast::<ListObj>()
+        .ok_or_else(|| Error::type_error(format!("argument {i}: expected ffi.List, got {}", type_name(&o))))
+}
+
+/// Runs `f` on the cell of the list in argument 0.
+fn on_list<R>(args: &Args<'_>, f: impl FnOnce(&mut SeqCell) -> Result<R>) -> Result<R> {
+    list_arg(args, 0)?.with(f)
+}
+
+/// Argument `i` as a position (not negative).
+fn position(args: &Args<'_>, i: usize) -> Result<usize> {
+    let v = args.int(i)?;
+    usize::try_from(v).map_err(|_| Error::index(format!("argument {i}: index {v} is negative")))
+}
+
+/// Arguments from `from` on, each made an owned value.
+fn owned_args(args: &Args<'_>, from: usize) -> Result<Vec<TVMFFIAny>> {
+    (from..args.len()).map(|i| Ok(args.to_value(i)?.into_any())).collect()
+}
+
+/// Element values of a list or array object (new references), read before any cell is locked.
+fn sequence_values(o: &ObjectRef) -> Result<Vec<TVMFFIAny>> {
+    let views = if let Some(l) = o.downcast::<ListObj>() {
+        l.with(|c| c.items().iter().map(view_value).collect::<Result<Vec<_>>>())?
+    } else if let Some(a) = o.downcast::<super::container::FfiArrayObj>() {
+        a.items().iter().map(view_value).collect::<Result<Vec<_>>>()?
+    } else {
+        return Err(Error::type_error(format!("expected ffi.List or ffi.Array, got {}", type_name(o))));
+    };
+    Ok(views.into_iter().map(Value::into_any).collect())
+}
+
+fn view_value(a: &TVMFFIAny) -> Result<Value> {
+    // SAFETY: an owned element of a live container.
+    unsafe { Value::from_any_view(a) }
+}
+
+/// Releases values taken out of a container.
+fn release_all(values: Vec<TVMFFIAny>) {
+    for a in values {
+        // SAFETY: each was owned by the container and handed to us.
+        unsafe { release_any(&a) };
+    }
+}
+
+fn list_globals() -> Vec<Global> {
+    vec![
+        (
+            "ffi.List",
+            PackedFunc::from_typed(|args| {
+                Ok(Value::Object(ObjPtr::new(ListObj::new(owned_args(&args, 0)?)?).to_object_ref()))
+            }),
+        ),
+        ("ffi.ListSize", PackedFunc::from_typed(|args| on_list(&args, |c| Ok(Value::Int(c.items().len() as i64))))),
+        (
+            "ffi.ListGetItem",
+            PackedFunc::from_typed(|args| {
+                let i = position(&args, 1)?;
+                on_list(&args, |c| {
+                    let n = c.items().len();
+                    c.items()
+                        .get(i)
+                        .map(view_value)
+                        .unwrap_or_else(|| Err(Error::index(format!("index {i} out of range for a list of size {n}"))))
+                })
+            }),
+        ),
+        (
+            "ffi.ListSetItem",
+            PackedFunc::from_typed(|args| {
+                let (i, v) = (position(&args, 1)?, args.to_value(2)?.into_any());
+                let old = on_list(&args, |c| c.replace(i, v))?;
+                release_all(vec![old]);
+                Ok(Value::Null)
+            }),
+        ),
+        (
+            "ffi.ListAppend",
+            PackedFunc::from_typed(|args| {
+                let v = args.to_value(1)?.into_any();
+                on_list(&args, |c| c.push(v)).map(|_| Value::Null)
+            }),
+        ),
+        (
+            "ffi.ListInsert",
+            PackedFunc::from_typed(|args| {
+                let (i, v) = (position(&args, 1)?, args.to_value(2)?.into_any());
+                on_list(&args, |c| c.insert(i, v)).map(|_| Value::Null)
+            }),
+        ),
+        (
+            "ffi.ListPop",
+            PackedFunc::from_typed(|args| {
+                let i = position(&args, 1)?;
+                let taken = on_list(&args, |c| c.drain(i..i + 1))?;
+                // SAFETY: the element was owned by the list and is ours now.
+                unsafe { Value::adopt_any(taken[0]) }
+            }),
+        ),
+        (
+            "ffi.ListErase",
+            PackedFunc::from_typed(|args| {
+                let i = position(&args, 1)?;
+                release_all(on_list(&args, |c| c.drain(i..i + 1))?);
+                Ok(Value::Null)
+            }),
+        ),
+        (
+            "ffi.ListEraseRange",
+            PackedFunc::from_typed(|args| {
+                let (a, b) = (position(&args, 1)?, position(&args, 2)?);
+                release_all(on_list(&args, |c| c.drain(a..b))?);
+                Ok(Value::Null)
+            }),
+        ),
+        (
+            "ffi.ListReplaceSlice",
+            PackedFunc::from_typed(|args| {
+                let (a, b) = (position(&args, 1)?, position(&args, 2)?);
+                let new = sequence_values(&args.object(3)?)?;
+                let old = on_list(&args, |c| {
+                    let old = c.drain(a..b)?;
+                    for (k, v) in new.into_iter().enumerate() {
+                        c.insert(a + k, v)?;
+                    }
+                    Ok(old)
+                })?;
+                release_all(old);
+                Ok(Value::Null)
+            }),
+        ),
+        (
+            "ffi.ListClear",
+            PackedFunc::from_typed(|args| {
+                release_all(on_list(&args, |c| c.drain(0..c.items().len()))?);
+                Ok(Value::Null)
+            }),
+        ),
+        (
+            "ffi.ListReserve",
+            PackedFunc::from_typed(|args| {
+                let n = position(&args, 1)?;
+                on_list(&args, |c| c.reserve(n)).map(|_| Value::Null)
+            }),
+        ),
+        ("ffi.ListReverse", PackedFunc::from_typed(|args| on_list(&args, |c| Ok(c.reverse())).map(|_| Value::Null))),
+        (
+            "ffi.ListContains",
+            PackedFunc::from_typed(|args| {
+                let (items, v) = (sequence_values(&args.object(0)?)?, args.to_value(1)?);
+                let mut found = false;
+                for a in &items {
+                    found = found || any_equal(&view_value(a)?, &v);
+                }
+                release_all(items);
+                Ok(Value::Bool(found))
+            }),
+        ),
+    ]
+}
+
+/// The `(key, value)` pairs of the arguments, which alternate.
+fn pairs(args: &Args<'_>) -> Result<Vec<(TVMFFIAny, TVMFFIAny)>> {
+    if args.len() % 2 != 0 {
+        return Err(Error::value(format!("expected key and value pairs, got {} arguments", args.len())));
+    }
+    let flat = owned_args(args, 0)?;
+    Ok(flat.chunks(2).map(|kv| (kv[0], kv[1])).collect())
+}
+
+/// Runs `f` on the cell of the map or dict in argument 0.
+fn on_map<R>(args: &Args<'_>, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
+    map_cell(&args.object(0)?, f)
+}
+
+/// The value for the key in argument 1, or `missing()` when there is none.
+fn get_or(args: &Args<'_>, missing: impl FnOnce(&Value) -> Result<Value>) -> Result<Value> {
+    let key = args.to_value(1)?;
+    match on_map(args, |c| c.get(&key))? {
+        Some(v) => Ok(v),
+        None => missing(&key),
+    }
+}
+
+/// An owned value kept by a function (released with it).
+struct Held(TVMFFIAny);
+
+// SAFETY: an owned value of a Send + Sync object or plain data; only read after construction.
+unsafe impl Send for Held {}
+// SAFETY: as above.
+unsafe impl Sync for Held {}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: owned by this holder, released once.
+        unsafe { release_any(&self.0) };
+    }
+}
+
+/// A function walking a snapshot of the map's entries: 0 gives the current key, 1 its value,
+/// 2 moves on and says whether an entry is left.
+fn forward_iter(args: &Args<'_>) -> Result<Value> {
+    let entries = on_map(args, |c| {
+        let held = |a: &TVMFFIAny| Ok(Held(view_value(a)?.into_any()));
+        c.entries()
+            .into_iter()
+            // SAFETY: live entries of the locked cell.
+            .map(|kv| Ok(unsafe { (held(&(*kv).key)?, held(&(*kv).value)?) }))
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let at = Mutex::new(0usize);
+    Ok(Value::Func(PackedFunc::from_typed(move |a| {
+        let mut i = at.lock();
+        let entry = entries.get(*i);
+        match (a.int(0)?, entry) {
+            (0, Some((k, _))) => view_value(&k.0),
+            (1, Some((_, v))) => view_value(&v.0),
+            (2, _) => {
+                *i += 1;
+                Ok(Value::Bool(*i < entries.len()))
+            }
+            (c @ (0 | 1), None) => Err(Error::index(format!("map iterator read ({c}) past the end"))),
+            (c, _) => Err(Error::value(format!("map iterator command {c} is not 0, 1 or 2"))),
+        }
+    })))
+}
+
+fn missing_key(key: &Value) -> Result<Value> {
+    Err(Error::key(format!("key {key:?} not found")))
+}
+
+/// The globals shared by `ffi.Map` and `ffi.Dict`, under their `prefix`.
+fn map_reads(prefix: &'static str) -> Vec<Global> {
+    let name = |suffix: &str| -> &'static str { Box::leak(format!("{prefix}{suffix}").into_boxed_str()) };
+    vec![
+        (name("Size"), PackedFunc::from_typed(|args| on_map(&args, |c| Ok(Value::Int(c.len() as i64))))),
+        (
+            name("Count"),
+            PackedFunc::from_typed(|args| {
+                let key = args.to_value(1)?;
+                on_map(&args, |c| Ok(Value::Int(c.find(&key)?.is_some() as i64)))
+            }),
+        ),
+        (name("GetItem"), PackedFunc::from_typed(|args| get_or(&args, missing_key))),
+        (
+            name("GetItemOrMissing"),
+            PackedFunc::from_typed(|args| get_or(&args, |_| Ok(Value::Object(super::ffi_globals::missing())))),
+        ),
+        (name("ForwardIterFunctor"), PackedFunc::from_typed(|args| forward_iter(&args))),
+    ]
+}
+
+/// Runs `f` on the cell of the dict in argument 0 (maps are not changed in place).
+fn on_dict<R>(args: &Args<'_>, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
+    let o = args.object(0)?;
+    let d = o
+        .downcast::<DictObj>()
+        .ok_or_else(|| Error::type_error(format!("argument 0: expected ffi.Dict, got {}", type_name(&o))))?;
+    d.with(f)
+}
+
+fn dict_writes() -> Vec<Global> {
+    vec![
+        (
+            "ffi.DictSetItem",
+            PackedFunc::from_typed(|args| {
+                let (k, v) = (args.to_value(1)?.into_any(), args.to_value(2)?.into_any());
+                on_dict(&args, |c| c.set(k, v)).map(|_| Value::Null)
+            }),
+        ),
+        (
+            "ffi.DictErase",
+            PackedFunc::from_typed(|args| {
+                let key = args.to_value(1)?;
+                match on_dict(&args, |c| c.erase(&key))? {
+                    true => Ok(Value::Null),
+                    false => missing_key(&key),
+                }
+            }),
+        ),
+        ("ffi.DictClear", PackedFunc::from_typed(|args| on_dict(&args, |c| Ok(c.clear())).map(|_| Value::Null))),
+    ]
+}
+
+pub(crate) fn globals() -> Vec<Global> {
+    let mut g = list_globals();
+    g.push((
+        "ffi.Map",
+        PackedFunc::from_typed(|args| Ok(Value::Object(new_map::<{ type_index::FFI_MAP }>(pairs(&args)?)?))),
+    ));
+    g.push((
+        "ffi.Dict",
+        PackedFunc::from_typed(|args| Ok(Value::Object(new_map::<{ type_index::DICT }>(pairs(&args)?)?))),
+    ));
+    g.extend(map_reads("ffi.Map"));
+    g.extend(map_reads("ffi.Dict"));
+    g.extend(dict_writes());
+    g
+}

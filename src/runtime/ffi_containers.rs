@@ -1,0 +1,421 @@
+//! tvm-ffi's mutable and hashed containers, in the layouts its C++ headers read and write inline:
+//! `ffi.List` (the sequence cell of `ffi.Array`, grown in place) and `ffi.Map` / `ffi.Dict`
+//! (`container/map_base.h`'s `MapBaseObj`).
+//!
+//! Maps made here always use the header's *small* layout (entries in insertion order in one
+//! buffer, found by a linear scan; the small-layout tag in the top bit of `slots`), at any size:
+//! C++ code reads that layout at any size, and when it grows such a map past its slots it
+//! rebuilds it in its own dense layout. Both layouts are read here (a dense map in the order of
+//! its iteration list), so maps that foreign code built, or switched in place to dense, work too.
+//! Lookups are linear: no hash function has to agree with C++'s.
+//!
+//! Buffers are `malloc`ed and freed by [`free_buffer`], stored as the cell's data deleter: C++
+//! code that grows a list calls that deleter on the old buffer and keeps it for the new one,
+//! which it allocates with `operator new` (`malloc` underneath, as with libstdc++).
+//!
+//! tvm-ffi's mutable containers are not synchronised; here every read and write of a list's or
+//! a dict's cell from this runtime holds one lock, so this runtime's own users cannot race.
+
+use super::error::{Error, Result};
+use super::object::{release_any, ObjPtr, ObjectRef, ObjectType};
+use super::packed::Value;
+use crate::abi::TVMFFIAny;
+use parking_lot::{Mutex, MutexGuard};
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+
+pub(crate) use super::container::alloc_buffer;
+pub use super::container::{free_buffer, SeqCell};
+
+/// Held across every read and write of a mutable container's cell made from this runtime.
+static CELLS: Mutex<()> = Mutex::new(());
+
+fn lock() -> MutexGuard<'static, ()> {
+    CELLS.lock()
+}
+
+/// Whether two values are equal as tvm-ffi's `AnyEqual` sees them (same kind and value; strings
+/// and bytes by content, small or not; other objects by identity).
+pub fn any_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::Bytes(x), Value::Bytes(y)) => x == y,
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Float(x), Value::Float(y)) => x == y,
+        (Value::Null, Value::Null) => true,
+        _ => {
+            let (x, y) = (a.clone().into_any(), b.clone().into_any());
+            let same = x.type_index == y.type_index && x.value == y.value;
+            // SAFETY: both were made owned by `into_any` just above; released once.
+            unsafe { (release_any(&x), release_any(&y)) };
+            same
+        }
+    }
+}
+
+/// A value viewed from a container slot (a new reference for objects).
+fn view(a: &TVMFFIAny) -> Result<Value> {
+    // SAFETY: slots hold owned, initialised values, alive while the container is.
+    unsafe { Value::from_any_view(a) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ffi.List
+
+/// Payload of an `ffi.List`: tvm-ffi's sequence cell, which this runtime and C++ code both grow.
+#[repr(transparent)]
+pub struct ListObj(UnsafeCell<SeqCell>);
+
+// SAFETY: the cell is only touched under `CELLS` from this runtime; elements are owned values
+// of Send + Sync objects.
+unsafe impl Send for ListObj {}
+// SAFETY: as above.
+unsafe impl Sync for ListObj {}
+
+impl ObjectType for ListObj {
+    const TYPE_INDEX: u32 = super::object::type_index::LIST;
+    const LAYOUT_SHARED: bool = true;
+}
+
+impl ListObj {
+    pub fn new(items: Vec<TVMFFIAny>) -> Result<Self> {
+        Ok(ListObj(UnsafeCell::new(SeqCell::new(items)?)))
+    }
+
+    /// Runs `f` on the cell, under the containers' lock.
+    pub fn with<R>(&self, f: impl FnOnce(&mut SeqCell) -> Result<R>) -> Result<R> {
+        let _g = lock();
+        // SAFETY: exclusive access under the lock (C++ code mutating the same list at the same
+        // time would race as it does with tvm-ffi's own library).
+        f(unsafe { &mut *self.0.get() })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ffi.Map / ffi.Dict
+
+/// The top bit of `slots`: the map uses the small layout.
+const SMALL_TAG: u64 = 1 << 63;
+/// Entries per block of the dense layout, and its empty / protected slot marks.
+const BLOCK_CAP: usize = 16;
+const EMPTY_SLOT: u8 = 0xFF;
+const PROTECTED_SLOT: u8 = 0xFE;
+/// The dense layout's end-of-list index.
+const NO_INDEX: u64 = u64::MAX;
+
+/// A key and its value, as both layouts store them.
+#[repr(C)]
+pub struct Kv {
+    pub key: TVMFFIAny,
+    pub value: TVMFFIAny,
+}
+
+/// One entry of the dense layout: the pair and its place in the iteration list.
+#[repr(C)]
+struct DenseItem {
+    kv: Kv,
+    prev: u64,
+    next: u64,
+}
+
+/// `MapBaseObj`'s fields and, after them, the ones a map switched in place to the dense layout
+/// (`DenseMapBaseObj`) adds: every map made here is large enough to be switched.
+#[repr(C)]
+pub struct MapCell {
+    data: *mut c_void,
+    size: u64,
+    slots: u64,
+    data_deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+    fib_shift: u32,
+    iter_head: u64,
+    iter_tail: u64,
+}
+
+impl MapCell {
+    fn new() -> Self {
+        MapCell {
+            data: std::ptr::null_mut(),
+            size: 0,
+            slots: SMALL_TAG,
+            data_deleter: None,
+            fib_shift: 0,
+            iter_head: NO_INDEX,
+            iter_tail: NO_INDEX,
+        }
+    }
+
+    fn is_small(&self) -> bool {
+        self.slots & SMALL_TAG != 0
+    }
+
+    fn capacity(&self) -> u64 {
+        self.slots & !SMALL_TAG
+    }
+
+    /// The dense layout's item at slot `i`, and its metadata byte.
+    ///
+    /// # Safety
+    /// The map is dense and `i` below its slot count.
+    unsafe fn dense_slot(&self, i: u64) -> (u8, *mut DenseItem) {
+        let block_bytes = BLOCK_CAP + BLOCK_CAP * std::mem::size_of::<DenseItem>();
+        let (b, j) = ((i as usize) / BLOCK_CAP, (i as usize) % BLOCK_CAP);
+        // SAFETY: the caller's promise: block `b` exists in `data`.
+        unsafe {
+            let block = (self.data as *mut u8).add(b * block_bytes);
+            (*block.add(j), (block.add(BLOCK_CAP) as *mut DenseItem).add(j))
+        }
+    }
+
+    /// The entries, in iteration order (pointers into the cell, valid until it changes).
+    pub fn entries(&self) -> Vec<*mut Kv> {
+        if self.is_small() {
+            let base = self.data as *mut Kv;
+            // SAFETY: a small map's buffer holds `size` initialised pairs.
+            return (0..self.size as usize).map(|i| unsafe { base.add(i) }).collect();
+        }
+        let mut out = Vec::with_capacity(self.size as usize);
+        let mut i = self.iter_head;
+        while i != NO_INDEX && i < self.slots && out.len() < self.size as usize {
+            // SAFETY: the iteration list links occupied slots of this dense map.
+            let (_, item) = unsafe { self.dense_slot(i) };
+            // SAFETY: as above.
+            unsafe {
+                out.push(&mut (*item).kv as *mut Kv);
+                i = (*item).next;
+            }
+        }
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.size as usize
+    }
+
+    /// The entry whose key equals `key`.
+    pub fn find(&self, key: &Value) -> Result<Option<*mut Kv>> {
+        for kv in self.entries() {
+            // SAFETY: a live entry of this cell.
+            if any_equal(&view(unsafe { &(*kv).key })?, key) {
+                return Ok(Some(kv));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The value stored for `key`, if any.
+    pub fn get(&self, key: &Value) -> Result<Option<Value>> {
+        // SAFETY: a live entry of this cell.
+        self.find(key)?.map(|kv| view(unsafe { &(*kv).value })).transpose()
+    }
+
+    /// Moves the entries into a fresh small-layout buffer with room for `room` more, releasing
+    /// the old storage (its pairs are moved, not released).
+    fn respill(&mut self, room: usize) -> Result<()> {
+        let entries = self.entries();
+        let n = entries.len();
+        let cap = (n + room).max(2).max(n * 2);
+        let buf = alloc_buffer::<Kv>(cap)?;
+        for (i, kv) in entries.into_iter().enumerate() {
+            // SAFETY: moving each live pair bit for bit into the new buffer (within its `cap`).
+            unsafe { std::ptr::copy_nonoverlapping(kv, buf.add(i), 1) };
+        }
+        if let Some(free) = self.data_deleter {
+            // SAFETY: the old storage's own deleter; its pairs were moved out above (a dense
+            // block or a small buffer is freed without touching its contents).
+            unsafe { free(self.data) };
+        }
+        (self.data, self.size, self.slots) = (buf as *mut c_void, n as u64, cap as u64 | SMALL_TAG);
+        self.data_deleter = Some(free_buffer);
+        (self.iter_head, self.iter_tail) = (NO_INDEX, NO_INDEX);
+        Ok(())
+    }
+
+    /// Sets `key` to `value` (both owned; replaced values are released).
+    pub fn set(&mut self, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
+        // SAFETY: `key` is an owned, initialised value.
+        if let Some(kv) = self.find(&view(&key)?)? {
+            // SAFETY: the entry is live; its old value is released once and replaced, and the
+            // duplicate key given to us is released.
+            unsafe {
+                release_any(&(*kv).value);
+                (*kv).value = value;
+                release_any(&key);
+            }
+            return Ok(());
+        }
+        if !self.is_small() || self.size >= self.capacity() {
+            self.respill(1)?;
+        }
+        // SAFETY: room for one more pair in our own small buffer.
+        unsafe { (self.data as *mut Kv).add(self.size as usize).write(Kv { key, value }) };
+        self.size += 1;
+        Ok(())
+    }
+
+    /// Removes `key`'s entry; whether there was one.
+    pub fn erase(&mut self, key: &Value) -> Result<bool> {
+        if !self.is_small() {
+            self.respill(0)?;
+        }
+        let Some(kv) = self.find(key)? else { return Ok(false) };
+        let base = self.data as *mut Kv;
+        // SAFETY: `kv` is entry `i` of the small buffer; it is released and the later entries
+        // move down one place, keeping the insertion order.
+        unsafe {
+            let i = kv.offset_from(base) as usize;
+            release_any(&(*kv).key);
+            release_any(&(*kv).value);
+            std::ptr::copy(base.add(i + 1), base.add(i), self.size as usize - i - 1);
+        }
+        self.size -= 1;
+        Ok(true)
+    }
+
+    /// Releases every entry and the storage, leaving an empty small map.
+    pub fn clear(&mut self) {
+        self.release_all();
+        // The old storage is released above: forget it rather than drop it again.
+        std::mem::forget(std::mem::replace(self, MapCell::new()));
+    }
+
+    fn release_all(&mut self) {
+        if self.is_small() {
+            for kv in self.entries() {
+                // SAFETY: each live pair released once.
+                unsafe { (release_any(&(*kv).key), release_any(&(*kv).value)) };
+            }
+        } else {
+            for i in 0..self.slots {
+                // SAFETY: every slot of the dense blocks; occupied ones released once.
+                let (meta, item) = unsafe { self.dense_slot(i) };
+                if meta != EMPTY_SLOT && meta != PROTECTED_SLOT {
+                    // SAFETY: as above.
+                    unsafe { (release_any(&(*item).kv.key), release_any(&(*item).kv.value)) };
+                }
+            }
+        }
+        if let (Some(free), false) = (self.data_deleter, self.data.is_null()) {
+            // SAFETY: the storage's own deleter, called once.
+            unsafe { free(self.data) };
+        }
+    }
+}
+
+impl Drop for MapCell {
+    fn drop(&mut self) {
+        self.release_all();
+    }
+}
+
+/// Payload of an `ffi.Map` (`INDEX` 72) or an `ffi.Dict` (76): the same cell.
+#[repr(transparent)]
+pub struct HashObj<const INDEX: u32>(UnsafeCell<MapCell>);
+
+pub type FfiMapObj = HashObj<{ super::object::type_index::FFI_MAP }>;
+pub type DictObj = HashObj<{ super::object::type_index::DICT }>;
+
+// SAFETY: the cell is only touched under `CELLS` from this runtime; entries are owned values of
+// Send + Sync objects.
+unsafe impl<const I: u32> Send for HashObj<I> {}
+// SAFETY: as above.
+unsafe impl<const I: u32> Sync for HashObj<I> {}
+
+impl<const I: u32> ObjectType for HashObj<I> {
+    const TYPE_INDEX: u32 = I;
+    const LAYOUT_SHARED: bool = true;
+}
+
+impl<const I: u32> HashObj<I> {
+    /// A map of `pairs` (owned values; a repeated key keeps its last value).
+    pub fn new(pairs: Vec<(TVMFFIAny, TVMFFIAny)>) -> Result<Self> {
+        let mut cell = MapCell::new();
+        cell.respill(pairs.len())?;
+        for (k, v) in pairs {
+            cell.set(k, v)?;
+        }
+        Ok(HashObj(UnsafeCell::new(cell)))
+    }
+
+    /// Runs `f` on the cell, under the containers' lock.
+    pub fn with<R>(&self, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
+        let _g = lock();
+        // SAFETY: exclusive access under the lock (see the module note on C++ code).
+        f(unsafe { &mut *self.0.get() })
+    }
+}
+
+/// The map or dict an object is, as a cell runner (for globals that take either).
+pub fn map_cell<R>(o: &ObjectRef, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
+    if let Some(m) = o.downcast::<FfiMapObj>() {
+        m.with(f)
+    } else if let Some(d) = o.downcast::<DictObj>() {
+        d.with(f)
+    } else {
+        Err(Error::type_error(format!("expected ffi.Map or ffi.Dict, got {}", type_name(o))))
+    }
+}
+
+/// An object's type key for messages.
+pub fn type_name(o: &ObjectRef) -> String {
+    super::object::type_index_to_key(o.type_index()).unwrap_or_else(|_| format!("type index {}", o.type_index()))
+}
+
+/// A new map or dict object of `pairs`.
+pub fn new_map<const I: u32>(pairs: Vec<(TVMFFIAny, TVMFFIAny)>) -> Result<ObjectRef> {
+    Ok(ObjPtr::new(HashObj::<I>::new(pairs)?).to_object_ref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int(v: i64) -> TVMFFIAny {
+        Value::Int(v).into_any()
+    }
+
+    #[test]
+    fn map_cell_has_map_base_layout() {
+        // MapBaseObj: data_ @24, size_ @32, slots_ @40, data_deleter_ @48; the dense layout's
+        // fib_shift_ @56, iter_list_head_ @64, iter_list_tail_ @72 (sizeof DenseMapBaseObj 80).
+        assert_eq!(std::mem::size_of::<MapCell>(), 56);
+        assert_eq!(std::mem::offset_of!(MapCell, data_deleter), 24);
+        assert_eq!(std::mem::offset_of!(MapCell, iter_head), 40);
+        assert_eq!(std::mem::size_of::<DenseItem>(), 48);
+    }
+
+    #[test]
+    fn dict_sets_replaces_and_erases_in_insertion_order() {
+        let d = DictObj::new(vec![(int(1), int(10)), (int(2), int(20)), (int(1), int(11))]).unwrap();
+        d.with(|c| {
+            assert_eq!(c.len(), 2);
+            assert!(matches!(c.get(&Value::Int(1))?, Some(Value::Int(11))));
+            for k in 3..40 {
+                c.set(int(k), int(k * 10))?;
+            }
+            assert!(c.erase(&Value::Int(2))?);
+            assert!(!c.erase(&Value::Int(2))?);
+            let keys: Vec<i64> = c.entries().iter().map(|kv| unsafe { (**kv).key.value as i64 }).collect();
+            assert_eq!(keys[..3], [1, 3, 4]);
+            assert_eq!(c.len(), 38);
+            c.clear();
+            assert_eq!(c.len(), 0);
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn list_grows_in_place() {
+        let l = ListObj::new(vec![int(1)]).unwrap();
+        l.with(|c| {
+            for v in 2..20 {
+                c.push(int(v))?;
+            }
+            assert_eq!(c.items().len(), 19);
+            assert_eq!(c.items()[18].value, 19);
+            Ok(())
+        })
+        .unwrap();
+    }
+}
