@@ -5,7 +5,7 @@
 //! `bash scripts/update_header.sh`, and the test `header_is_up_to_date` fails while the two
 //! differ, so a stale checked-in header fails `cargo test` everywhere, not only in CI.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn main() {
     let crate_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
@@ -19,6 +19,8 @@ fn main() {
         println!("cargo:rustc-link-arg-{kind}=-rdynamic");
     }
 
+    cxx_api(&crate_dir);
+
     let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml is valid");
     let bindings = cbindgen::Builder::new()
         .with_crate(&crate_dir)
@@ -26,4 +28,26 @@ fn main() {
         .generate()
         .expect("cbindgen could not generate the header");
     bindings.write_to_file(out_dir.join("tvm_runtime.h"));
+}
+
+/// tvm-ffi's C++ functions (`cxx/ffi_cxx_api.cc`, over the C ABI) and what the shared library
+/// says about itself: its SONAME and, beside the C functions rustc exports, the C++ symbols of
+/// `cxx/exports.map`. Plain `rustc-link-arg` reaches this package's own cdylib (and its
+/// executables) only: the cdylib-only form is passed on to every dependent's cdylib too.
+fn cxx_api(crate_dir: &Path) {
+    println!("cargo:rerun-if-changed=cxx");
+    println!("cargo:rerun-if-changed=third_party/tvm_ffi/include");
+    cc::Build::new()
+        .cpp(true)
+        .std("c++17")
+        .flag("-isystem")
+        .flag(crate_dir.join("third_party/tvm_ffi/include").to_str().expect("a UTF-8 path"))
+        .file(crate_dir.join("cxx/ffi_cxx_api.cc"))
+        .warnings(true)
+        .compile("tvmrt_cxx");
+    println!("cargo:rustc-link-arg=-Wl,-soname,libtvm_runtime.so");
+    println!("cargo:rustc-link-arg=-Wl,--version-script={}", crate_dir.join("cxx/exports.map").display());
+    // Test programs that do not link the library lack those symbols (tests/exports.rs checks
+    // that the library has every one).
+    println!("cargo:rustc-link-arg=-Wl,--undefined-version");
 }

@@ -354,7 +354,7 @@ fn c_and_cpp_tests_pass() {
         let source = c_tests.join("static_link/main.c");
         let mut step = Step::new("static_link", build.join("static_link"), &cc);
         step.cmd.args(["-std=gnu11", "-O1", "-pthread"]).args(WARNINGS).arg("-I").arg(&include).arg(&source);
-        step.cmd.arg(&static_lib).args(["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"]);
+        step.cmd.arg(&static_lib).args(["-lstdc++", "-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"]);
         step.inputs.extend([source, static_lib.clone()]);
         steps.push(step);
     }

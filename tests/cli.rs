@@ -730,3 +730,97 @@ fn rpc_server_listens_on_loopback_unless_told_and_warns_when_told() {
     assert!(stderr.contains("warning: listening on 0.0.0.0:"), "{stderr}");
     assert!(stderr.contains("any client that reaches it can upload a library and run its code here"), "{stderr}");
 }
+
+/// A Python environment holding only a fake `tvm_ffi` package (its `__init__.py` fails, so a
+/// lookup that imports it fails too): (the interpreter to pass as --python, the package's lib/).
+/// The interpreter is a wrapper running `python3 -S`, so no installed package is ever seen.
+fn fake_python_env(name: &str, with_library: bool) -> (PathBuf, PathBuf) {
+    let root = dir().join(name);
+    let _ = std::fs::remove_dir_all(&root);
+    let lib = root.join("site/tvm_ffi/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::write(root.join("site/tvm_ffi/__init__.py"), "raise ImportError('tvm_ffi must not be imported')\n")
+        .unwrap();
+    if with_library {
+        std::fs::write(lib.join("libtvm_ffi.so"), b"the wheel's own library").unwrap();
+    }
+    let python = root.join("python");
+    let site = root.join("site");
+    std::fs::write(&python, format!("#!/bin/sh\nPYTHONPATH='{}' exec python3 -S \"$@\"\n", path_str(&site))).unwrap();
+    let mut permissions = std::fs::metadata(&python).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&python, permissions).unwrap();
+    (python, lib)
+}
+
+/// This build's shared library: a real tvm-ffi library (it exports TVMFFIFunctionCall).
+fn our_library() -> PathBuf {
+    common::library_dir().join("libtvm_runtime.so")
+}
+
+fn ffi_swap(python: &Path, more: &[&str]) -> Output {
+    let args: Vec<&str> = ["ffi-swap", "--python", path_str(python)].into_iter().chain(more.iter().copied()).collect();
+    tvm_rt(&args)
+}
+
+#[test]
+fn ffi_swap_replaces_the_packages_library_and_restores_it() {
+    let (python, lib) = fake_python_env("ffi_swap", true);
+    let (installed, backup) = (lib.join("libtvm_ffi.so"), lib.join("libtvm_ffi.so.orig"));
+    let ours = std::fs::read(our_library()).unwrap();
+
+    let out = ffi_swap(&python, &["--library", path_str(&our_library())]).expect(0);
+    assert!(out.stdout.contains("libtvm_ffi.so.orig"), "{}", out.stdout);
+    assert!(std::fs::read(&installed).unwrap() == ours, "the package's library is not ours");
+    assert_eq!(std::fs::read(&backup).unwrap(), b"the wheel's own library");
+    // Again: nothing to do, and the backup still holds the original.
+    ffi_swap(&python, &["--library", path_str(&our_library())]).expect(0);
+    assert_eq!(std::fs::read(&backup).unwrap(), b"the wheel's own library");
+
+    ffi_swap(&python, &["--restore"]).expect(0);
+    assert_eq!(std::fs::read(&installed).unwrap(), b"the wheel's own library");
+    assert!(!backup.exists());
+}
+
+#[test]
+fn ffi_swap_keeps_a_backup_it_finds_and_checks_what_it_installs() {
+    let (python, lib) = fake_python_env("ffi_swap_backup", true);
+    let (installed, backup) = (lib.join("libtvm_ffi.so"), lib.join("libtvm_ffi.so.orig"));
+    std::fs::write(&backup, b"an older original").unwrap();
+    let out = ffi_swap(&python, &["--library", path_str(&our_library())]).expect(2);
+    assert!(out.stderr.contains("a backup exists already") && out.stderr.contains("--restore"), "{}", out.stderr);
+    assert_eq!(std::fs::read(&backup).unwrap(), b"an older original");
+    assert_eq!(std::fs::read(&installed).unwrap(), b"the wheel's own library");
+
+    std::fs::remove_file(&backup).unwrap();
+    let not_a_library = dir().join("ffi_swap_backup/python");
+    let out = ffi_swap(&python, &["--library", path_str(&not_a_library)]).expect(2);
+    assert!(out.stderr.contains("not a tvm-ffi shared library"), "{}", out.stderr);
+    let out = ffi_swap(&python, &["--library", "/nonexistent/libtvm_ffi.so"]).expect(2);
+    assert!(out.stderr.contains("/nonexistent/libtvm_ffi.so"), "{}", out.stderr);
+    assert!(!backup.exists());
+    assert_eq!(std::fs::read(&installed).unwrap(), b"the wheel's own library");
+}
+
+#[test]
+fn ffi_swap_names_what_it_did_not_find() {
+    let (python, lib) = fake_python_env("ffi_swap_missing", false);
+    let out = ffi_swap(&python, &["--library", path_str(&our_library())]).expect(2);
+    assert!(
+        out.stderr.contains(path_str(&lib.join("libtvm_ffi.so"))) && out.stderr.contains("no such file"),
+        "{}",
+        out.stderr
+    );
+    let out = ffi_swap(&python, &["--restore"]).expect(2);
+    assert!(
+        out.stderr.contains(path_str(&lib.join("libtvm_ffi.so.orig"))) && out.stderr.contains("nothing to restore"),
+        "{}",
+        out.stderr
+    );
+
+    std::fs::remove_dir_all(lib.parent().unwrap()).unwrap();
+    let out = ffi_swap(&python, &["--restore"]).expect(2);
+    assert!(out.stderr.contains("no tvm_ffi package is installed"), "{}", out.stderr);
+    let out = ffi_swap(Path::new("/nonexistent/python3"), &["--restore"]).expect(2);
+    assert!(out.stderr.contains("--python /nonexistent/python3: cannot run it"), "{}", out.stderr);
+}

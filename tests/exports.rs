@@ -1,5 +1,6 @@
-//! The shared library exports exactly TVM's C ABI: every one of TVM 0.18's `TVM*` exports and
-//! no Rust-mangled symbol.
+//! The shared library exports exactly TVM's C ABI: every one of TVM 0.18's `TVM*` exports, no
+//! Rust-mangled symbol, and of C++ symbols exactly tvm-ffi's (`cxx/exports.map`); it names itself
+//! by its SONAME.
 
 mod common;
 use common::library_dir;
@@ -85,21 +86,60 @@ fn exports_every_tvm_symbol() {
     assert!(missing.is_empty(), "missing exports: {missing:?}");
 }
 
-#[test]
-fn exports_no_rust_symbols() {
-    let mangled: Vec<_> = dynamic_symbols()
-        .into_iter()
-        .filter(|s| s.starts_with("_ZN") || s.starts_with("_R") || s.contains("rust"))
-        .collect();
-    assert!(mangled.is_empty(), "Rust symbols leak from the C library: {mangled:?}");
+/// The C++ symbols of tvm-ffi's library (mangled), as `cxx/exports.map` lists them.
+fn cxx_exports() -> Vec<String> {
+    let map = std::fs::read_to_string(common::repo().join("cxx/exports.map")).expect("cxx/exports.map");
+    map.lines().map(str::trim).filter(|l| l.starts_with("_Z")).map(|l| l.trim_end_matches(';').to_string()).collect()
 }
 
-/// Every export begins with `TVM`: the loader relies on it to tell, from a model library's
+#[test]
+fn exports_tvm_ffi_cxx_symbols_and_no_rust_ones() {
+    let cxx = cxx_exports();
+    // 24 functions, vtable / typeinfo / typeinfo name of ModuleObj and Error, the type index cache.
+    assert_eq!(cxx.len(), 32, "{cxx:?}");
+    for name in ["_ZN3tvm3ffi6Module12LoadFromFileERKNS0_6StringE", "_ZTVN3tvm3ffi9ModuleObjE", "_ZTIN3tvm3ffi5ErrorE"]
+    {
+        assert!(cxx.iter().any(|c| c == name), "{name} is not in cxx/exports.map");
+    }
+    let syms = dynamic_symbols();
+    let missing: Vec<_> = cxx.iter().filter(|c| !syms.contains(c)).collect();
+    assert!(missing.is_empty(), "C++ symbols not exported: {missing:?}");
+    let mangled: Vec<_> = syms
+        .into_iter()
+        .filter(|s| (s.starts_with("_Z") && !cxx.contains(s)) || s.starts_with("_R") || s.contains("rust"))
+        .collect();
+    assert!(mangled.is_empty(), "Rust or stray C++ symbols leak from the C library: {mangled:?}");
+}
+
+/// Every C export begins with `TVM`: the loader relies on it to tell, from a model library's
 /// imports, whether the library calls the runtime by name (`ffi_library::expose_for_imports`).
 #[test]
 fn every_export_begins_with_tvm() {
-    let other: Vec<_> = dynamic_symbols().into_iter().filter(|s| !s.starts_with("TVM")).collect();
+    let cxx = cxx_exports();
+    let other: Vec<_> = dynamic_symbols().into_iter().filter(|s| !s.starts_with("TVM") && !cxx.contains(s)).collect();
     assert!(other.is_empty(), "exports not named TVM*: {other:?}");
+}
+
+/// `readelf -d` of a library in this build: its SONAME.
+fn soname(file: &str) -> Option<String> {
+    let so = library_dir().join(file);
+    let out = Command::new("readelf").arg("-d").arg(&so).output().expect("`readelf` (binutils) must be installed");
+    assert!(out.status.success(), "readelf {} failed", so.display());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text.lines().find(|l| l.contains("(SONAME)"))?;
+    Some(line.split('[').nth(1)?.trim_end_matches(']').to_string())
+}
+
+/// libtvm_ffi.so is built by `cargo build` (the workspace member tvm-ffi-lib), not by
+/// `cargo test` of this package: it is checked where a build left it beside libtvm_runtime.so.
+#[test]
+fn each_library_names_itself() {
+    assert_eq!(soname("libtvm_runtime.so").as_deref(), Some("libtvm_runtime.so"));
+    if library_dir().join("libtvm_ffi.so").is_file() {
+        assert_eq!(soname("libtvm_ffi.so").as_deref(), Some("libtvm_ffi.so"));
+    } else {
+        eprintln!("libtvm_ffi.so not built here (run `cargo build`): its SONAME is not checked");
+    }
 }
 
 type ArrayAlloc = unsafe extern "C" fn(*const i64, i32, i32, i32, i32, i32, i32, *mut *mut std::ffi::c_void) -> i32;

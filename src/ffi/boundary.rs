@@ -44,6 +44,14 @@ impl<T> ErrorValue for Option<T> {
 /// Every export passes here, so it also makes sure the layers are installed ([`crate::init`]).
 pub fn guard<R: ErrorValue>(function: &'static str, body: impl FnOnce() -> Result<R>) -> R {
     crate::init();
+    guard_before_init(function, body)
+}
+
+/// [`guard`] without installing the layers, for exports that touch only the type table.
+/// C++ code built against tvm-ffi's headers allocates type indices from static initializers,
+/// at load time (before `main`): installing the layers there would make objects and so fix
+/// the checked-handle mode (`runtime::live`) before the program could choose it.
+pub fn guard_before_init<R: ErrorValue>(function: &'static str, body: impl FnOnce() -> Result<R>) -> R {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
@@ -59,10 +67,14 @@ pub fn guard<R: ErrorValue>(function: &'static str, body: impl FnOnce() -> Resul
     }
 }
 
-/// Wrap the body of an exported function: `ffi_boundary!("Name", { ...; Ok(value) })`.
+/// Wrap the body of an exported function: `ffi_boundary!("Name", { ...; Ok(value) })`, or
+/// `ffi_boundary!("Name", before_init, { ... })` for [`guard_before_init`].
 macro_rules! ffi_boundary {
     ($name:literal, $body:block) => {
         $crate::ffi::guard($name, move || -> $crate::runtime::error::Result<_> { $body })
+    };
+    ($name:literal, before_init, $body:block) => {
+        $crate::ffi::guard_before_init($name, move || -> $crate::runtime::error::Result<_> { $body })
     };
 }
 

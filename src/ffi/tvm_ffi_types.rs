@@ -32,7 +32,8 @@ pub unsafe extern "C" fn TVMFFITypeGetOrAllocIndex(
     child_slots_can_overflow: i32,
     parent_type_index: i32,
 ) -> i32 {
-    ffi_boundary!("TVMFFITypeGetOrAllocIndex", {
+    // Called from C++ static initializers (load time): the type table only, no layers.
+    ffi_boundary!("TVMFFITypeGetOrAllocIndex", before_init, {
         let _ = type_depth; // the table knows each type's depth from its parent
                             // SAFETY: the caller's contract.
         let key = unsafe { text_arg(type_key, "type_key")? };

@@ -239,7 +239,14 @@ fn ffi_module_globals() -> Vec<(&'static str, PackedFunc)> {
         (
             "ffi.ModuleImportModule",
             PackedFunc::from_typed(|args| {
-                args.module(0)?.import(&args.module(1)?)?;
+                args.module(0)?.import_module(&args.module(1)?)?;
+                Ok(Value::Null)
+            }),
+        ),
+        (
+            "ffi.ModuleClearImports",
+            PackedFunc::from_typed(|args| {
+                args.module(0)?.clear_module_imports()?;
                 Ok(Value::Null)
             }),
         ),

@@ -175,6 +175,11 @@ pub fn register_context_symbol(name: &str, value: *mut c_void) {
     table.push((name.to_string(), value as usize));
 }
 
+/// The values registered with [`register_context_symbol`], in registration order.
+pub fn context_symbols() -> Vec<(String, usize)> {
+    CONTEXT_SYMBOLS.read().clone()
+}
+
 /// Symbols registered by statically linked kernels (`TVMBackendRegisterSystemLibSymbol`).
 static SYSTEM_SYMBOLS: Lazy<RwLock<HashMap<String, usize>>> = Lazy::new(Default::default);
 

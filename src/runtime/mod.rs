@@ -9,6 +9,7 @@ pub mod const_loader;
 pub mod container;
 pub(crate) mod container_globals;
 pub mod cptr;
+pub mod cxx_module;
 pub mod device;
 pub mod dso;
 pub mod dtype;

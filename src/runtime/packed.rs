@@ -286,7 +286,10 @@ impl<'a> Args<'a> {
     }
 
     pub fn module(&self, i: usize) -> Result<Module> {
-        self.typed::<ModuleObj>(i, "Module")
+        let obj = self.object(i)?;
+        Module::from_object(&obj)?.ok_or_else(|| {
+            Error::type_error(format!("argument {i}: expected Module, got object of type index {}", obj.type_index()))
+        })
     }
     pub fn func(&self, i: usize) -> Result<PackedFunc> {
         self.typed::<FuncObj>(i, "PackedFunc")
@@ -359,7 +362,7 @@ impl Value {
     pub fn from_object(obj: ObjectRef) -> Value {
         if let Some(a) = NDArray::from_object(&obj) {
             Value::NDArray(a)
-        } else if let Some(m) = obj.downcast::<ModuleObj>() {
+        } else if let Ok(Some(m)) = Module::from_object(&obj) {
             Value::Module(m)
         } else if let Some(f) = obj.downcast::<FuncObj>() {
             Value::Func(f)
@@ -880,7 +883,7 @@ impl Value {
             Value::Bytes(b) if b.len() <= 7 => TVMFFIAny::small(fti::SMALL_BYTES, &b),
             Value::Bytes(b) => obj(ObjPtr::new(BytesObj::new(&b)).into_raw()),
             Value::NDArray(a) => obj(a.into_raw()),
-            Value::Module(m) => obj(m.into_raw()),
+            Value::Module(m) => obj(m.into_object().into_raw()),
             Value::Func(f) => obj(f.into_raw()),
             Value::Object(o) => obj(o.into_raw()),
         }
@@ -1038,6 +1041,13 @@ impl Module {
         }
         self.imports.write().push(dep.clone());
         Ok(())
+    }
+
+    /// Drop every import (and the functions looked up through them).
+    pub fn clear_imports(&self) {
+        let _guard = IMPORT_LOCK.lock();
+        self.imports.write().clear();
+        self.env_cache.lock().clear();
     }
 
     /// Look up `name` in this module, then (if asked) depth-first through its imports.

@@ -5,6 +5,7 @@
 mod bench;
 mod dot;
 mod fail;
+mod ffi_swap;
 mod inputs;
 mod inspect;
 mod model;
@@ -45,6 +46,7 @@ enum Command {
     Profile(profile::Args),
     Dot(dot::Args),
     RpcServer(rpc_server::Args),
+    FfiSwap(ffi_swap::Args),
     /// List, extract and pack params files (TVM's weights format)
     #[command(subcommand)]
     Params(params::Command),
@@ -59,6 +61,7 @@ fn dispatch(command: Command) -> Result<(), Failure> {
         Command::Profile(a) => profile::main(a),
         Command::Dot(a) => dot::main(a),
         Command::RpcServer(a) => rpc_server::main(a),
+        Command::FfiSwap(a) => ffi_swap::main(a),
         Command::Params(c) => params::main(c),
     }
 }

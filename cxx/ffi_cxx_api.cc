@@ -1,0 +1,314 @@
+// The C++ functions of tvm-ffi's library (module.h, json.h, serialization.h, structural_*.h,
+// dataclass.h, visit_error_context.h) that programs compiled against tvm-ffi's headers link
+// against, written over this runtime's C ABI: each one calls a global function of the runtime
+// registry (the names the tvm-ffi library registers them under) or the module globals. Compiled
+// by build.rs against the vendored headers (third_party/tvm_ffi/include); exports.map lists the
+// symbols the shared libraries export.
+//
+// Two kinds of module meet here. A module made by C++ code (a subclass of ModuleObj) is a
+// foreign object to the Rust side, which reaches its virtual functions through the
+// `tvmrt_cxx_module_*` functions at the end of this file. A module made by the Rust side has no
+// C++ vtable; `Module::LoadFromFile` hands it to C++ callers inside a `HostedModule`, a ModuleObj
+// whose virtual functions call the module globals on it (the Rust side unwraps it again).
+
+#include <tvm/ffi/extra/dataclass.h>
+#include <tvm/ffi/extra/json.h>
+#include <tvm/ffi/extra/module.h>
+#include <tvm/ffi/extra/serialization.h>
+#include <tvm/ffi/extra/structural_equal.h>
+#include <tvm/ffi/extra/structural_hash.h>
+#include <tvm/ffi/extra/visit_error_context.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+#include <utility>
+
+// The Rust side's table of context symbols (TVMFFIEnvModRegisterContextSymbol), installed at
+// initialization: it calls `visit(ctx, name, address)` for each.
+using SymbolVisit = void (*)(void* ctx, const char* name, void* address);
+using SymbolLister = void (*)(SymbolVisit visit, void* ctx);
+static std::atomic<SymbolLister> symbol_lister{nullptr};
+extern "C" void tvmrt_cxx_install_symbol_lister(SymbolLister lister) { symbol_lister.store(lister); }
+
+namespace tvm {
+namespace ffi {
+namespace {
+
+// The global `name`, or a RuntimeError naming it when this runtime does not register it.
+Function Global(const char* name) {
+  Optional<Function> f = Function::GetGlobal(name);
+  if (!f.has_value()) {
+    TVM_FFI_THROW(RuntimeError) << "`" << name
+                                << "` is not implemented by this runtime yet (no global function of that name)";
+  }
+  return *f;
+}
+
+// A module made by the Rust side, seen by C++ code as a ModuleObj.
+class HostedModule final : public ModuleObj {
+ public:
+  explicit HostedModule(ObjectRef inner)
+      : inner_(std::move(inner)), kind_(Global("ffi.ModuleGetKind")(inner_).cast<String>()) {}
+
+  const char* kind() const final { return kind_.c_str(); }
+  Optional<Function> GetFunction(const String& name) final { return Lookup(name, false); }
+  Optional<Function> Lookup(const String& name, bool query_imports) {
+    return Global("ffi.ModuleGetFunction")(inner_, name, query_imports).cast<Optional<Function>>();
+  }
+  Optional<String> GetFunctionDoc(const String& name) final { return Text("ffi.ModuleGetFunctionDoc", name); }
+  Optional<String> GetFunctionMetadata(const String& name) final {
+    return Text("ffi.ModuleGetFunctionMetadata", name);
+  }
+  void ImportModule(const Module& other) final { Global("ffi.ModuleImportModule")(inner_, other); }
+  void ClearImports() final { Global("ffi.ModuleClearImports")(inner_); }
+  const ObjectRef& inner() const { return inner_; }
+
+ private:
+  Optional<String> Text(const char* global, const String& name) {
+    return Global(global)(inner_, name, false).cast<Optional<String>>();
+  }
+  ObjectRef inner_;
+  String kind_;
+};
+
+// The mark the runtime leaves in the header padding of every object it makes (tvm-ffi's own
+// objects, and C++ ones, have 0 there): such a module has no C++ vtable.
+constexpr uint32_t kMadeByRuntime = 0x72766d74;
+
+bool MadeByRuntime(const Object* obj) { return details::ObjectUnsafe::GetHeader(obj)->__padding == kMadeByRuntime; }
+
+// The runtime's module behind `m`: `m` itself when the runtime made it (reached through an
+// unchecked cast), the module a HostedModule carries, else a null reference (a C++ module).
+ObjectRef RuntimeModule(const ModuleObj* m) {
+  if (MadeByRuntime(m)) return GetRef<ObjectRef>(static_cast<const Object*>(m));
+  if (auto* hosted = dynamic_cast<const HostedModule*>(m)) return hosted->inner();
+  return ObjectRef(nullptr);
+}
+
+std::string KindOf(const ModuleObj* m) {
+  if (!MadeByRuntime(m)) return m->kind();
+  return Global("ffi.ModuleGetKind")(GetRef<ObjectRef>(static_cast<const Object*>(m))).cast<String>();
+}
+
+const HostedModule* AsHosted(const ModuleObj* m) {
+  return MadeByRuntime(m) ? nullptr : dynamic_cast<const HostedModule*>(m);
+}
+
+// Whether `target` is `from` or reachable from it through C++ import lists.
+bool Reaches(const ModuleObj* from, const ModuleObj* target) {
+  if (from == target) return true;
+  for (const Any& imp : from->imports()) {
+    if (auto m = imp.as<ModuleObj>(); m && !MadeByRuntime(m) && Reaches(m, target)) return true;
+  }
+  return false;
+}
+
+// Looks `name` up in each import (depth first) through `global(import, name, true)`, so Rust and
+// C++ modules in the list are searched alike.
+template <typename T>
+Optional<T> FromImports(const Array<Any>& imports, const char* global, const String& name) {
+  for (const Any& imp : imports) {
+    Optional<T> found = Global(global)(imp, name, true).cast<Optional<T>>();
+    if (found.has_value()) return found;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Optional<Function> ModuleObj::GetFunction(const String& name, bool query_imports) {
+  if (ObjectRef rt = RuntimeModule(this); rt.defined()) {
+    return Global("ffi.ModuleGetFunction")(rt, name, query_imports).cast<Optional<Function>>();
+  }
+  Optional<Function> own = GetFunction(name);
+  if (own.has_value() || !query_imports) return own;
+  return FromImports<Function>(imports_, "ffi.ModuleGetFunction", name);
+}
+
+bool ModuleObj::ImplementsFunction(const String& name, bool query_imports) {
+  if (ObjectRef rt = RuntimeModule(this); rt.defined()) {
+    return Global("ffi.ModuleImplementsFunction")(rt, name, query_imports).cast<bool>();
+  }
+  if (ImplementsFunction(name)) return true;
+  for (const Any& imp : query_imports ? imports_ : Array<Any>()) {
+    if (Global("ffi.ModuleImplementsFunction")(imp, name, true).cast<bool>()) return true;
+  }
+  return false;
+}
+
+Optional<String> ModuleObj::GetFunctionDoc(const String& name, bool query_imports) {
+  if (ObjectRef rt = RuntimeModule(this); rt.defined()) {
+    return Global("ffi.ModuleGetFunctionDoc")(rt, name, query_imports).cast<Optional<String>>();
+  }
+  Optional<String> own = GetFunctionDoc(name);
+  if (own.has_value() || !query_imports) return own;
+  return FromImports<String>(imports_, "ffi.ModuleGetFunctionDoc", name);
+}
+
+Optional<String> ModuleObj::GetFunctionMetadata(const String& name, bool query_imports) {
+  if (ObjectRef rt = RuntimeModule(this); rt.defined()) {
+    return Global("ffi.ModuleGetFunctionMetadata")(rt, name, query_imports).cast<Optional<String>>();
+  }
+  Optional<String> own = GetFunctionMetadata(name);
+  if (own.has_value() || !query_imports) return own;
+  return FromImports<String>(imports_, "ffi.ModuleGetFunctionMetadata", name);
+}
+
+void ModuleObj::ImportModule(const Module& other) {
+  if (ObjectRef rt = RuntimeModule(this); rt.defined()) {
+    Global("ffi.ModuleImportModule")(rt, other);
+    return;
+  }
+  if (Reaches(other.get(), this)) {
+    TVM_FFI_THROW(ValueError) << "cannot import module `" << KindOf(other.get()) << "` into `" << kind()
+                              << "`: the import would create a cycle";
+  }
+  imports_.push_back(other);
+}
+
+void ModuleObj::ClearImports() {
+  if (ObjectRef rt = RuntimeModule(this); rt.defined()) {
+    Global("ffi.ModuleClearImports")(rt);
+    return;
+  }
+  imports_.clear();
+}
+
+// The library owns ModuleObj's type index cache (and its guard), one for every user.
+[[gnu::used]] static int32_t (*const kModuleTypeIndex)() = &ModuleObj::_GetOrAllocRuntimeTypeIndex;
+
+Module Module::LoadFromFile(const String& file_name) {
+  ObjectRef loaded = Global("ffi.ModuleLoadFromFile")(file_name).cast<ObjectRef>();
+  // A module made by C++ code (a loader written in C++) is a ModuleObj already.
+  if (auto* cxx = loaded.as<ModuleObj>(); cxx && !MadeByRuntime(cxx)) {
+    return Module(GetObjectPtr<ModuleObj>(const_cast<ModuleObj*>(cxx)));
+  }
+  return Module(make_object<HostedModule>(std::move(loaded)));
+}
+
+void Module::VisitContextSymbols(const TypedFunction<void(String, void*)>& callback) {
+  TVMFFIVersion version;
+  TVMFFIGetVersion(&version);  // (any call into the runtime initializes it, installing the lister)
+  SymbolLister lister = symbol_lister.load();
+  if (lister == nullptr) TVM_FFI_THROW(RuntimeError) << "the runtime did not install its context symbol table";
+  std::vector<std::pair<std::string, void*>> symbols;
+  lister(
+      [](void* ctx, const char* name, void* address) {
+        static_cast<std::vector<std::pair<std::string, void*>>*>(ctx)->emplace_back(name, address);
+      },
+      &symbols);
+  for (auto& [name, address] : symbols) callback(String(name), address);
+}
+
+namespace json {
+Value Parse(const String& json_str, String* error_msg) {
+  if (error_msg == nullptr) return Global("ffi.json.Parse")(json_str);
+  try {
+    return Global("ffi.json.Parse")(json_str);
+  } catch (const Error& err) {
+    *error_msg = err.message();
+    return Value(nullptr);
+  }
+}
+
+String Stringify(const Value& value, const Optional<int>& indent) {
+  return Global("ffi.json.Stringify")(value, indent).cast<String>();
+}
+}  // namespace json
+
+json::Value ToJSONGraph(const Any& value, const Any& metadata) { return Global("ffi.ToJSONGraph")(value, metadata); }
+Any FromJSONGraph(const json::Value& value) { return Global("ffi.FromJSONGraph")(value); }
+
+bool StructuralEqual::Equal(const Any& lhs, const Any& rhs, bool map_free_vars, bool skip_tensor_content) {
+  return Global("ffi.StructuralEqual")(lhs, rhs, map_free_vars, skip_tensor_content).cast<bool>();
+}
+
+Optional<reflection::AccessPathPair> StructuralEqual::GetFirstMismatch(const Any& lhs, const Any& rhs,
+                                                                       bool map_free_vars,
+                                                                       bool skip_tensor_content) {
+  return Global("ffi.GetFirstStructuralMismatch")(lhs, rhs, map_free_vars, skip_tensor_content)
+      .cast<Optional<reflection::AccessPathPair>>();
+}
+
+uint64_t StructuralHash::Hash(const Any& value, bool map_free_vars, bool skip_tensor_content) {
+  return static_cast<uint64_t>(Global("ffi.StructuralHash")(value, map_free_vars, skip_tensor_content).cast<int64_t>());
+}
+
+Any DeepCopy(const Any& value) { return Global("ffi.DeepCopy")(value); }
+String ReprPrint(const Any& value) { return Global("ffi.ReprPrint")(value).cast<String>(); }
+int64_t RecursiveHash(const Any& value) { return Global("ffi.RecursiveHash")(value).cast<int64_t>(); }
+bool RecursiveEq(const Any& lhs, const Any& rhs) { return Global("ffi.RecursiveEq")(lhs, rhs).cast<bool>(); }
+bool RecursiveLt(const Any& lhs, const Any& rhs) { return Global("ffi.RecursiveLt")(lhs, rhs).cast<bool>(); }
+bool RecursiveLe(const Any& lhs, const Any& rhs) { return Global("ffi.RecursiveLe")(lhs, rhs).cast<bool>(); }
+bool RecursiveGt(const Any& lhs, const Any& rhs) { return Global("ffi.RecursiveGt")(lhs, rhs).cast<bool>(); }
+bool RecursiveGe(const Any& lhs, const Any& rhs) { return Global("ffi.RecursiveGe")(lhs, rhs).cast<bool>(); }
+
+Array<reflection::AccessPath> VisitErrorContext::FindAccessPaths(const ObjectRef& root,
+                                                                const VisitErrorContext& visit_context,
+                                                                bool allow_prefix_match) {
+  return Global("ffi.VisitErrorContext.FindAccessPaths")(root, visit_context, allow_prefix_match)
+      .cast<Array<reflection::AccessPath>>();
+}
+
+}  // namespace ffi
+}  // namespace tvm
+
+// What the Rust side calls (not exported from the libraries). Each returns 0, or -1 with the
+// error raised (TVMFFIErrorMoveFromRaised takes it); no C++ exception leaves them.
+namespace {
+
+template <typename F>
+int Guarded(F&& body) {
+  try {
+    body();
+    return 0;
+  } catch (const tvm::ffi::Error& err) {
+    tvm::ffi::details::SetSafeCallRaised(err);
+  } catch (const std::exception& ex) {
+    TVMFFIErrorSetRaisedFromCStr("InternalError", ex.what());
+  } catch (...) {
+    TVMFFIErrorSetRaisedFromCStr("InternalError", "a C++ module threw an exception that is not an std::exception");
+  }
+  return -1;
+}
+
+tvm::ffi::ModuleObj* AsModule(TVMFFIObjectHandle handle) {
+  return tvm::ffi::details::ObjectUnsafe::RawObjectPtrFromUnowned<tvm::ffi::ModuleObj>(
+      static_cast<TVMFFIObject*>(handle));
+}
+
+}  // namespace
+
+// The Rust module a HostedModule carries (borrowed), or NULL for a module C++ code made.
+extern "C" TVMFFIObjectHandle tvmrt_cxx_module_unwrap(TVMFFIObjectHandle module) {
+  const auto* hosted = tvm::ffi::AsHosted(AsModule(module));
+  return hosted ? tvm::ffi::details::ObjectUnsafe::GetHeader(hosted->inner().get()) : nullptr;
+}
+
+// `module->kind()`: a string the module keeps.
+extern "C" int tvmrt_cxx_module_kind(TVMFFIObjectHandle module, const char** out) {
+  return Guarded([&] { *out = AsModule(module)->kind(); });
+}
+
+// The module's own function `name` (a new reference in `*out`, NULL when it has none).
+extern "C" int tvmrt_cxx_module_get_function(TVMFFIObjectHandle module, const char* name, size_t len,
+                                             TVMFFIObjectHandle* out) {
+  return Guarded([&] {
+    tvm::ffi::Optional<tvm::ffi::Function> f = AsModule(module)->GetFunction(tvm::ffi::String(name, len));
+    *out = f.has_value() ? tvm::ffi::details::ObjectUnsafe::MoveObjectRefToTVMFFIObjectPtr(std::move(*f)) : nullptr;
+  });
+}
+
+// `module->ImportModule(other)`, `other` a live module object.
+extern "C" int tvmrt_cxx_module_import(TVMFFIObjectHandle module, TVMFFIObjectHandle other) {
+  return Guarded([&] {
+    AsModule(module)->ImportModule(tvm::ffi::Module(
+        tvm::ffi::details::ObjectUnsafe::ObjectPtrFromUnowned<tvm::ffi::ModuleObj>(static_cast<TVMFFIObject*>(other))));
+  });
+}
+
+// `module->ClearImports()`.
+extern "C" int tvmrt_cxx_module_clear_imports(TVMFFIObjectHandle module) {
+  return Guarded([&] { AsModule(module)->ClearImports(); });
+}

@@ -1,0 +1,47 @@
+//! tvm-ffi's C++ API on this runtime: a kernel library in tvm-ffi's quickstart style
+//! (`TVM_FFI_DLL_EXPORT_TYPED_FUNC`) and a C++ program that loads it with
+//! `tvm::ffi::Module::LoadFromFile` and calls it on tensors (c_tests/tvm_ffi_cxx/), both compiled
+//! against tvm-ffi's headers (third_party/tvm_ffi/include) and linked against libtvm_runtime.so.
+
+mod common;
+use common::{library_dir, repo, scratch};
+use std::path::Path;
+use std::process::Command;
+
+/// Compile `source` with the C++ compiler (`$CXX`, else `c++`) against tvm-ffi's headers and
+/// this build's library.
+fn compile(source: &Path, out: &Path, extra: &[&str]) {
+    let lib_dir = library_dir();
+    let status = Command::new(std::env::var("CXX").unwrap_or_else(|_| "c++".into()))
+        .args(["-std=c++17", "-O1", "-isystem"])
+        .arg(repo().join("third_party/tvm_ffi/include"))
+        .args(extra)
+        .arg(source)
+        .arg("-o")
+        .arg(out)
+        .arg("-L")
+        .arg(&lib_dir)
+        .arg("-ltvm_runtime")
+        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+        .status()
+        .expect("a C++ compiler (c++ or $CXX)");
+    assert!(status.success(), "compiling {} failed", source.display());
+}
+
+#[test]
+fn cxx_program_loads_and_calls_a_quickstart_kernel() {
+    let dir = scratch("tvm_ffi_cxx");
+    let sources = repo().join("c_tests/tvm_ffi_cxx");
+    let kernel = dir.join("add_one.so");
+    let loader = dir.join("loader");
+    compile(&sources.join("add_one_kernel.cc"), &kernel, &["-shared", "-fPIC"]);
+    compile(&sources.join("loader.cc"), &loader, &[]);
+    let out = Command::new(&loader).arg(&kernel).output().expect("run the loader");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.trim() == "OK",
+        "loader failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
