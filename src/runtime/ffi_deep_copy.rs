@@ -1,8 +1,8 @@
 //! tvm-ffi's `ffi.DeepCopy`: containers (`ffi.Array`, `ffi.List`, `ffi.Map`, `ffi.Dict`) are
 //! rebuilt with copies of what they hold; an object with reflected fields is copied (by its
-//! `__ffi_shallow_copy__` attribute, else made by its type's creator with every field copied
-//! over) and its object fields copied in turn; objects without fields (strings, tensors,
-//! functions, modules, ...) are immutable here and shared. An object reached twice is copied
+//! `__ffi_shallow_copy__` attribute; a type without one is not copy-constructible, an error)
+//! and its object fields copied in turn; strings, bytes, shapes, big integers and enum
+//! instances never change and are shared, as are tensors, functions and modules. An object reached twice is copied
 //! once, so shared structure stays shared.
 
 use super::container::FfiArrayObj;
@@ -11,14 +11,62 @@ use super::ffi_containers::{new_map, view, DictObj, ListObj};
 use super::ffi_fields::{all_fields, get_field, set_field};
 use super::object::{type_index as ti, ObjPtr, ObjectRef};
 use super::packed::{PackedFunc, Value};
-use crate::abi::{TVMFFIAny, TVMFFIFieldInfo};
+use crate::abi::TVMFFIAny;
 use std::collections::HashMap;
 
-type Memo = HashMap<usize, Value>;
+/// What a copy has made so far: copies by original, arrays and maps being copied (met again
+/// inside themselves through a list or dict, they stand for themselves until the end), and the
+/// lists and dicts made (fixed up then).
+#[derive(Default)]
+struct Memo {
+    done: HashMap<usize, Value>,
+    in_progress: Vec<usize>,
+    deferred: bool,
+    mutable: Vec<ObjectRef>,
+}
 
 /// A deep copy of `v`.
 pub fn deep_copy(v: &Value) -> Result<Value> {
-    copy_value(v, &mut Memo::new())
+    let mut memo = Memo::default();
+    let copy = copy_value(v, &mut memo)?;
+    if memo.deferred {
+        fix_placeholders(&memo)?;
+    }
+    Ok(copy)
+}
+
+/// The copy of `v` if it is an original that was copied, else `None`.
+fn copy_of(v: &Value, memo: &Memo) -> Option<Value> {
+    match v {
+        Value::Object(o) => memo.done.get(&(o.as_header() as usize)).cloned(),
+        _ => None,
+    }
+}
+
+/// Replaces originals left in the copied lists and dicts by their copies.
+fn fix_placeholders(memo: &Memo) -> Result<()> {
+    for c in &memo.mutable {
+        if let Some(l) = c.downcast::<ListObj>() {
+            let items = l.with(|c| c.items().iter().map(view).collect::<Result<Vec<_>>>())?;
+            for (i, v) in items.iter().enumerate() {
+                if let Some(copy) = copy_of(v, memo) {
+                    let old = l.with(|c| c.replace(i, copy.into_any()))?;
+                    // SAFETY: the replaced element, owned by us now.
+                    unsafe { super::object::release_any(&old) };
+                }
+            }
+        } else if let Some(d) = c.downcast::<DictObj>() {
+            let pairs = super::ffi_containers::map_items(c)?;
+            if pairs.iter().any(|(k, v)| copy_of(k, memo).is_some() || copy_of(v, memo).is_some()) {
+                d.with(|cell| Ok(cell.clear()))?;
+                for (k, v) in pairs {
+                    let (k, v) = (copy_of(&k, memo).unwrap_or(k), copy_of(&v, memo).unwrap_or(v));
+                    d.with(|cell| cell.set(k.into_any(), v.into_any()))?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn copy_value(v: &Value, memo: &mut Memo) -> Result<Value> {
@@ -30,17 +78,25 @@ fn copy_value(v: &Value, memo: &mut Memo) -> Result<Value> {
 
 fn copy_object(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
     let key = o.as_header() as usize;
-    if let Some(done) = memo.get(&key) {
+    if let Some(done) = memo.done.get(&key) {
         return Ok(done.clone());
+    }
+    if memo.in_progress.contains(&key) {
+        memo.deferred = true;
+        return Ok(Value::Object(o.clone()));
     }
     let copy = match o.type_index() {
         ti::LIST => copy_list(o, memo)?,
         ti::DICT => copy_dict(o, memo)?,
-        ti::FFI_ARRAY => copy_sequence(o, memo)?,
-        ti::FFI_MAP => copy_map(o, memo)?,
+        ti::FFI_ARRAY | ti::FFI_MAP => {
+            memo.in_progress.push(key);
+            let c = if o.type_index() == ti::FFI_ARRAY { copy_sequence(o, memo) } else { copy_map(o, memo) };
+            memo.in_progress.pop();
+            c?
+        }
         _ => copy_reflected(o, memo)?,
     };
-    memo.insert(key, copy.clone());
+    memo.done.insert(key, copy.clone());
     Ok(copy)
 }
 
@@ -55,7 +111,8 @@ fn copy_list(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
     let src = o.downcast::<ListObj>().ok_or_else(|| Error::type_error("unreadable list"))?;
     let items = src.with(|c| c.items().iter().map(view).collect::<Result<Vec<_>>>())?;
     let copy = ObjPtr::new(ListObj::new(Vec::new())?);
-    memo.insert(o.as_header() as usize, Value::Object(copy.to_object_ref()));
+    memo.done.insert(o.as_header() as usize, Value::Object(copy.to_object_ref()));
+    memo.mutable.push(copy.to_object_ref());
     for v in copy_all(items, memo)? {
         copy.with(|c| c.push(v))?;
     }
@@ -66,7 +123,8 @@ fn copy_list(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
 fn copy_dict(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
     let pairs = super::ffi_containers::map_items(o)?;
     let copy = ObjPtr::new(DictObj::new(Vec::new())?);
-    memo.insert(o.as_header() as usize, Value::Object(copy.to_object_ref()));
+    memo.done.insert(o.as_header() as usize, Value::Object(copy.to_object_ref()));
+    memo.mutable.push(copy.to_object_ref());
     for (k, v) in pairs {
         let (k, v) = (copy_value(&k, memo)?.into_any(), copy_value(&v, memo)?.into_any());
         copy.with(|c| c.set(k, v))?;
@@ -94,29 +152,35 @@ fn copy_map(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
     Ok(Value::Object(new_map::<{ ti::FFI_MAP }>(copied)?))
 }
 
-/// A shallow copy of a reflected object (fields shared), or `None` for a type without fields.
-fn shallow_copy(o: &ObjectRef, fields: &[TVMFFIFieldInfo]) -> Result<Option<ObjectRef>> {
-    if let Some(Value::Func(f)) = super::reflection::attr(b"__ffi_shallow_copy__", o.type_index()) {
-        return match f.call(&[Value::Object(o.clone())])? {
-            Value::Object(c) => Ok(Some(c)),
-            other => Err(Error::type_error(format!("__ffi_shallow_copy__ returned {other:?}"))),
-        };
+/// A shallow copy of an object by its type's `__ffi_shallow_copy__` (fields shared).
+fn shallow_copy(o: &ObjectRef) -> Result<ObjectRef> {
+    let Some(Value::Func(f)) = super::reflection::attr(b"__ffi_shallow_copy__", o.type_index()) else {
+        let key = super::object::type_index_to_key(o.type_index())?;
+        return Err(Error::runtime(format!(
+            "Cannot deep copy object of type \"{key}\" because it is not copy-constructible"
+        )));
+    };
+    match f.call(&[Value::Object(o.clone())])? {
+        Value::Object(c) => Ok(c),
+        other => Err(Error::type_error(format!("__ffi_shallow_copy__ returned {other:?}"))),
     }
-    if fields.is_empty() {
-        return Ok(None);
-    }
-    let copy = super::ffi_fields::create_empty(o.type_index())?;
-    for f in fields {
-        set_field(copy.as_header(), f, get_field(o.as_header(), f)?)?;
-    }
-    Ok(Some(copy))
+}
+
+/// Whether objects of this kind are never changed, so a copy may share them: strings, bytes,
+/// shapes, big integers and enum instances.
+fn immutable(o: &ObjectRef) -> bool {
+    let enum_index = super::object::type_key_to_index("ffi.Enum");
+    matches!(o.type_index(), ti::STRING | ti::BYTES | ti::SHAPE_TUPLE | ti::BIG_INT)
+        || enum_index.and_then(|e| super::object::derived_from(o.type_index(), e)).unwrap_or(false)
 }
 
 fn copy_reflected(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
-    let fields = all_fields(o.type_index())?;
-    let Some(copy) = shallow_copy(o, &fields)? else { return Ok(Value::Object(o.clone())) };
-    memo.insert(o.as_header() as usize, Value::Object(copy.clone()));
-    for f in &fields {
+    if immutable(o) {
+        return Ok(Value::Object(o.clone()));
+    }
+    let copy = shallow_copy(o)?;
+    memo.done.insert(o.as_header() as usize, Value::Object(copy.clone()));
+    for f in &all_fields(o.type_index())? {
         if let v @ Value::Object(_) = get_field(copy.as_header(), f)? {
             set_field(copy.as_header(), f, copy_value(&v, memo)?)?;
         }

@@ -84,7 +84,10 @@ pub fn parse(s: &str) -> Result<DLDataType> {
                 .filter(|(_, name, bits)| format!("float{bits}_") == width && rest.starts_with(name))
                 .max_by_key(|(_, name, _)| name.len())
                 .ok_or_else(|| Error::value(format!("unknown {} type `{s}`", &width[..width.len() - 1])))?;
-            return Ok(DLDataType::new(kind.0, kind.2, lanes(&rest[kind.1.len()..], s)?));
+            // Lanes may follow the kind after an underscore (`float4_e2m1fn_x2`).
+            let tail = &rest[kind.1.len()..];
+            let tail = tail.strip_prefix("_x").map_or(tail, |t| &tail[1..tail.len() - t.len() + 1]);
+            return Ok(DLDataType::new(kind.0, kind.2, lanes(tail, s)?));
         }
     }
     let kinds: [(&str, u8, u8); 6] = [
@@ -129,7 +132,7 @@ pub fn to_string(t: DLDataType) -> Result<String> {
             None => return Err(Error::value(format!("DLDataType contains unknown type_code={c}"))),
         },
     };
-    if t.code <= BOOL {
+    if t.code < BOOL || (t.code == BOOL && t.bits != 8) {
         out += &t.bits.to_string();
     }
     match t.lanes as i16 {

@@ -733,6 +733,26 @@ mod access_path {
     }
 }
 
+/// tvm-ffi's `__ffi_shallow_copy__` of records: a new record of the same type whose fields hold
+/// the same values.
+pub fn shallow_copier() -> PackedFunc {
+    PackedFunc::from_typed(|args| {
+        let src = args.object(0)?;
+        let index = src.type_index();
+        let copy = new_record(&object::type_index_to_key(index)?)?;
+        for f in fields_of(index) {
+            // SAFETY: the same field of two live records of one type: read (owned), stored, released.
+            unsafe {
+                let v = read_slot((src.as_header() as *const u8).add(f.offset), f.slot)?;
+                let rc = write_slot((copy.as_header() as *mut u8).add(f.offset), f.slot, &v);
+                release_any(&v);
+                rc?;
+            }
+        }
+        Ok(Value::Object(copy.to_object_ref()))
+    })
+}
+
 /// A fresh enum state: no entries, no indices, no attributes.
 fn new_enum_state() -> Result<Value> {
     use super::ffi_containers::{new_map, ListObj};

@@ -120,6 +120,14 @@ fn repr_object_body(o: &ObjectRef, open: &mut Vec<usize>) -> Result<String> {
             other => Err(super::error::Error::type_error(format!("__ffi_repr__ returned {other:?}"))),
         };
     }
+    let enum_index = super::object::type_key_to_index("ffi.Enum");
+    if enum_index.and_then(|e| super::object::derived_from(o.type_index(), e)).unwrap_or(false) {
+        let fields = super::ffi_fields::named_field_values(o)?;
+        if let Some((_, _, name)) = fields.iter().find(|(n, _, _)| n == "_str_index") {
+            let name = super::ffi_containers::text_of(name).map(|t| String::from_utf8_lossy(&t).into_owned());
+            return Ok(format!("{key}.{}", name.unwrap_or_default()));
+        }
+    }
     if let Some(dims) = o.downcast::<super::container::ShapeTupleObj>().and_then(|s| s.dims().ok().map(<[i64]>::to_vec))
     {
         return Ok(format!("Shape({})", dims.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")));

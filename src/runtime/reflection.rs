@@ -288,6 +288,14 @@ impl Reflection {
             };
             // SAFETY: an empty doc.
             unsafe { self.add_metadata(index, &m)? };
+            if spec.creator {
+                let copy = Value::Func(super::ffi_records::shallow_copier()).into_any();
+                // SAFETY: an owned function value, copied by the column, released after.
+                let rc = unsafe { self.add_attr(index, b"__ffi_shallow_copy__", &copy) };
+                // SAFETY: owned above.
+                unsafe { object::release_any(&copy) };
+                rc?;
+            }
         }
         for (key, name, is_static, f) in methods() {
             let index = object::type_key_to_index(key)?;
@@ -317,26 +325,37 @@ impl Reflection {
 /// # Safety
 /// `value` must be a valid view.
 pub unsafe fn register_attr(index: u32, name: &[u8], value: &TVMFFIAny) -> Result<()> {
-    let mut r = REFLECTION.lock();
-    let column = r.columns.entry(name.to_vec()).or_default();
-    if index == fti::NONE as u32 {
-        return Ok(());
-    }
-    let slot = index as usize;
-    if column.data.len() <= slot {
-        column.data.resize(slot + 1, TVMFFIAny::NONE);
-    }
-    if column.data[slot].type_index != fti::NONE {
-        return Err(Error::runtime(format!(
-            "type attribute `{}` is already registered for type index {index}",
-            String::from_utf8_lossy(name)
-        )));
-    }
     // SAFETY: the caller's contract.
-    column.data[slot] = unsafe { owned_any(value)? };
-    column.column.data = column.data.as_ptr();
-    column.column.size = column.data.len() as i32;
-    Ok(())
+    unsafe { REFLECTION.lock().add_attr(index, name, value) }
+}
+
+impl Reflection {
+    /// See [`register_attr`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn add_attr(&mut self, index: u32, name: &[u8], value: &TVMFFIAny) -> Result<()> {
+        let r = self;
+        let column = r.columns.entry(name.to_vec()).or_default();
+        if index == fti::NONE as u32 {
+            return Ok(());
+        }
+        let slot = index as usize;
+        if column.data.len() <= slot {
+            column.data.resize(slot + 1, TVMFFIAny::NONE);
+        }
+        if column.data[slot].type_index != fti::NONE {
+            return Err(Error::runtime(format!(
+                "type attribute `{}` is already registered for type index {index}",
+                String::from_utf8_lossy(name)
+            )));
+        }
+        // SAFETY: the caller's contract.
+        column.data[slot] = unsafe { owned_any(value)? };
+        column.column.data = column.data.as_ptr();
+        column.column.size = column.data.len() as i32;
+        Ok(())
+    }
 }
 
 /// The column of attribute `name`, if any type registered it (valid for the life of the
