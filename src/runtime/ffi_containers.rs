@@ -70,6 +70,15 @@ pub fn any_equal(a: &Value, b: &Value) -> bool {
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Null, Value::Null) => true,
+        (Value::Object(x), Value::Object(y)) if x.type_index() == y.type_index() && x.as_header() != y.as_header() => {
+            // A type may define its own key equality (tvm-ffi's `__any_equal__`).
+            match super::reflection::attr(b"__any_equal__", x.type_index()) {
+                Some(Value::Func(eq)) => {
+                    eq.call(&[a.clone(), b.clone()]).ok().is_some_and(|r| r.as_int().is_ok_and(|v| v != 0))
+                }
+                _ => false,
+            }
+        }
         _ => {
             let (x, y) = (a.clone().into_any(), b.clone().into_any());
             let same = x.type_index == y.type_index && x.value == y.value;

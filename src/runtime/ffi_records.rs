@@ -580,6 +580,7 @@ pub fn method_metadata(key: &str, name: &str) -> String {
     const PATH: &str = "ffi.reflection.AccessPath";
     let (ret, params): (&str, &[&str]) = match (key, name) {
         ("ffi.EnumState", "__ffi_init__") => ("ffi.Object", &[]),
+        ("ffi.StructuralKey", "__ffi_init__") => ("ffi.Object", &["Any"]),
         (_, "_root") => (PATH, &[]),
         (_, "_extend") => (PATH, &[PATH, "ffi.reflection.AccessStep"]),
         (_, "_attr" | "_attr_missing") => (PATH, &[PATH, "ffi.String"]),
@@ -602,7 +603,16 @@ pub fn method_metadata(key: &str, name: &str) -> String {
 
 /// The methods tvm-ffi's library gives its own types: `(type key, name, static, function)`.
 pub fn methods() -> Vec<(&'static str, &'static str, bool, PackedFunc)> {
-    let mut m = vec![("ffi.EnumState", "__ffi_init__", true, PackedFunc::from_typed(|_| new_enum_state()))];
+    let mut m = vec![
+        ("ffi.EnumState", "__ffi_init__", true, PackedFunc::from_typed(|_| new_enum_state())),
+        (
+            "ffi.StructuralKey",
+            "__ffi_init__",
+            true,
+            // The structural hash lives with the other globals: reached through the registry.
+            PackedFunc::from_typed(|args| super::registry::require("ffi.StructuralKey")?.call(&[args.to_value(0)?])),
+        ),
+    ];
     m.extend(access_path::methods());
     m
 }

@@ -288,6 +288,18 @@ impl Reflection {
             };
             // SAFETY: an empty doc.
             unsafe { self.add_metadata(index, &m)? };
+            if spec.key == "ffi.StructuralKey" {
+                // Keys compare structurally: through the global, reached by name.
+                let eq = super::packed::PackedFunc::from_typed(|a| {
+                    super::registry::require("ffi.StructuralKeyEqual")?.call(&[a.to_value(0)?, a.to_value(1)?])
+                });
+                let eq = Value::Func(eq).into_any();
+                // SAFETY: an owned function value, copied by the column, released after.
+                let rc = unsafe { self.add_attr(index, b"__any_equal__", &eq) };
+                // SAFETY: owned above.
+                unsafe { object::release_any(&eq) };
+                rc?;
+            }
             if spec.creator {
                 let copy = Value::Func(super::ffi_records::shallow_copier()).into_any();
                 // SAFETY: an owned function value, copied by the column, released after.
@@ -355,6 +367,21 @@ impl Reflection {
         column.column.data = column.data.as_ptr();
         column.column.size = column.data.len() as i32;
         Ok(())
+    }
+}
+
+/// Method `name` of type `key` (a registered function), for calling tvm-ffi's own methods.
+pub fn method_function(key: &str, name: &str) -> Result<super::packed::PackedFunc> {
+    let index = object::type_key_to_index(key)?;
+    let r = REFLECTION.lock();
+    let record = r.records.get(&index).ok_or_else(|| Error::attribute(format!("`{key}` has no methods")))?;
+    // SAFETY: method names and values the registry keeps alive.
+    let m = record.methods.iter().find(|m| unsafe { byte_array(&m.name) } == name.as_bytes());
+    let m = m.ok_or_else(|| Error::attribute(format!("`{key}` has no method `{name}`")))?;
+    // SAFETY: as above.
+    match unsafe { Value::from_any_view(&m.method)? } {
+        Value::Func(f) => Ok(f),
+        _ => Err(Error::type_error(format!("method `{name}` of `{key}` is not a function"))),
     }
 }
 
