@@ -192,7 +192,7 @@ fn on_map<R>(args: &Args<'_>, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Resu
 /// The value for the key in argument 1, or `missing()` when there is none.
 fn get_or(args: &Args<'_>, missing: impl FnOnce(&Value) -> Result<Value>) -> Result<Value> {
     let key = args.to_value(1)?;
-    match on_map(args, |c| c.get(&key))? {
+    match super::ffi_containers::map_get(&args.object(0)?, &key)? {
         Some(v) => Ok(v),
         None => missing(&key),
     }
@@ -254,7 +254,7 @@ fn map_reads(prefix: &'static str) -> Vec<Global> {
             name("Count"),
             PackedFunc::from_typed(|args| {
                 let key = args.to_value(1)?;
-                on_map(&args, |c| Ok(Value::Int(c.find(&key)?.is_some() as i64)))
+                Ok(Value::Int(super::ffi_containers::map_index(&args.object(0)?, &key)?.is_some() as i64))
             }),
         ),
         (name("GetItem"), PackedFunc::from_typed(|args| get_or(&args, missing_key))),
@@ -266,13 +266,16 @@ fn map_reads(prefix: &'static str) -> Vec<Global> {
     ]
 }
 
-/// Runs `f` on the cell of the dict in argument 0 (maps are not changed in place).
-fn on_dict<R>(args: &Args<'_>, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
+/// The dict in argument 0 (maps are not changed in place).
+fn dict_arg(args: &Args<'_>) -> Result<ObjPtr<DictObj>> {
     let o = args.object(0)?;
-    let d = o
-        .downcast::<DictObj>()
-        .ok_or_else(|| Error::type_error(format!("argument 0: expected ffi.Dict, got {}", type_name(&o))))?;
-    d.with(f)
+    o.downcast::<DictObj>()
+        .ok_or_else(|| Error::type_error(format!("argument 0: expected ffi.Dict, got {}", type_name(&o))))
+}
+
+/// Runs `f` on the cell of the dict in argument 0.
+fn on_dict<R>(args: &Args<'_>, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
+    dict_arg(args)?.with(f)
 }
 
 fn dict_writes() -> Vec<Global> {
@@ -281,14 +284,14 @@ fn dict_writes() -> Vec<Global> {
             "ffi.DictSetItem",
             PackedFunc::from_typed(|args| {
                 let (k, v) = (args.to_value(1)?.into_any(), args.to_value(2)?.into_any());
-                on_dict(&args, |c| c.set(k, v)).map(|_| Value::Null)
+                super::ffi_containers::dict_set(&dict_arg(&args)?, k, v).map(|_| Value::Null)
             }),
         ),
         (
             "ffi.DictErase",
             PackedFunc::from_typed(|args| {
                 let key = args.to_value(1)?;
-                match on_dict(&args, |c| c.erase(&key))? {
+                match super::ffi_containers::dict_erase(&dict_arg(&args)?, &key)? {
                     true => Ok(Value::Null),
                     false => missing_key(&key),
                 }

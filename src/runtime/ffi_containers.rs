@@ -246,8 +246,9 @@ impl MapCell {
         self.size as usize
     }
 
-    /// The entry whose key equals `key`.
-    pub fn find(&self, key: &Value) -> Result<Option<*mut Kv>> {
+    /// The entry whose key equals `key` (comparing may call a type's `__any_equal__`: not under
+    /// the containers' lock; see [`map_index`]).
+    fn find(&self, key: &Value) -> Result<Option<*mut Kv>> {
         for kv in self.entries() {
             // SAFETY: a live entry of this cell.
             if any_equal(&view(unsafe { &(*kv).key })?, key) {
@@ -257,8 +258,9 @@ impl MapCell {
         Ok(None)
     }
 
-    /// The value stored for `key`, if any.
-    pub fn get(&self, key: &Value) -> Result<Option<Value>> {
+    /// The value stored for `key`, if any (as [`find`](Self::find)).
+    #[cfg(test)]
+    fn get(&self, key: &Value) -> Result<Option<Value>> {
         // SAFETY: a live entry of this cell.
         self.find(key)?.map(|kv| view(unsafe { &(*kv).value })).transpose()
     }
@@ -285,8 +287,9 @@ impl MapCell {
         Ok(())
     }
 
-    /// Sets `key` to `value` (both owned; replaced values are released).
-    pub fn set(&mut self, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
+    /// Sets `key` to `value` (both owned; replaced values are released), for a map not yet
+    /// shared (compares keys, as [`find`](Self::find)).
+    fn set(&mut self, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
         // SAFETY: `key` is an owned, initialised value.
         if let Some(kv) = self.find(&view(&key)?)? {
             // SAFETY: the entry is live; its old value is released once and replaced, and the
@@ -307,8 +310,9 @@ impl MapCell {
         Ok(())
     }
 
-    /// Removes `key`'s entry; whether there was one.
-    pub fn erase(&mut self, key: &Value) -> Result<bool> {
+    /// Removes `key`'s entry; whether there was one (as [`find`](Self::find)).
+    #[cfg(test)]
+    fn erase(&mut self, key: &Value) -> Result<bool> {
         if !self.is_small() {
             self.respill(0)?;
         }
@@ -321,6 +325,48 @@ impl MapCell {
             release_any(&(*kv).key);
             release_any(&(*kv).value);
             std::ptr::copy(base.add(i + 1), base.add(i), self.size as usize - i - 1);
+        }
+        self.size -= 1;
+        Ok(true)
+    }
+
+    /// Sets the value of entry `at` (the key given is released), or appends the pair when `at`
+    /// is `None` or out of range. Both values are owned. Compares nothing, so it may run under
+    /// the containers' lock.
+    pub fn set_at(&mut self, at: Option<usize>, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
+        let entries = self.entries();
+        if let Some(kv) = at.and_then(|i| entries.get(i)) {
+            // SAFETY: a live entry; its old value and the duplicate key are released once.
+            unsafe {
+                release_any(&(**kv).value);
+                (**kv).value = value;
+                release_any(&key);
+            }
+            return Ok(());
+        }
+        if !self.is_small() || self.size >= self.capacity() {
+            self.respill(1)?;
+        }
+        // SAFETY: room for one more pair in a small buffer.
+        unsafe { (self.data as *mut Kv).add(self.size as usize).write(Kv { key, value }) };
+        self.size += 1;
+        Ok(())
+    }
+
+    /// Removes entry `at` (keeping the order of the others); whether there was one.
+    pub fn erase_at(&mut self, at: usize) -> Result<bool> {
+        if !self.is_small() {
+            self.respill(0)?;
+        }
+        if at >= self.size as usize {
+            return Ok(false);
+        }
+        let base = self.data as *mut Kv;
+        // SAFETY: entry `at` of the small buffer is released and the later ones move down.
+        unsafe {
+            release_any(&(*base.add(at)).key);
+            release_any(&(*base.add(at)).value);
+            std::ptr::copy(base.add(at + 1), base.add(at), self.size as usize - at - 1);
         }
         self.size -= 1;
         Ok(true)
@@ -396,6 +442,31 @@ impl<const I: u32> HashObj<I> {
         let _g = lock();
         // SAFETY: exclusive access under the lock (see the module note on C++ code).
         f(unsafe { &mut *self.0.get() })
+    }
+}
+
+/// The position of `key` among a map's or dict's entries. Keys are compared outside the
+/// containers' lock (a type's `__any_equal__` may read other containers).
+pub fn map_index(o: &ObjectRef, key: &Value) -> Result<Option<usize>> {
+    Ok(map_items(o)?.iter().position(|(k, _)| any_equal(k, key)))
+}
+
+/// The value a map or dict holds for `key`.
+pub fn map_get(o: &ObjectRef, key: &Value) -> Result<Option<Value>> {
+    Ok(map_items(o)?.into_iter().find(|(k, _)| any_equal(k, key)).map(|(_, v)| v))
+}
+
+/// Sets `key` to `value` in a dict (both owned).
+pub fn dict_set(d: &ObjPtr<DictObj>, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
+    let at = map_index(&d.to_object_ref(), &view(&key)?)?;
+    d.with(|c| c.set_at(at, key, value))
+}
+
+/// Removes `key` from a dict; whether it was there.
+pub fn dict_erase(d: &ObjPtr<DictObj>, key: &Value) -> Result<bool> {
+    match map_index(&d.to_object_ref(), key)? {
+        Some(at) => d.with(|c| c.erase_at(at)),
+        None => Ok(false),
     }
 }
 

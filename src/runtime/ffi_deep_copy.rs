@@ -61,7 +61,7 @@ fn fix_placeholders(memo: &Memo) -> Result<()> {
                 d.with(|cell| Ok(cell.clear()))?;
                 for (k, v) in pairs {
                     let (k, v) = (copy_of(&k, memo).unwrap_or(k), copy_of(&v, memo).unwrap_or(v));
-                    d.with(|cell| cell.set(k.into_any(), v.into_any()))?;
+                    super::ffi_containers::dict_set(&d, k.into_any(), v.into_any())?;
                 }
             }
         }
@@ -127,7 +127,7 @@ fn copy_dict(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
     memo.mutable.push(copy.to_object_ref());
     for (k, v) in pairs {
         let (k, v) = (copy_value(&k, memo)?.into_any(), copy_value(&v, memo)?.into_any());
-        copy.with(|c| c.set(k, v))?;
+        super::ffi_containers::dict_set(&copy, k, v)?;
     }
     Ok(Value::Object(copy.to_object_ref()))
 }

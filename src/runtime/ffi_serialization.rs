@@ -9,7 +9,7 @@
 //! float and dtype fields inline, the rest by node index), made again by their creator.
 
 use super::error::{Error, Result};
-use super::ffi_containers::{bytes_of, map_cell, map_items, new_map, sequence_items, text_of, ListObj};
+use super::ffi_containers::{bytes_of, map_items, new_map, sequence_items, text_of, ListObj};
 use super::ffi_fields::{all_fields, create_empty, name, set_default, set_field, HAS_DEFAULT};
 use super::ffi_json::{parse, stringify};
 use super::object::{self, type_index as ti, ObjPtr, ObjectRef};
@@ -237,7 +237,7 @@ fn get(obj: &Value, key: &str) -> Result<Option<Value>> {
     if o.type_index() != ti::FFI_MAP {
         return Ok(None);
     }
-    map_cell(o, |c| c.get(&Value::Str(key.into())))
+    super::ffi_containers::map_get(o, &Value::Str(key.into()))
 }
 
 fn int_of(v: &Value, what: &str) -> Result<i64> {
@@ -386,7 +386,7 @@ fn enum_by_index(index: u32, data: &Value) -> Result<Option<Value>> {
         _ => None,
     };
     let found = match indexes {
-        Some(Value::Object(d)) => map_cell(&d, |c| c.get(data))?,
+        Some(Value::Object(d)) => super::ffi_containers::map_get(&d, data)?,
         _ => None,
     };
     found.map(Some).ok_or_else(|| {
