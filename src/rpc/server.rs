@@ -97,6 +97,7 @@ pub struct Server {
     listener: TcpListener,
     options: Options,
     stop: Arc<AtomicBool>,
+    /// Bumped when a session starts and when it ends: odd while one runs.
     sessions: Arc<AtomicU64>,
 }
 
@@ -169,6 +170,7 @@ impl Server {
             match self.listener.accept() {
                 Ok((stream, _)) => {
                     let key = matchkey.lock().clone();
+                    self.sessions.fetch_add(1, Ordering::AcqRel);
                     self.serve_client(stream, &key);
                     self.sessions.fetch_add(1, Ordering::AcqRel);
                 }
