@@ -2,8 +2,9 @@
 //! model uploaded, loaded and run through the remote graph executor with TVM's recorded numbers,
 //! remote arrays, the time evaluator, handles freed once, and every kind of bad input: each
 //! answered (an `Exception` naming it, or the connection closed) while the server goes on to
-//! serve the next client. The packets the client sends are TVM 0.18's (see src/rpc/wire.rs);
-//! tests/rpc_host/host_flow.py runs the same flow from a real TVM host.
+//! serve the next client. The client speaks as a TVM 0.18 host or, where the test says so, as an
+//! apache-tvm 0.2x host (src/rpc/codec.rs); recorded sessions of real hosts of both generations
+//! are replayed. tests/rpc_host/host_flow.py and host_flow_027.py run the flows from real hosts.
 
 mod common;
 use common::*;
