@@ -2,8 +2,9 @@
 //! model uploaded, loaded and run through the remote graph executor with TVM's recorded numbers,
 //! remote arrays, the time evaluator, handles freed once, and every kind of bad input: each
 //! answered (an `Exception` naming it, or the connection closed) while the server goes on to
-//! serve the next client. The packets the client sends are TVM 0.18's (see src/rpc/wire.rs);
-//! tests/rpc_host/host_flow.py runs the same flow from a real TVM host.
+//! serve the next client. The client speaks as a TVM 0.18 host or, where the test says so, as an
+//! apache-tvm 0.2x host (src/rpc/codec.rs); recorded sessions of real hosts of both generations
+//! are replayed. tests/rpc_host/host_flow.py and host_flow_027.py run the flows from real hosts.
 
 mod common;
 use common::*;
@@ -916,4 +917,61 @@ fn a_tar_of_object_files_is_linked_loaded_and_run() {
     let e = c.call_global("tvm.rpc.server.load_module", &[s("tmp/tvm_tmp_mod.tar")]).unwrap_err();
     assert!(e.contains("tvm_tmp_mod.tar"), "{e}");
     c.shutdown();
+}
+
+/// A stand-in tracker that stays up: answers every message as [`tracker_once`] does and passes
+/// each on, with the time it came.
+fn tracker_log(port: u16) -> std::sync::mpsc::Receiver<(std::time::Instant, String)> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        assert_eq!(read_i32(&mut s), wire::TRACKER_MAGIC);
+        s.write_all(&wire::TRACKER_MAGIC.to_le_bytes()).unwrap();
+        loop {
+            let mut len = [0u8; 4];
+            if s.read_exact(&mut len).is_err() {
+                return;
+            }
+            let mut body = vec![0u8; i32::from_le_bytes(len) as usize];
+            s.read_exact(&mut body).unwrap();
+            let msg = String::from_utf8(body).unwrap();
+            let answer = if msg.starts_with("[7") { "[]" } else { "0" };
+            s.write_all(&(answer.len() as i32).to_le_bytes()).unwrap();
+            s.write_all(answer.as_bytes()).unwrap();
+            if tx.send((std::time::Instant::now(), msg)).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The matchkey of a PUT message (`[3, key, [port, matchkey], null]`).
+fn put_matchkey(msg: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(msg).ok()?;
+    (v[0] == 3).then(|| v[2][1].as_str().map(String::from)).flatten()
+}
+
+/// With a tracker, the matchkey is put again as soon as a session ends, and never while one runs
+/// (the tracker, which hands a put key to the next host, would send it to a busy server).
+#[test]
+fn the_tracker_gets_no_matchkey_while_a_session_runs() {
+    let port = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap().local_addr().unwrap().port();
+    let log = tracker_log(port);
+    let server = Running::start("dev", |o| o.tracker = Some(format!("127.0.0.1:{port}")));
+    let wait = Duration::from_secs(10);
+    let key = std::iter::from_fn(|| log.recv_timeout(wait).ok()).find_map(|(_, m)| put_matchkey(&m)).unwrap();
+    let mut c = Client::session(server.port, &key);
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(7) {
+        assert!(c.global("runtime.RPCTimeEvaluator").is_some());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    c.shutdown();
+    let ended = std::time::Instant::now();
+    let (at, msg) = std::iter::from_fn(|| log.recv_timeout(wait).ok()).find(|(_, m)| m.starts_with("[3,")).unwrap();
+    assert!(at >= ended, "a matchkey was put during the session: {msg}");
+    assert!(at - ended < Duration::from_secs(1), "put {:?} after the session ended", at - ended);
+    assert_ne!(put_matchkey(&msg).unwrap(), key, "a fresh matchkey");
 }

@@ -4,7 +4,7 @@
 //! or the Relax VM, remote arrays and `time_evaluator`, exactly as against TVM's own servers.
 //!
 //! Read top-down: [`wire`] (the byte format) < [`codec`] (the two generations' value encodings)
-//! < [`link`] (object files linked for loading, measurement inputs) < [`env`] (the per-session
+//! < [`link`] (object files linked for loading, measurement inputs) < [`env`](mod@env) (the per-session
 //! server functions) <
 //! [`session`] (one host's packets, its handles and memory) < [`tracker`] (registration) <
 //! [`server`] (listening, handshake, one session at a time). Only `abi` and `runtime` are used:

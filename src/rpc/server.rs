@@ -97,6 +97,7 @@ pub struct Server {
     listener: TcpListener,
     options: Options,
     stop: Arc<AtomicBool>,
+    /// Bumped when a session starts and when it ends: odd while one runs.
     sessions: Arc<AtomicU64>,
 }
 
@@ -169,6 +170,7 @@ impl Server {
             match self.listener.accept() {
                 Ok((stream, _)) => {
                     let key = matchkey.lock().clone();
+                    self.sessions.fetch_add(1, Ordering::AcqRel);
                     self.serve_client(stream, &key);
                     self.sessions.fetch_add(1, Ordering::AcqRel);
                 }
@@ -249,6 +251,7 @@ pub fn run_session(
     max_packet: u64,
     deadline: Option<Instant>,
 ) {
+    let mut inbox = Inbox::default();
     loop {
         if let Some(d) = deadline {
             match d.checked_duration_since(Instant::now()) {
@@ -262,7 +265,7 @@ pub fn run_session(
             }
         }
         let mut len = [0u8; 8];
-        if let Err(e) = stream.read_exact(&mut len) {
+        if let Err(e) = inbox.read_exact(stream, &mut len) {
             if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut {
                 let _ = stream.write_all(&session.exception(TIMEOUT_MESSAGE));
             }
@@ -278,7 +281,7 @@ pub fn run_session(
             continue;
         }
         let mut body = vec![0u8; len as usize];
-        if stream.read_exact(&mut body).is_err() {
+        if inbox.read_exact(stream, &mut body).is_err() {
             return;
         }
         match session.handle(&body) {
@@ -289,6 +292,46 @@ pub fn run_session(
             }
             Step::End => return,
         }
+    }
+}
+
+/// What was read from the host and not used yet: a small call's length and body, and often the
+/// next packets, come in one `read`.
+struct Inbox {
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+}
+
+impl Default for Inbox {
+    fn default() -> Inbox {
+        Inbox { buf: vec![0; 64 << 10].into(), start: 0, end: 0 }
+    }
+}
+
+impl Inbox {
+    /// Fill `out` from what is buffered, then from `stream` (a large rest straight into `out`).
+    fn read_exact(&mut self, stream: &mut impl Read, out: &mut [u8]) -> std::io::Result<()> {
+        let mut done = 0;
+        while done < out.len() {
+            if self.start == self.end {
+                if out.len() - done >= self.buf.len() {
+                    return stream.read_exact(&mut out[done..]);
+                }
+                self.start = 0;
+                self.end = match stream.read(&mut self.buf) {
+                    Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => 0,
+                    Err(e) => return Err(e),
+                };
+            }
+            let n = (self.end - self.start).min(out.len() - done);
+            out[done..done + n].copy_from_slice(&self.buf[self.start..self.start + n]);
+            self.start += n;
+            done += n;
+        }
+        Ok(())
     }
 }
 

@@ -4,7 +4,8 @@
 //! matchkey], null]`; a host asking the tracker for `key` is given the address and the
 //! matchkey, and connects with `client:<matchkey>`, so the plain key no longer matches (as with
 //! TVM's servers). A background thread keeps the connection alive (`GET_PENDING_MATCHKEYS`
-//! every 2 s) and puts a fresh matchkey after each session or when the tracker dropped it;
+//! every 2 s) and puts a fresh matchkey after each session or when the tracker dropped it while
+//! the server is idle (never during a session, as TVM's servers);
 //! it reconnects when the tracker goes away (every 2 s, for as long as the server runs).
 //!
 //! A tracker that is not up yet when the server starts is waited for: the first registration is
@@ -140,12 +141,20 @@ impl Link {
         let stopped = || stop.load(Ordering::Acquire) || server_stop.load(Ordering::Acquire);
         while !stopped() {
             std::thread::sleep(Duration::from_millis(100));
-            if last.elapsed() < PING_PERIOD {
+            // A session that just ended is announced at once (the next host may be waiting).
+            let ended = sessions.load(Ordering::Acquire);
+            if last.elapsed() < PING_PERIOD && (ended == seen || ended % 2 == 1) {
                 continue;
             }
             last = std::time::Instant::now();
             let step = (|| -> std::io::Result<()> {
                 let now = sessions.load(Ordering::Acquire);
+                if now % 2 == 1 {
+                    // Serving: the tracker handed the matchkey out; putting it again would send
+                    // the next host to a busy server.
+                    missing = 0;
+                    return Ok(());
+                }
                 let pending = send_recv(&mut conn, &json!([GET_PENDING_MATCHKEYS]))?;
                 let key = self.matchkey.lock().clone();
                 let listed = pending.as_array().is_some_and(|a| a.iter().any(|k| k.as_str() == Some(&key)));

@@ -12,6 +12,7 @@ Exit code 0 when every step passed; each step prints one line.
 
 import argparse
 import functools
+import gc
 import json
 import os
 import socket
@@ -215,6 +216,9 @@ def main():
         if args.only and args.only not in f.__name__:
             continue
         f(connect(args))
+        # Let go of the session now: remote objects in reference cycles would keep it open, and a
+        # server (this one, or TVM's) serves one session at a time.
+        gc.collect()
     if not args.tracker and not args.only:
         broken(args)
     print("FAILED: " + ", ".join(FAILED) if FAILED else "all passed", flush=True)
