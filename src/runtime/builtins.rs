@@ -17,6 +17,10 @@ pub(crate) fn install() {
         for (name, f) in all() {
             let _ = registry::register(name, f, false);
         }
+        if let Err(e) = super::ffi_record_methods::install() {
+            // Only a broken method table gets here (the tvm-ffi tests call every method).
+            eprintln!("tvm-runtime: registering tvm-ffi's own methods failed: {e}");
+        }
     });
 }
 

@@ -26,6 +26,7 @@ pub mod ffi_fields;
 pub mod ffi_globals;
 pub mod ffi_json;
 pub mod ffi_library;
+pub mod ffi_record_methods;
 pub mod ffi_records;
 pub mod ffi_recursive;
 pub mod ffi_repr;

@@ -263,7 +263,7 @@ impl Reflection {
 
     /// The fields, methods and metadata of tvm-ffi's own reflected types (`ffi_records`).
     fn add_core_records(&mut self) -> Result<()> {
-        use super::ffi_records::{creator_for, field_info, method_metadata, methods, SPECS};
+        use super::ffi_records::{creator_for, field_info, SPECS};
         for (key, size) in [("ffi.Object", 24), ("ffi.Module", 48), ("ffi.BigInt", 32)] {
             let m = TVMFFITypeMetadata {
                 doc: TVMFFIByteArray { data: std::ptr::null(), size: 0 },
@@ -308,24 +308,6 @@ impl Reflection {
                 unsafe { object::release_any(&copy) };
                 rc?;
             }
-        }
-        for (key, name, is_static, f) in methods() {
-            let index = object::type_key_to_index(key)?;
-            let text = |s: &str| TVMFFIByteArray { data: s.as_ptr() as *const _, size: s.len() };
-            let metadata = method_metadata(key, name);
-            let m = TVMFFIMethodInfo {
-                name: text(name),
-                doc: text(""),
-                metadata: text(&metadata),
-                flags: if is_static { 1 << 2 } else { 0 },
-                method: Value::Func(f).into_any(),
-            };
-            // SAFETY: static texts and an owned function value (copied by `add_method`, then
-            // released here).
-            let rc = unsafe { self.add_method(index, &m) };
-            // SAFETY: owned above.
-            unsafe { object::release_any(&m.method) };
-            rc?;
         }
         Ok(())
     }
