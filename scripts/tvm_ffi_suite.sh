@@ -23,7 +23,7 @@ esac
 version=0.1.15.post2
 venv=target/tvm-ffi-venv
 sdist=target/tvm-ffi-sdist
-ours=target/release/libtvm_runtime.so
+ours=target/release/libtvm_ffi.so
 [ -f "$ours" ] || cargo build --release
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tvm_ffi, pytest, numpy" 2>/dev/null; then
   python3 -m venv "$venv"
