@@ -17,7 +17,9 @@ pub(crate) fn install() {
         for (name, f) in all() {
             let _ = registry::register(name, f, false);
         }
-        if let Err(e) = super::ffi_record_methods::install() {
+        if let Err(e) =
+            super::ffi_record_methods::install().and_then(|_| super::ffi_container_globals::install_converters())
+        {
             // Only a broken method table gets here (the tvm-ffi tests call every method).
             eprintln!("tvm-runtime: registering tvm-ffi's own methods failed: {e}");
         }

@@ -316,3 +316,77 @@ pub(crate) fn globals() -> Vec<Global> {
     g.extend(dict_writes());
     g
 }
+
+/// The value `v` as an object of static type `target`, tvm-ffi's `__ffi_convert__` of that type:
+/// an object of the type itself as is, and the conversions tvm-ffi's C++ types allow (an array
+/// or list of integers to a shape, arrays and lists into each other, maps and dicts into each
+/// other, text to a string object).
+fn convert_to(target: u32, v: Value) -> Result<Value> {
+    use super::ffi_containers::{map_items, sequence_items, text_of};
+    let o = match &v {
+        Value::Object(o) if o.type_index() == target || target == type_index::ROOT => return Ok(v),
+        Value::Func(_) if target == type_index::PACKED_FUNC => return Ok(v),
+        Value::NDArray(_) if target == type_index::NDARRAY => return Ok(v),
+        Value::Module(_) if target == type_index::ROOT => return Ok(v),
+        Value::Object(o) => Some(o.clone()),
+        _ => None,
+    };
+    let mismatch = || {
+        Error::type_error(format!(
+            "cannot convert {} to {}",
+            v.type_name(),
+            super::object::type_index_to_key(target).unwrap_or_default()
+        ))
+    };
+    let items = || -> Result<Vec<Value>> { o.as_ref().map(sequence_items).transpose()?.flatten().ok_or_else(mismatch) };
+    let owned = |xs: Vec<Value>| xs.into_iter().map(Value::into_any).collect::<Vec<_>>();
+    Ok(Value::Object(match target {
+        type_index::STRING => {
+            let t = text_of(&v).ok_or_else(mismatch)?;
+            super::container::string_object(&String::from_utf8_lossy(&t))
+        }
+        type_index::SHAPE_TUPLE => {
+            let dims = items()?.iter().map(|d| d.as_int()).collect::<Result<Vec<_>>>().map_err(|_| mismatch())?;
+            super::container::shape_object(&dims)
+        }
+        type_index::FFI_ARRAY => ObjPtr::new(super::container::FfiArrayObj::new(owned(items()?))?).to_object_ref(),
+        type_index::LIST => ObjPtr::new(ListObj::new(owned(items()?))?).to_object_ref(),
+        type_index::FFI_MAP | type_index::DICT => {
+            let o =
+                o.filter(|o| matches!(o.type_index(), type_index::FFI_MAP | type_index::DICT)).ok_or_else(mismatch)?;
+            let pairs = map_items(&o)?.into_iter().map(|(k, v)| (k.into_any(), v.into_any())).collect();
+            if target == type_index::DICT {
+                new_map::<{ type_index::DICT }>(pairs)?
+            } else {
+                new_map::<{ type_index::FFI_MAP }>(pairs)?
+            }
+        }
+        _ => return Err(mismatch()),
+    }))
+}
+
+/// Register `__ffi_convert__` for tvm-ffi's own static types (once, from the crate's init).
+pub(crate) fn install_converters() -> Result<()> {
+    use type_index as t;
+    for target in [
+        t::ROOT,
+        t::STRING,
+        t::BYTES,
+        t::ERROR,
+        t::PACKED_FUNC,
+        t::SHAPE_TUPLE,
+        t::NDARRAY,
+        t::FFI_ARRAY,
+        t::FFI_MAP,
+        t::LIST,
+        t::DICT,
+    ] {
+        let f = Value::Func(PackedFunc::from_typed(move |args| convert_to(target, args.to_value(0)?))).into_any();
+        // SAFETY: an owned function value, copied by the column, released after.
+        let rc = unsafe { super::reflection::register_attr(target, b"__ffi_convert__", &f) };
+        // SAFETY: owned above.
+        unsafe { release_any(&f) };
+        rc?;
+    }
+    Ok(())
+}
