@@ -14,8 +14,25 @@ const REPR_OFF: i64 = 1 << 6;
 
 /// The text of `v`.
 pub fn repr(v: &Value) -> Result<String> {
+    let saved = SHOW_ADDR.with(|a| a.replace(std::env::var("TVM_FFI_REPR_WITH_ADDR").is_ok_and(|v| v == "1")));
     let mut open = Vec::new();
-    repr_in(v, &mut open)
+    let text = repr_in(v, &mut open);
+    SHOW_ADDR.with(|a| a.set(saved));
+    text
+}
+
+thread_local! {
+    /// Whether objects are written with their address (`TVM_FFI_REPR_WITH_ADDR=1`, read per call).
+    static SHOW_ADDR: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `@0x...` after an object when addresses are shown, else nothing.
+fn at(addr: usize) -> String {
+    if SHOW_ADDR.with(|a| a.get()) {
+        format!("@{addr:#x}")
+    } else {
+        String::new()
+    }
 }
 
 /// The shorter of a float's shortest fixed and scientific forms (fixed on a tie), as C++'s
@@ -87,7 +104,12 @@ fn repr_in(v: &Value, open: &mut Vec<usize>) -> Result<String> {
         Value::Bytes(b) => format!("b{}", super::ffi_records::json_string(&String::from_utf8_lossy(b))),
         Value::DataType(t) => super::ffi_dtype::to_string(*t)?,
         Value::Device(d) => device_text(d),
-        Value::NDArray(t) => tensor_text(t)?,
+        Value::NDArray(t) => {
+            let a = v.clone().into_any();
+            // SAFETY: owned just above, released once (only its address is kept).
+            unsafe { super::object::release_any(&a) };
+            format!("{}{}", tensor_text(t)?, at(a.value as usize))
+        }
         Value::Object(o) => repr_object(o, open)?,
         other => format!("{other:?}"),
     })
@@ -100,7 +122,7 @@ fn join(items: Vec<Value>, open: &mut Vec<usize>) -> Result<String> {
 fn repr_object(o: &ObjectRef, open: &mut Vec<usize>) -> Result<String> {
     let addr = o.as_header() as usize;
     if open.contains(&addr) {
-        return Ok("...".into());
+        return Ok(format!("...{}", at(addr)));
     }
     open.push(addr);
     let text = repr_object_body(o, open);
@@ -135,11 +157,12 @@ fn repr_object_body(o: &ObjectRef, open: &mut Vec<usize>) -> Result<String> {
     if let Some(items) = super::ffi_containers::sequence_items(o)? {
         let one = items.len() == 1;
         let inner = join(items, open)?;
-        return Ok(match o.type_index() {
+        let text = match o.type_index() {
             ti::FFI_ARRAY if one => format!("({inner},)"),
             ti::FFI_ARRAY => format!("({inner})"),
             _ => format!("[{inner}]"),
-        });
+        };
+        return Ok(text + &at(o.as_header() as usize));
     }
     if matches!(o.type_index(), ti::FFI_MAP | ti::DICT) {
         let entries = super::ffi_containers::map_items(o)?;
@@ -147,9 +170,12 @@ fn repr_object_body(o: &ObjectRef, open: &mut Vec<usize>) -> Result<String> {
             .iter()
             .map(|(k, v)| Ok(format!("{}: {}", repr_in(k, open)?, repr_in(v, open)?)))
             .collect::<Result<Vec<_>>>()?;
-        return Ok(format!("{{{}}}", parts.join(", ")));
+        return Ok(format!("{{{}}}{}", parts.join(", "), at(o.as_header() as usize)));
     }
     let fields = super::ffi_fields::named_field_values(o)?;
+    if fields.is_empty() && SHOW_ADDR.with(|a| a.get()) {
+        return Ok(format!("{key}{}", at(o.as_header() as usize)));
+    }
     if fields.is_empty() {
         return Ok(format!("{key}({:#x})", o.as_header() as usize));
     }
@@ -158,7 +184,10 @@ fn repr_object_body(o: &ObjectRef, open: &mut Vec<usize>) -> Result<String> {
         .filter(|(_, flags, _)| flags & REPR_OFF == 0)
         .map(|(name, _, v)| Ok(format!("{name}={}", repr_in(v, open)?)))
         .collect::<Result<Vec<_>>>()?;
-    Ok(format!("{key}({})", parts.join(", ")))
+    if parts.is_empty() && SHOW_ADDR.with(|a| a.get()) {
+        return Ok(format!("{key}{}", at(o.as_header() as usize)));
+    }
+    Ok(format!("{key}{}({})", at(o.as_header() as usize), parts.join(", ")))
 }
 
 pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
