@@ -43,6 +43,67 @@ pub fn missing() -> ObjectRef {
     MISSING.clone()
 }
 
+/// The first tensor in `v` (itself, or an item or map value, depth first) whose device is not
+/// the CPU.
+fn first_non_cpu_device(v: &Value) -> Result<Option<crate::abi::DLDevice>> {
+    use super::ffi_containers::{map_items, sequence_items};
+    match v {
+        Value::NDArray(t) => {
+            // SAFETY: the tensor's own DLTensor, alive while `t` is.
+            let d = unsafe { (*t.as_dltensor_ptr()).device };
+            Ok((d.device_type as i32 != 1).then_some(d))
+        }
+        Value::Object(o) => {
+            let children = match sequence_items(o)? {
+                Some(items) => items,
+                None if matches!(
+                    o.type_index(),
+                    super::object::type_index::FFI_MAP | super::object::type_index::DICT
+                ) =>
+                {
+                    map_items(o)?.into_iter().map(|(_, v)| v).collect()
+                }
+                None => return Ok(None),
+            };
+            for c in &children {
+                if let Some(d) = first_non_cpu_device(c)? {
+                    return Ok(Some(d));
+                }
+            }
+            Ok(None)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// `ffi.FunctionFromExternC(self, safe_call, deleter)`: a function over a C callable in tvm-ffi's
+/// calling convention (the deleter, if any, is called on `self` when the function goes).
+fn function_from_extern_c(args: &Args<'_>) -> Result<Value> {
+    let ptr = |i: usize| -> Result<*mut std::ffi::c_void> {
+        match args.to_value(i)? {
+            Value::Handle(p) => Ok(p),
+            Value::Null => Ok(std::ptr::null_mut()),
+            v => Err(Error::type_error(format!("argument {i}: expected a pointer, got {}", v.type_name()))),
+        }
+    };
+    let (handle, call, deleter) = (ptr(0)?, ptr(1)?, ptr(2)?);
+    if call.is_null() {
+        return Err(Error::value("argument 1: safe_call is NULL"));
+    }
+    // SAFETY: the caller passes a function of tvm-ffi's safe-call signature and a deleter of
+    // `void(void*)` (or NULL), as `TVMFFIFunctionCreate` takes them.
+    let (call, deleter) = unsafe {
+        (
+            std::mem::transmute::<*mut std::ffi::c_void, crate::abi::TVMFFISafeCallType>(call),
+            (!deleter.is_null()).then(|| {
+                std::mem::transmute::<*mut std::ffi::c_void, unsafe extern "C" fn(*mut std::ffi::c_void)>(deleter)
+            }),
+        )
+    };
+    let context = super::packed::ForeignHandle { handle, deleter };
+    Ok(Value::Func(PackedFunc::from_foreign(super::packed::ForeignCallable { call, context })))
+}
+
 pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
     vec![
         (
@@ -93,6 +154,14 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
         ),
         ("ffi.Bytes", PackedFunc::from_typed(|args| Ok(Value::Bytes(args.bytes(0)?.to_vec())))),
         ("ffi.GetKwargsObject", PackedFunc::from_typed(|_| Ok(Value::Object(KWARGS.clone())))),
+        ("ffi.FunctionFromExternC", PackedFunc::from_typed(|args| function_from_extern_c(&args))),
+        (
+            "ffi.ContainerFindFirstNonCPUDevice",
+            PackedFunc::from_typed(|args| {
+                let cpu = crate::abi::DLDevice { device_type: 1.into(), device_id: 0 };
+                Ok(Value::Device(first_non_cpu_device(&args.to_value(0)?)?.unwrap_or(cpu)))
+            }),
+        ),
         (
             "ffi.GetRegisteredTypeKeys",
             PackedFunc::from_typed(|_| {
