@@ -7,8 +7,9 @@
 //
 // Two kinds of module meet here. A module made by C++ code (a subclass of ModuleObj) is a
 // foreign object to the Rust side, which reaches its virtual functions through the
-// `tvmrt_cxx_module_*` functions at the end of this file. A module made by the Rust side has no
-// C++ vtable; `Module::LoadFromFile` hands it to C++ callers inside a `HostedModule`, a ModuleObj
+// `tvmrt_cxx_module_*` functions at the end of this file. A module made by the Rust side carries
+// the vtable of `RuntimeModuleView` before its header, so virtual calls on it reach the module
+// globals; `Module::LoadFromFile` hands it to C++ callers inside a `HostedModule`, a ModuleObj
 // whose virtual functions call the module globals on it (the Rust side unwraps it again).
 
 #include <tvm/ffi/extra/dataclass.h>
@@ -20,6 +21,9 @@
 #include <tvm/ffi/extra/visit_error_context.h>
 
 #include <atomic>
+#include <mutex>
+#include <new>
+#include <set>
 #include <string>
 #include <vector>
 #include <utility>
@@ -70,6 +74,35 @@ class HostedModule final : public ModuleObj {
   }
   ObjectRef inner_;
   String kind_;
+};
+
+// The C++ face of every module the Rust side makes: the runtime writes this class's vtable
+// pointer into the 8 bytes before each of its module objects (where a C++ ModuleObj keeps its
+// vptr; the runtime's own deleters do not use that slot), so C++ code that takes such a module
+// out of an Any and calls a virtual function on it lands here, and each call goes to the
+// module globals on the object itself. Never constructed except once, to read the vtable.
+class RuntimeModuleView final : public ModuleObj {
+ public:
+  const char* kind() const final {
+    // Kinds are few and live as long as the process, so the pointer stays valid.
+    static std::mutex mu;
+    static std::set<std::string> kinds;
+    std::string k = Global("ffi.ModuleGetKind")(Self()).cast<String>();
+    std::lock_guard<std::mutex> lock(mu);
+    return kinds.insert(std::move(k)).first->c_str();
+  }
+  Optional<Function> GetFunction(const String& name) final {
+    return Global("ffi.ModuleGetFunction")(Self(), name, false).cast<Optional<Function>>();
+  }
+  Optional<String> GetFunctionDoc(const String& name) final {
+    return Global("ffi.ModuleGetFunctionDoc")(Self(), name, false).cast<Optional<String>>();
+  }
+  Optional<String> GetFunctionMetadata(const String& name) final {
+    return Global("ffi.ModuleGetFunctionMetadata")(Self(), name, false).cast<Optional<String>>();
+  }
+
+ private:
+  ObjectRef Self() const { return GetRef<ObjectRef>(static_cast<const Object*>(this)); }
 };
 
 // The mark the runtime leaves in the header padding of every object it makes (tvm-ffi's own
@@ -281,6 +314,16 @@ tvm::ffi::ModuleObj* AsModule(TVMFFIObjectHandle handle) {
 }  // namespace
 
 // The Rust module a HostedModule carries (borrowed), or NULL for a module C++ code made.
+// The vtable pointer of RuntimeModuleView, for the runtime to put before its module objects.
+extern "C" const void* tvmrt_cxx_runtime_module_vptr() {
+  static const void* vptr = [] {
+    alignas(tvm::ffi::RuntimeModuleView) static unsigned char storage[sizeof(tvm::ffi::RuntimeModuleView)];
+    auto* view = new (storage) tvm::ffi::RuntimeModuleView();
+    return *reinterpret_cast<const void* const*>(view);
+  }();
+  return vptr;
+}
+
 extern "C" TVMFFIObjectHandle tvmrt_cxx_module_unwrap(TVMFFIObjectHandle module) {
   const auto* hosted = tvm::ffi::AsHosted(AsModule(module));
   return hosted ? tvm::ffi::details::ObjectUnsafe::GetHeader(hosted->inner().get()) : nullptr;

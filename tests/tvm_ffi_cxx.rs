@@ -45,3 +45,29 @@ fn cxx_program_loads_and_calls_a_quickstart_kernel() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A C++ program on tvm-ffi's C++ API alone runs a library apache-tvm 0.27's `tvm.compile`
+/// built (the Relax VM: `vm_load_executable`, `vm_initialization`, `main`) on this runtime and
+/// gets apache-tvm's recorded output.
+#[test]
+fn cxx_program_runs_a_tvm_compile_library() {
+    let dir = scratch("tvm_ffi_cxx_relax");
+    let loader = dir.join("relax_loader");
+    compile(&repo().join("c_tests/tvm_ffi_cxx/relax_loader.cc"), &loader, &[]);
+    let data = repo().join("tests/data/relax-0.27/mlp");
+    let out = Command::new(&loader)
+        .arg(data.join("lib.so"))
+        .arg("main")
+        .arg(data.join("main0_in0.bin"))
+        .arg("4,32")
+        .arg(data.join("main0_out0.bin"))
+        .output()
+        .expect("run the Relax loader");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.trim() == "OK",
+        "relax loader failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -974,8 +974,13 @@ pub trait ModuleNode: Send + Sync + 'static {
     fn as_any(&self) -> &dyn Any;
 }
 
-/// Payload of a module object.
+/// Payload of a module object. It starts as a C++ `ModuleObj`'s data does (an `imports_` array,
+/// always empty here, and an unused lookup cache), since C++ code sees this object as one (see
+/// [`Module::from_node`]); the runtime keeps its imports in `imports`.
+#[repr(C)]
 pub struct ModuleObj {
+    cxx_imports: ObjectRef,
+    cxx_lookup_cache: usize,
     node: Box<dyn ModuleNode>,
     imports: RwLock<Vec<Module>>,
     /// Functions handed to compiled code by `TVMBackendGetFuncFromEnv` (borrowed by it).
@@ -1007,11 +1012,27 @@ impl ModuleObj {
 
 impl Module {
     pub fn from_node(node: impl ModuleNode) -> Module {
-        Module::new(ModuleObj {
+        static EMPTY: once_cell::sync::Lazy<ObjectRef> = once_cell::sync::Lazy::new(|| {
+            let empty = super::container::FfiArrayObj::new(Vec::new()).expect("an empty array needs no memory");
+            ObjPtr::new(empty).to_object_ref()
+        });
+        let m = Module::new(ModuleObj {
+            cxx_imports: EMPTY.clone(),
+            cxx_lookup_cache: 0,
             node: Box::new(node),
             imports: RwLock::new(Vec::new()),
             env_cache: Mutex::new(HashMap::new()),
-        })
+        });
+        extern "C" {
+            /// The vtable of the C++ part's view of a runtime module (`cxx/ffi_cxx_api.cc`).
+            fn tvmrt_cxx_runtime_module_vptr() -> *const c_void;
+        }
+        // SAFETY: the 8 bytes before the header are the block's allocation-header slot, which
+        // this runtime's deleters never read; a C++ `ModuleObj` keeps its vptr there, so C++
+        // code calling a virtual function on this module reaches the view's (its functions
+        // take the object as `this + 8`, i.e. this header). The C++ part returns a static vtable.
+        unsafe { ((m.as_header() as *mut u8).sub(8) as *mut *const c_void).write(tvmrt_cxx_runtime_module_vptr()) };
+        m
     }
 
     /// Whether `target` is reachable from `self` through imports (or is `self`).
