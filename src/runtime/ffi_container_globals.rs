@@ -245,24 +245,25 @@ fn missing_key(key: &Value) -> Result<Value> {
     Err(Error::key(format!("key {key:?} not found")))
 }
 
-/// The globals shared by `ffi.Map` and `ffi.Dict`, under their `prefix`.
-fn map_reads(prefix: &'static str) -> Vec<Global> {
-    let name = |suffix: &str| -> &'static str { Box::leak(format!("{prefix}{suffix}").into_boxed_str()) };
+/// The globals shared by `ffi.Map` and `ffi.Dict`, under their names: `[Size, Count, GetItem,
+/// GetItemOrMissing, ForwardIterFunctor]`.
+fn map_reads(names: [&'static str; 5]) -> Vec<Global> {
+    let [size, count, get_item, get_item_or_missing, forward_iter_functor] = names;
     vec![
-        (name("Size"), PackedFunc::from_typed(|args| on_map(&args, |c| Ok(Value::Int(c.len() as i64))))),
+        (size, PackedFunc::from_typed(|args| on_map(&args, |c| Ok(Value::Int(c.len() as i64))))),
         (
-            name("Count"),
+            count,
             PackedFunc::from_typed(|args| {
                 let key = args.to_value(1)?;
                 Ok(Value::Int(super::ffi_containers::map_index(&args.object(0)?, &key)?.is_some() as i64))
             }),
         ),
-        (name("GetItem"), PackedFunc::from_typed(|args| get_or(&args, missing_key))),
+        (get_item, PackedFunc::from_typed(|args| get_or(&args, missing_key))),
         (
-            name("GetItemOrMissing"),
+            get_item_or_missing,
             PackedFunc::from_typed(|args| get_or(&args, |_| Ok(Value::Object(super::ffi_globals::missing())))),
         ),
-        (name("ForwardIterFunctor"), PackedFunc::from_typed(|args| forward_iter(&args))),
+        (forward_iter_functor, PackedFunc::from_typed(|args| forward_iter(&args))),
     ]
 }
 
@@ -311,8 +312,20 @@ pub(crate) fn globals() -> Vec<Global> {
         "ffi.Dict",
         PackedFunc::from_typed(|args| Ok(Value::Object(new_map::<{ type_index::DICT }>(pairs(&args)?)?))),
     ));
-    g.extend(map_reads("ffi.Map"));
-    g.extend(map_reads("ffi.Dict"));
+    g.extend(map_reads([
+        "ffi.MapSize",
+        "ffi.MapCount",
+        "ffi.MapGetItem",
+        "ffi.MapGetItemOrMissing",
+        "ffi.MapForwardIterFunctor",
+    ]));
+    g.extend(map_reads([
+        "ffi.DictSize",
+        "ffi.DictCount",
+        "ffi.DictGetItem",
+        "ffi.DictGetItemOrMissing",
+        "ffi.DictForwardIterFunctor",
+    ]));
     g.extend(dict_writes());
     g
 }

@@ -508,11 +508,16 @@ pub unsafe fn release(at: *mut u8, slot: Slot) {
     unsafe { release_slot(at, slot) }
 }
 
-/// The field information tvm-ffi publishes for `f` (texts are copied by the registry).
-pub fn field_info(f: &FieldSpec) -> TVMFFIFieldInfo {
+/// The metadata text tvm-ffi publishes for `f` (its type schema).
+pub fn field_metadata(f: &FieldSpec) -> String {
+    format!(r#"{{"type_schema":{}}}"#, json_string(f.schema))
+}
+
+/// The field information tvm-ffi publishes for `f`, its metadata pointing into `metadata`
+/// (from [`field_metadata`]; the registry copies the texts).
+pub fn field_info(f: &FieldSpec, metadata: &str) -> TVMFFIFieldInfo {
     let (getter, setter) = accessors_of(f.slot);
-    let text = |s: &'static str| crate::abi::TVMFFIByteArray { data: s.as_ptr() as *const _, size: s.len() };
-    let metadata: &'static str = Box::leak(format!(r#"{{"type_schema":{}}}"#, json_string(f.schema)).into_boxed_str());
+    let text = |s: &str| crate::abi::TVMFFIByteArray { data: s.as_ptr() as *const _, size: s.len() };
     TVMFFIFieldInfo {
         name: text(f.name),
         doc: text(""),

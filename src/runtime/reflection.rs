@@ -263,7 +263,7 @@ impl Reflection {
 
     /// The fields, methods and metadata of tvm-ffi's own reflected types (`ffi_records`).
     fn add_core_records(&mut self) -> Result<()> {
-        use super::ffi_records::{creator_for, field_info, SPECS};
+        use super::ffi_records::{creator_for, field_info, field_metadata, SPECS};
         for (key, size) in [("ffi.Object", 24), ("ffi.Module", 48), ("ffi.BigInt", 32)] {
             let m = TVMFFITypeMetadata {
                 doc: TVMFFIByteArray { data: std::ptr::null(), size: 0 },
@@ -278,7 +278,10 @@ impl Reflection {
             let index = object::type_key_to_index(spec.key)?;
             for f in spec.fields {
                 // SAFETY: the info's texts are static strings; its default is None.
-                unsafe { self.add_field(index, &field_info(f))? };
+                let metadata = field_metadata(f);
+                // SAFETY: the info's texts are static strings and `metadata`, alive for the call
+                // (the registry copies them); its default is None.
+                unsafe { self.add_field(index, &field_info(f, &metadata))? };
             }
             let m = TVMFFITypeMetadata {
                 doc: TVMFFIByteArray { data: std::ptr::null(), size: 0 },
