@@ -288,7 +288,7 @@ pub fn new_record(key: &str) -> Result<ObjPtr<RecordObj>> {
 
 /// Sets field `name` of a record made here (the value is copied; what it replaces released).
 pub fn set_field(r: &ObjPtr<RecordObj>, name: &str, v: Value) -> Result<()> {
-    let index = object::type_key_to_index(&object::type_index_to_key(r.as_header_index())?)?;
+    let index = r.to_object_ref().type_index();
     let f = fields_of(index)
         .into_iter()
         .find(|f| f.name == name)
@@ -299,17 +299,6 @@ pub fn set_field(r: &ObjPtr<RecordObj>, name: &str, v: Value) -> Result<()> {
     // SAFETY: `write_slot` took its own reference.
     unsafe { release_any(&a) };
     rc
-}
-
-trait HeaderIndex {
-    fn as_header_index(&self) -> u32;
-}
-
-impl HeaderIndex for ObjPtr<RecordObj> {
-    fn as_header_index(&self) -> u32 {
-        // SAFETY: the header of a live object.
-        unsafe { (*self.as_header()).type_index }
-    }
 }
 
 /// Stores a copy of the value `a` into a slot (releasing the old contents).
