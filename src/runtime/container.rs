@@ -151,6 +151,9 @@ pub fn big_int(words: Vec<i64>) -> ObjPtr<BigIntObj> {
 }
 
 /// The data deleter of every buffer allocated here.
+///
+/// # Safety
+/// `data` is NULL or a buffer from `malloc` (or `operator new` over it) not freed yet.
 pub unsafe extern "C" fn free_buffer(data: *mut std::ffi::c_void) {
     // SAFETY: `data` was allocated by `malloc` (here, or by `operator new` over malloc).
     unsafe { libc::free(data) }

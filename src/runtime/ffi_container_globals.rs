@@ -159,7 +159,15 @@ fn list_globals() -> Vec<Global> {
                 on_list(&args, |c| c.reserve(n)).map(|_| Value::Null)
             }),
         ),
-        ("ffi.ListReverse", PackedFunc::from_typed(|args| on_list(&args, |c| Ok(c.reverse())).map(|_| Value::Null))),
+        (
+            "ffi.ListReverse",
+            PackedFunc::from_typed(|args| {
+                on_list(&args, |c| {
+                    c.reverse();
+                    Ok(Value::Null)
+                })
+            }),
+        ),
         (
             "ffi.ListContains",
             PackedFunc::from_typed(|args| {
@@ -298,7 +306,15 @@ fn dict_writes() -> Vec<Global> {
                 }
             }),
         ),
-        ("ffi.DictClear", PackedFunc::from_typed(|args| on_dict(&args, |c| Ok(c.clear())).map(|_| Value::Null))),
+        (
+            "ffi.DictClear",
+            PackedFunc::from_typed(|args| {
+                on_dict(&args, |c| {
+                    c.clear();
+                    Ok(Value::Null)
+                })
+            }),
+        ),
     ]
 }
 

@@ -246,6 +246,10 @@ impl MapCell {
         self.size as usize
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
     /// The entry whose key equals `key` (comparing may call a type's `__any_equal__`: not under
     /// the containers' lock; see [`map_index`]).
     fn find(&self, key: &Value) -> Result<Option<*mut Kv>> {

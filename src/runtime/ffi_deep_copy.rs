@@ -58,7 +58,10 @@ fn fix_placeholders(memo: &Memo) -> Result<()> {
         } else if let Some(d) = c.downcast::<DictObj>() {
             let pairs = super::ffi_containers::map_items(c)?;
             if pairs.iter().any(|(k, v)| copy_of(k, memo).is_some() || copy_of(v, memo).is_some()) {
-                d.with(|cell| Ok(cell.clear()))?;
+                d.with(|cell| {
+                    cell.clear();
+                    Ok(())
+                })?;
                 for (k, v) in pairs {
                     let (k, v) = (copy_of(&k, memo).unwrap_or(k), copy_of(&v, memo).unwrap_or(v));
                     super::ffi_containers::dict_set(&d, k.into_any(), v.into_any())?;

@@ -51,7 +51,7 @@ fn first_non_cpu_device(v: &Value) -> Result<Option<crate::abi::DLDevice>> {
         Value::NDArray(t) => {
             // SAFETY: the tensor's own DLTensor, alive while `t` is.
             let d = unsafe { (*t.as_dltensor_ptr()).device };
-            Ok((d.device_type as i32 != 1).then_some(d))
+            Ok((d.device_type != 1).then_some(d))
         }
         Value::Object(o) => {
             let children = match sequence_items(o)? {
@@ -158,7 +158,7 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
         (
             "ffi.ContainerFindFirstNonCPUDevice",
             PackedFunc::from_typed(|args| {
-                let cpu = crate::abi::DLDevice { device_type: 1.into(), device_id: 0 };
+                let cpu = crate::abi::DLDevice { device_type: 1, device_id: 0 };
                 Ok(Value::Device(first_non_cpu_device(&args.to_value(0)?)?.unwrap_or(cpu)))
             }),
         ),

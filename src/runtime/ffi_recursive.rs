@@ -136,9 +136,7 @@ impl Walk {
             }
             (Value::Float(x), Value::Float(y)) => Ok(x.partial_cmp(y).unwrap_or(Ordering::Equal)),
             (Value::DataType(x), Value::DataType(y)) => Ok((x.code, x.bits, x.lanes).cmp(&(y.code, y.bits, y.lanes))),
-            (Value::Device(x), Value::Device(y)) => {
-                Ok((x.device_type as i32, x.device_id).cmp(&(y.device_type as i32, y.device_id)))
-            }
+            (Value::Device(x), Value::Device(y)) => Ok((x.device_type, x.device_id).cmp(&(y.device_type, y.device_id))),
             _ if super::ffi_containers::any_equal(a, b) => Ok(Ordering::Equal),
             _ => self.unordered(format!("Cannot order values of type {}", a.type_name())),
         }

@@ -79,7 +79,7 @@ fn device_text(d: &crate::abi::DLDevice) -> String {
         (17, "maia"),
         (18, "trn"),
     ];
-    let t = d.device_type as i32;
+    let t = d.device_type;
     let name = NAMES.iter().find(|(k, _)| *k == t).map_or_else(|| format!("device{t}"), |(_, n)| n.to_string());
     format!("{name}:{}", d.device_id)
 }

@@ -291,7 +291,7 @@ impl Reader {
                     return Err(Error::value(format!("Invalid JSON Object Graph: Device data must be an array of [device_type, device_id], got {} element(s)", d.len())));
                 }
                 Value::Device(crate::abi::DLDevice {
-                    device_type: (d[0].as_int()? as i32).into(),
+                    device_type: d[0].as_int()? as i32,
                     device_id: d[1].as_int()? as i32,
                 })
             }

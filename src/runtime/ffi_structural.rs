@@ -85,7 +85,7 @@ fn structural_fields(o: &ObjectRef, region: Region) -> Result<Vec<(TVMFFIFieldIn
 fn tensor_bytes(t: &super::ndarray::NDArray) -> Result<Vec<u8>> {
     // SAFETY: the tensor's own DLTensor, alive while `t` is.
     let dl = unsafe { &*t.as_dltensor_ptr() };
-    if dl.device.device_type as i32 != 1 {
+    if dl.device.device_type != 1 {
         return Err(Error::value("can only compare CPU tensor"));
     }
     let n: i64 = t.shape().iter().product::<i64>() * ((dl.dtype.bits as i64 * dl.dtype.lanes as i64 + 7) / 8);

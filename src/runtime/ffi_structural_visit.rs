@@ -133,7 +133,7 @@ impl Walk {
     fn dispatch(&self, v: &Value, region: i64) -> Result<Step> {
         let t = index_of(v);
         if let Some((_, f)) = self.plain.iter().find(|(k, _)| matches(t, *k)) {
-            return step_of(f.call(&[v.clone()])?);
+            return step_of(f.call(std::slice::from_ref(v))?);
         }
         if let Some((_, f)) = self.with_region.iter().find(|(k, _)| matches(t, *k)) {
             return step_of(f.call(&[v.clone(), Value::Int(region)])?);
