@@ -295,23 +295,9 @@ impl MapCell {
     /// shared (compares keys, as [`find`](Self::find)).
     fn set(&mut self, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
         // SAFETY: `key` is an owned, initialised value.
-        if let Some(kv) = self.find(&view(&key)?)? {
-            // SAFETY: the entry is live; its old value is released once and replaced, and the
-            // duplicate key given to us is released.
-            unsafe {
-                release_any(&(*kv).value);
-                (*kv).value = value;
-                release_any(&key);
-            }
-            return Ok(());
-        }
-        if !self.is_small() || self.size >= self.capacity() {
-            self.respill(1)?;
-        }
-        // SAFETY: room for one more pair in our own small buffer.
-        unsafe { (self.data as *mut Kv).add(self.size as usize).write(Kv { key, value }) };
-        self.size += 1;
-        Ok(())
+        let found = self.find(&view(&key)?)?;
+        let at = found.and_then(|kv| self.entries().iter().position(|p| *p == kv));
+        self.set_at(at, key, value)
     }
 
     /// Removes `key`'s entry; whether there was one (as [`find`](Self::find)).

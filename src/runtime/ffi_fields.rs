@@ -10,10 +10,13 @@ use super::packed::{byte_array, Value};
 use crate::abi::{ffi_type_index as fti, TVMFFIAny, TVMFFIFieldInfo};
 
 pub const HAS_DEFAULT: i64 = 1 << 1;
+pub const SEQ_HASH_IGNORE: i64 = 1 << 3;
+pub const DEF_PATTERN: i64 = 1 << 4;
 pub const DEFAULT_FROM_FACTORY: i64 = 1 << 5;
 pub const INIT_OFF: i64 = 1 << 9;
 pub const KW_ONLY: i64 = 1 << 10;
 pub const SETTER_IS_FUNCTION: i64 = 1 << 11;
+pub const DEF_SIMPLE: i64 = 1 << 12;
 
 /// The reflected fields of a type: its ancestors' (root first), then its own.
 pub fn all_fields(index: u32) -> Result<Vec<TVMFFIFieldInfo>> {

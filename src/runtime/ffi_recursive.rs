@@ -21,7 +21,7 @@ const HASH_OFF: i64 = 1 << 8;
 const STATIC_OBJECT_END: u32 = 79;
 
 /// The object a value holds, if it holds one.
-fn object_of(v: &Value) -> Option<ObjectRef> {
+pub(crate) fn object_of(v: &Value) -> Option<ObjectRef> {
     match v {
         Value::Object(o) => Some(o.clone()),
         Value::NDArray(_) | Value::Module(_) | Value::Func(_) => {
@@ -352,11 +352,11 @@ impl Walk {
     }
 }
 
-fn combine(key: u64, value: u64) -> u64 {
+pub(crate) fn combine(key: u64, value: u64) -> u64 {
     key ^ value.wrapping_add(0x9e37_79b9).wrapping_add(key << 6).wrapping_add(key >> 2)
 }
 
-fn hash_bytes(b: &[u8]) -> u64 {
+pub(crate) fn hash_bytes(b: &[u8]) -> u64 {
     b.iter().fold(0xcbf2_9ce4_8422_2325, |h, &c| (h ^ c as u64).wrapping_mul(0x0100_0000_01b3))
 }
 

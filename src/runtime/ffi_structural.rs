@@ -13,14 +13,13 @@
 
 use super::error::{Error, Result};
 use super::ffi_containers::{any_equal, bytes_of, map_items, sequence_items, text_of};
+use super::ffi_recursive::{combine, hash_bytes, object_of};
 use super::object::{type_index as ti, ObjectRef};
 use super::packed::{PackedFunc, Value};
 use crate::abi::TVMFFIFieldInfo;
 use std::collections::HashMap;
 
-const SEQ_HASH_IGNORE: i64 = 1 << 3;
-const DEF_PATTERN: i64 = 1 << 4;
-const DEF_SIMPLE: i64 = 1 << 12;
+use super::ffi_fields::{DEF_PATTERN, DEF_SIMPLE, SEQ_HASH_IGNORE};
 
 /// `TVMFFIDefRegionKind`.
 #[derive(Clone, Copy, PartialEq)]
@@ -36,18 +35,6 @@ const FREE_VAR: i32 = 2;
 const DAG_NODE: i32 = 3;
 const CONST_TREE_NODE: i32 = 4;
 const UNIQUE_INSTANCE: i32 = 5;
-
-fn object_of(v: &Value) -> Option<ObjectRef> {
-    match v {
-        Value::Object(o) => Some(o.clone()),
-        Value::NDArray(_) | Value::Module(_) | Value::Func(_) => {
-            let a = v.clone().into_any();
-            // SAFETY: `into_any` made one owned reference to the object; it passes to the ref.
-            Some(unsafe { ObjectRef::from_raw(a.as_ptr() as *mut super::object::ObjectHeader) })
-        }
-        _ => None,
-    }
-}
 
 /// A type's structural kind, or an error for a type that does not support structural checks.
 fn kind_of(o: &ObjectRef) -> Result<i32> {
@@ -314,14 +301,6 @@ fn first_mismatch(a: &Value, b: &Value, map_free_vars: bool, skip: bool) -> Resu
     let build = |steps: Vec<Step>| -> Result<Value> { steps.into_iter().rev().try_fold(root.call(&[])?, extend) };
     let pair = vec![build(lp)?.into_any(), build(rp)?.into_any()];
     Ok(Value::Object(super::object::ObjPtr::new(super::container::FfiArrayObj::new(pair)?).to_object_ref()))
-}
-
-fn combine(key: u64, value: u64) -> u64 {
-    key ^ value.wrapping_add(0x9e37_79b9).wrapping_add(key << 6).wrapping_add(key >> 2)
-}
-
-fn hash_bytes(b: &[u8]) -> u64 {
-    b.iter().fold(0xcbf2_9ce4_8422_2325, |h, &c| (h ^ c as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
 #[derive(Default)]

@@ -14,9 +14,7 @@ use super::packed::{PackedFunc, Value};
 use crate::abi::ffi_type_index as fti;
 use parking_lot::Mutex;
 
-const SEQ_HASH_IGNORE: i64 = 1 << 3;
-const DEF_PATTERN: i64 = 1 << 4;
-const DEF_SIMPLE: i64 = 1 << 12;
+use super::ffi_fields::{DEF_PATTERN, DEF_SIMPLE, SEQ_HASH_IGNORE};
 /// `TVMFFIDefRegionKind`: none, pattern, simple.
 const REGION_NONE: i64 = 0;
 const REGION_PATTERN: i64 = 1;
