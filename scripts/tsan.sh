@@ -7,7 +7,8 @@
 # request pipeline, callbacks on its threads, frees with requests in flight; test_async_phases:
 # an executor's copies and runs on stream workers, ordered by events, with the host reading and
 # refilling its tensors meanwhile; test_rpc_server: four RPC sessions served at once, each on its
-# own thread over a socket pair).
+# own thread over a socket pair; test_tvm_ffi_threads: 4 threads sharing tvm-ffi arrays, maps,
+# a tensor, functions made on other threads, and appending to one List and one Dict).
 #
 #   scripts/tsan.sh [extra ctest args, e.g. -R test_graph_executor]
 #   TSAN_MODE=c-only|full|auto (default auto)

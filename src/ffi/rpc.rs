@@ -74,5 +74,5 @@ pub fn install() {
         unsafe { serve_fd(fd)? };
         Ok(Value::Null)
     });
-    let _ = registry::register("rpc.ServerLoop", f, true);
+    registry::register_built_in("rpc.ServerLoop", f);
 }

@@ -17,6 +17,7 @@ use crate::runtime::packed::{byte_array, string_any, ForeignCallable, ForeignHan
 use crate::runtime::reflection::owned_any;
 use crate::runtime::registry;
 use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The text of a C string argument (NULL reads as empty; invalid UTF-8 is replaced).
 ///
@@ -342,18 +343,43 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
     num_args: i32,
     result: *mut TVMFFIAny,
 ) -> c_int {
-    // Hot path: a live function object (not checked in the default mode, as in tvm-ffi).
-    if !func.is_null() && !result.is_null() && live::known_unchecked() {
+    // Hot path: a live function object (not checked in the default mode, as in tvm-ffi). It
+    // needs no stack frame: everything else is a tail call to the checked path.
+    if !func.is_null() && !result.is_null() && UNCHECKED_CALLS.load(Ordering::Relaxed) {
         // SAFETY: a live object (caller contract): its header is readable.
         if unsafe { (*(func as *mut ObjectHeader)).type_index } == type_index::PACKED_FUNC {
             // SAFETY: a function object, called by its own convention with the caller's arguments.
             return unsafe { cell_call(func)(func, args, num_args, result) };
         }
     }
+    // SAFETY: the caller's contract, passed on.
+    unsafe { checked_function_call(func, args, num_args, result) }
+}
+
+/// Whether `TVMFFIFunctionCall` may skip the handle checks: a copy of the handle mode private to
+/// this file, so the hot path reads it with one load (the mode itself is reachable from other
+/// crates, which costs a second load through the GOT). Set by the first checked call.
+static UNCHECKED_CALLS: AtomicBool = AtomicBool::new(false);
+
+/// `TVMFFIFunctionCall` off its hot path: the handle checked (and looked up in the checked
+/// mode) before the call, behind the panic boundary.
+///
+/// # Safety
+/// As `TVMFFIFunctionCall`.
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn checked_function_call(
+    func: *mut c_void,
+    args: *mut TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
     ffi_boundary!("TVMFFIFunctionCall", {
         check_not_null!(result);
         // SAFETY: the caller's contract.
         unsafe { ffi_header(func, "func", type_index::PACKED_FUNC, "ffi.Function")? };
+        // The handle mode is decided by now, once for the process.
+        UNCHECKED_CALLS.store(live::known_unchecked(), Ordering::Relaxed);
         // SAFETY: as in the hot path. Non-zero: the callee raised its error on this thread; it
         // stays as raised.
         Ok(unsafe { cell_call(func)(func, args, num_args, result) })
@@ -392,7 +418,7 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobal(
         let name = unsafe { text_arg(name, "name")? };
         // SAFETY: a live handle (caller contract), its type checked.
         let func = unsafe { borrow_handle::<FuncObj>(legacy::handle(f as *mut ObjectHeader), "ffi.Function")? };
-        registry::register(&name, func, allow_override != 0)?;
+        registry::register_over_built_in(&name, func, allow_override != 0)?;
         Ok(0)
     })
 }

@@ -38,6 +38,6 @@ pub(crate) fn install() {
     blob::register_binary_loader("GraphRuntimeFactory", factory::load_binary);
     for (name, f) in module::globals().into_iter().chain(factory::globals()) {
         // Only a user's earlier registration under the same name can be there: theirs wins.
-        let _ = registry::register(name, f, false);
+        registry::register_built_in(name, f);
     }
 }

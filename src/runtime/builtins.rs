@@ -15,7 +15,7 @@ pub(crate) fn install() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         for (name, f) in all() {
-            let _ = registry::register(name, f, false);
+            registry::register_built_in(name, f);
         }
         if let Err(e) =
             super::ffi_record_methods::install().and_then(|_| super::ffi_container_globals::install_converters())

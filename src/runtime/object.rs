@@ -795,6 +795,17 @@ impl TypeTable {
         }
     }
 
+    /// A key this runtime registered at `old` (one of TVM 0.18's types, say) asked for by
+    /// tvm-ffi code at the free static index `new` (apache-tvm's runtime gives several of them
+    /// fixed indices): the key is now at `new`, as that code assumes; `old` keeps its entry, so
+    /// objects made under it still have their type.
+    fn move_key(&mut self, key: &str, new: u32, old: u32) -> u32 {
+        let e = self.entry(old).expect("registered keys have entries");
+        let (parent, slots, can_overflow) = (e.parent, e.slots, e.can_overflow);
+        self.insert_with_slots(new, key, None, parent, slots - 1, can_overflow);
+        new
+    }
+
     fn entry(&self, index: u32) -> Option<&TypeEntry> {
         self.entries.get(index as usize).and_then(Option::as_ref)
     }
@@ -861,7 +872,10 @@ pub fn get_or_alloc_type(
 ) -> Result<u32> {
     let mut t = TYPES.write();
     if let Some(&i) = t.by_key.get(key) {
-        return Ok(i);
+        match static_index {
+            Some(s) if s != i && t.entry(s).is_none() => return Ok(t.move_key(key, s, i)),
+            _ => return Ok(i),
+        }
     }
     let Some(p) = t.entry(parent) else {
         return Err(Error::index(format!("parent type index {parent} of `{key}` is not registered")));
@@ -947,6 +961,21 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     static DROPS: AtomicUsize = AtomicUsize::new(0);
+
+    #[test]
+    fn a_key_asked_for_at_a_free_static_index_moves_there() {
+        let old = register_type("test.object.MovedKey", type_index::ROOT).unwrap();
+        let free = (100..128).find(|&i| type_index_to_key(i).is_err()).expect("a free static index");
+        assert_eq!(get_or_alloc_type("test.object.MovedKey", Some(free), type_index::ROOT, 0, true).unwrap(), free);
+        assert_eq!(type_key_to_index("test.object.MovedKey").unwrap(), free);
+        // The old index keeps its entry (objects made under it keep their type).
+        assert_eq!(type_index_to_key(old).unwrap(), "test.object.MovedKey");
+        // A taken static index is not moved to: the key stays where it is.
+        assert_eq!(
+            get_or_alloc_type("test.object.MovedKey", Some(type_index::STRING), type_index::ROOT, 0, true).unwrap(),
+            free
+        );
+    }
     struct Probe(u32);
     impl ObjectType for Probe {
         const TYPE_INDEX: u32 = type_index::ADT;
