@@ -436,14 +436,23 @@ pub(crate) fn install_converters() -> Result<()> {
         t::LIST,
         t::DICT,
     ] {
-        let f = Value::Func(PackedFunc::from_typed(move |args| convert_to(target, args.to_value(0)?))).into_any();
-        // SAFETY: an owned function value, copied by the column, released after.
-        let rc = unsafe { super::reflection::register_attr(target, b"__ffi_convert__", &f) };
-        // SAFETY: owned above.
-        unsafe { release_any(&f) };
-        rc?;
+        let f = PackedFunc::from_typed(move |args| convert_to(target, args.to_value(0)?));
+        super::reflection::register_func_attr(target, b"__ffi_convert__", f)?;
     }
-    Ok(())
+    install_big_int_keys()
+}
+
+/// Big integers as keys compare and hash by value (tvm-ffi's `__any_equal__` and
+/// `__any_hash__` of `ffi.BigInt`, which its C++ map code reads too).
+fn install_big_int_keys() -> Result<()> {
+    use super::container::big_int_words;
+    let words = |args: &Args<'_>, i: usize| -> Result<Vec<i64>> {
+        big_int_words(&args.object(i)?).ok_or_else(|| Error::type_error(format!("argument {i} is not an ffi.BigInt")))
+    };
+    let eq = PackedFunc::from_typed(move |args| Ok(Value::Bool(words(&args, 0)? == words(&args, 1)?)));
+    let hash = PackedFunc::from_typed(|args| Ok(Value::Int(super::ffi_recursive::hash(&args.to_value(0)?)? as i64)));
+    super::reflection::register_func_attr(type_index::BIG_INT, b"__any_equal__", eq)?;
+    super::reflection::register_func_attr(type_index::BIG_INT, b"__any_hash__", hash)
 }
 
 #[cfg(test)]
@@ -464,9 +473,24 @@ mod tests {
     }
 
     #[test]
+    fn big_int_keys_are_equal_by_value() {
+        super::super::builtins::install();
+        let big = |w: Vec<i64>| Value::Object(super::super::container::big_int(w).to_object_ref());
+        assert!(any_equal(&big(vec![3, 1]), &big(vec![3, 1])));
+        assert!(!any_equal(&big(vec![3, 1]), &big(vec![4, 1])));
+        let hook = super::super::reflection::attr(b"__any_hash__", type_index::BIG_INT);
+        let Some(Value::Func(h)) = hook else { panic!("a hash function") };
+        assert_eq!(
+            h.call(&[big(vec![3, 1])]).unwrap().as_int().unwrap(),
+            h.call(&[big(vec![3, 1])]).unwrap().as_int().unwrap()
+        );
+    }
+
+    #[test]
     fn failed_conversions_name_both_types_as_tvm_ffi_does() {
         let items = vec![Value::Str("x".into()).into_any()];
-        let array = Value::Object(ObjPtr::new(super::super::container::FfiArrayObj::new(items).unwrap()).to_object_ref());
+        let array =
+            Value::Object(ObjPtr::new(super::super::container::FfiArrayObj::new(items).unwrap()).to_object_ref());
         let message = |target, v| convert_to(target, v).unwrap_err().message().to_string();
         assert_eq!(message(type_index::SHAPE_TUPLE, array), "TypeError: Cannot cast from `ffi.Array` to `ffi.Shape`");
         assert_eq!(message(type_index::FFI_ARRAY, Value::Int(1)), "TypeError: Cannot cast from `int` to `Array<Any>`");

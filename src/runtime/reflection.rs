@@ -326,6 +326,16 @@ pub unsafe fn register_attr(index: u32, name: &[u8], value: &TVMFFIAny) -> Resul
     unsafe { REFLECTION.lock().add_attr(index, name, value) }
 }
 
+/// [`register_attr`] with a function as the value.
+pub fn register_func_attr(index: u32, name: &[u8], f: super::packed::PackedFunc) -> Result<()> {
+    let a = Value::Func(f).into_any();
+    // SAFETY: an owned function value, copied by the column, released after.
+    let rc = unsafe { register_attr(index, name, &a) };
+    // SAFETY: owned above, released once.
+    unsafe { object::release_any(&a) };
+    rc
+}
+
 impl Reflection {
     /// See [`register_attr`].
     ///
