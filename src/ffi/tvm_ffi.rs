@@ -162,8 +162,10 @@ thread_local! {
         std::cell::RefCell::new((std::ffi::CString::default(), TVMFFIByteArray { data: std::ptr::null(), size: 0 }));
 }
 
-/// The calling site as a one-frame backtrace in tvm-ffi's format (`  File "<file>", line N, in
-/// <func>`), valid until the next call on this thread.
+/// The calling thread's backtrace in tvm-ffi's format (`  File "<file>", line N, in <func>`
+/// per frame, most recent first): the calling site when `filename` and `func` name one, then the
+/// native frames below it, up to the FFI boundary unless `cross_ffi_boundary` is non-zero
+/// (`runtime::ffi_backtrace`). Valid until the next call on this thread.
 ///
 /// # Safety
 /// `filename` and `func` must be NULL or NUL-terminated strings.
@@ -175,11 +177,12 @@ pub unsafe extern "C" fn TVMFFIBacktrace(
     cross_ffi_boundary: c_int,
 ) -> *const TVMFFIByteArray {
     ffi_boundary!("TVMFFIBacktrace", {
-        let _ = cross_ffi_boundary;
+        let named = !filename.is_null() && !func.is_null();
         // SAFETY: the caller's contract.
         let (file, func) = unsafe { (text(filename), text(func)) };
-        let line = format!("  File \"{file}\", line {lineno}, in {func}\n");
-        let c = std::ffi::CString::new(line.replace('\0', "")).expect("NULs were removed");
+        let site = named.then_some((file.as_str(), lineno, func.as_str()));
+        let trace = crate::runtime::ffi_backtrace::backtrace(site, cross_ffi_boundary != 0);
+        let c = std::ffi::CString::new(trace.replace('\0', "")).expect("NULs were removed");
         Ok(BACKTRACE.with(|b| {
             let mut b = b.borrow_mut();
             let size = c.as_bytes().len();

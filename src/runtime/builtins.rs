@@ -221,9 +221,28 @@ fn flag(args: &Args<'_>, i: usize) -> Result<bool> {
     }
 }
 
+/// Modules kept loaded for the life of the process (`ffi.ModuleGlobalsAdd`): never released,
+/// since functions they registered may still be called while the process exits.
+static KEPT_MODULES: parking_lot::Mutex<Vec<Module>> = parking_lot::Mutex::new(Vec::new());
+
+/// `ffi.ModuleGlobalsAdd` / `ffi.ModuleGlobalsRemove`: keep a module (once) or let it go.
+fn keep_module_global(keep: bool) -> PackedFunc {
+    PackedFunc::from_typed(move |args| {
+        let m = args.module(0)?;
+        let mut kept = KEPT_MODULES.lock();
+        kept.retain(|k| !Module::ptr_eq(k, &m));
+        if keep {
+            kept.push(m);
+        }
+        Ok(Value::Null)
+    })
+}
+
 /// tvm-ffi's module globals (`ffi.Module*`), over the same modules as TVM 0.18's.
 fn ffi_module_globals() -> Vec<(&'static str, PackedFunc)> {
     vec![
+        ("ffi.ModuleGlobalsAdd", keep_module_global(true)),
+        ("ffi.ModuleGlobalsRemove", keep_module_global(false)),
         ("ffi.ModuleLoadFromFile", PackedFunc::from_typed(load_module_global)),
         (
             "ffi.Module.load_from_file.so",
@@ -268,6 +287,20 @@ mod tests {
     use super::super::registry::require;
     use super::*;
     use crate::abi::{DLDataType, DLDevice};
+
+    #[test]
+    fn kept_modules_are_held_once_until_removed() {
+        let m = super::super::const_loader::load_metadata_module(&mut super::super::byteio::Reader::new(&[], "none"))
+            .unwrap();
+        let held = || KEPT_MODULES.lock().iter().filter(|k| Module::ptr_eq(k, &m)).count();
+        let (add, remove) = (keep_module_global(true), keep_module_global(false));
+        add.call(&[Value::Module(m.clone())]).unwrap();
+        add.call(&[Value::Module(m.clone())]).unwrap();
+        assert_eq!(held(), 1);
+        remove.call(&[Value::Module(m.clone())]).unwrap();
+        assert_eq!(held(), 0);
+        assert!(add.call(&[Value::Int(1)]).is_err());
+    }
 
     #[test]
     fn array_alloc_with_scope_and_device_attr() {

@@ -145,6 +145,28 @@ pub fn normalized_words(words: &[i64]) -> &[i64] {
     &words[..n]
 }
 
+/// The words of `o` (normalized, least significant first) if it is an `ffi.BigInt`.
+pub fn big_int_words(o: &ObjectRef) -> Option<Vec<i64>> {
+    o.downcast::<BigIntObj>().map(|b| normalized_words(b.tail()).to_vec())
+}
+
+/// The order of two big integers given by normalized words: the sign first, then (same sign)
+/// the word count, then the words from the most significant down, the top one signed.
+pub fn compare_big_ints(a: &[i64], b: &[i64]) -> std::cmp::Ordering {
+    let negative = |w: &[i64]| w.last().is_some_and(|&top| top < 0);
+    let (na, nb) = (negative(a), negative(b));
+    if na != nb {
+        return nb.cmp(&na);
+    }
+    if a.len() != b.len() {
+        let longer = a.len().cmp(&b.len());
+        return if na { longer.reverse() } else { longer };
+    }
+    let Some((ta, rest_a)) = a.split_last() else { return std::cmp::Ordering::Equal };
+    let (tb, rest_b) = b.split_last().expect("same length as a");
+    ta.cmp(tb).then_with(|| rest_a.iter().rev().map(|&w| w as u64).cmp(rest_b.iter().rev().map(|&w| w as u64)))
+}
+
 /// A big integer of more than one word (normalized words, at least two).
 pub fn big_int(words: Vec<i64>) -> ObjPtr<BigIntObj> {
     ObjPtr::new_inplace(BigIntObj { size: words.len() as u64 }, words)
@@ -416,6 +438,20 @@ mod tests {
     /// header, whose offsets are 8 more).
     fn offset<T>(header: *mut ObjectHeader, field: *const T) -> usize {
         field as usize - crate::runtime::object::legacy::handle(header) as usize
+    }
+
+    #[test]
+    fn big_ints_order_by_value() {
+        use std::cmp::Ordering::*;
+        let (two_64, minus_two_64) = ([0i64, 1], [0i64, -1]);
+        assert_eq!(compare_big_ints(&two_64, &[1, 1]), Less);
+        assert_eq!(compare_big_ints(&minus_two_64, &two_64), Less);
+        assert_eq!(compare_big_ints(&[-1, -1, 5], &two_64), Greater, "more words, positive: larger");
+        assert_eq!(compare_big_ints(&[0, 0, -5], &minus_two_64), Less, "more words, negative: smaller");
+        assert_eq!(compare_big_ints(&[-1, 0], &[1, 0]), Greater, "lower words compare unsigned");
+        assert_eq!(compare_big_ints(&two_64, &two_64), Equal);
+        let words = big_int_words(&big_int(vec![0, 1, 0]).to_object_ref()).unwrap();
+        assert_eq!(words, vec![0, 1], "read back normalized");
     }
 
     #[test]

@@ -86,6 +86,16 @@ impl Error {
             _ => Error::from_text(format!("{ctx}: {}", self.0.text)),
         }
     }
+    /// This error under a heading, keeping its kind: `Kind: heading:` then the message on the
+    /// next line, each of its lines indented by two spaces (how tvm-ffi nests an error in one
+    /// about the value that caused it).
+    pub fn nested(self, heading: impl fmt::Display) -> Self {
+        let kind = match self.0.text.split_once(": ") {
+            Some((kind, _)) if has_kind_prefix(&self.0.text) => kind,
+            _ => "TVMError",
+        };
+        Self::with_kind(kind, format!("{heading}:\n  {}", self.detail().replace('\n', "\n  ")))
+    }
     pub fn message(&self) -> &str {
         &self.0.text
     }
@@ -238,6 +248,13 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nested_errors_keep_their_kind_and_indent_their_lines() {
+        let e = Error::value("expected int\n  got None").nested("T.__ffi_init__() field 'x'");
+        assert_eq!(e.message(), "ValueError: T.__ffi_init__() field 'x':\n  expected int\n    got None");
+        assert_eq!(Error::raw("plain").nested("h").message(), "TVMError: h:\n  plain");
+    }
 
     #[test]
     fn panic_messages_of_each_payload() {

@@ -346,34 +346,60 @@ pub(crate) fn globals() -> Vec<Global> {
     g
 }
 
+/// How tvm-ffi names the target of a failed `__ffi_convert__` (its C++ type's `TypeStr`).
+fn convert_target_name(target: u32) -> String {
+    match target {
+        type_index::STRING => "str".into(),
+        type_index::BYTES => "bytes".into(),
+        type_index::FFI_ARRAY => "Array<Any>".into(),
+        type_index::FFI_MAP => "Map<Any, Any>".into(),
+        type_index::LIST => "List<Any>".into(),
+        type_index::DICT => "Dict<Any, Any>".into(),
+        _ => super::object::type_index_to_key(target).unwrap_or_else(|_| format!("type index {target}")),
+    }
+}
+
+/// The error of a value that does not convert to `target`, naming the value's tvm-ffi type.
+fn cannot_cast(v: &Value, target: u32) -> Error {
+    let index = v.ffi_type_index();
+    let from = super::object::type_index_to_key(index as u32).unwrap_or_else(|_| format!("type index {index}"));
+    Error::type_error(format!("Cannot cast from `{from}` to `{}`", convert_target_name(target)))
+}
+
+/// Whether `v` already is a `target` as tvm-ffi's C++ reference type takes it: an object of the
+/// type or one derived from it, or None where that type is nullable (`ObjectRef`, `Function`,
+/// `Tensor`).
+fn already_converted(target: u32, v: &Value) -> bool {
+    let index = match v {
+        Value::Null => return matches!(target, type_index::ROOT | type_index::PACKED_FUNC | type_index::NDARRAY),
+        Value::Object(_) | Value::Func(_) | Value::NDArray(_) | Value::Module(_) => v.ffi_type_index() as u32,
+        _ => return false,
+    };
+    index == target || super::object::derived_from(index, target).unwrap_or(false)
+}
+
 /// The value `v` as an object of static type `target`, tvm-ffi's `__ffi_convert__` of that type:
-/// an object of the type itself as is, and the conversions tvm-ffi's C++ types allow (an array
-/// or list of integers to a shape, arrays and lists into each other, maps and dicts into each
-/// other, text to a string object).
+/// a `target` as is, and the conversions tvm-ffi's C++ types allow (an array or list of
+/// integers to a shape, arrays and lists into each other, maps and dicts into each other, text
+/// to a string object, bytes to bytes).
 fn convert_to(target: u32, v: Value) -> Result<Value> {
-    use super::ffi_containers::{map_items, sequence_items, text_of};
+    use super::ffi_containers::{bytes_of, map_items, sequence_items, text_of};
+    if already_converted(target, &v) {
+        return Ok(v);
+    }
+    let mismatch = || cannot_cast(&v, target);
     let o = match &v {
-        Value::Object(o) if o.type_index() == target || target == type_index::ROOT => return Ok(v),
-        Value::Func(_) if target == type_index::PACKED_FUNC => return Ok(v),
-        Value::NDArray(_) if target == type_index::NDARRAY => return Ok(v),
-        Value::Module(_) if target == type_index::ROOT => return Ok(v),
         Value::Object(o) => Some(o.clone()),
         _ => None,
-    };
-    let mismatch = || {
-        Error::type_error(format!(
-            "cannot convert {} to {}",
-            v.type_name(),
-            super::object::type_index_to_key(target).unwrap_or_default()
-        ))
     };
     let items = || -> Result<Vec<Value>> { o.as_ref().map(sequence_items).transpose()?.flatten().ok_or_else(mismatch) };
     let owned = |xs: Vec<Value>| xs.into_iter().map(Value::into_any).collect::<Vec<_>>();
     Ok(Value::Object(match target {
         type_index::STRING => {
             let t = text_of(&v).ok_or_else(mismatch)?;
-            super::container::string_object(&String::from_utf8_lossy(&t))
+            return Ok(Value::Str(String::from_utf8_lossy(&t).into_owned()));
         }
+        type_index::BYTES => return Ok(Value::Bytes(bytes_of(&v).ok_or_else(mismatch)?.into_owned())),
         type_index::SHAPE_TUPLE => {
             let dims = items()?.iter().map(|d| d.as_int()).collect::<Result<Vec<_>>>().map_err(|_| mismatch())?;
             super::container::shape_object(&dims)
@@ -410,12 +436,68 @@ pub(crate) fn install_converters() -> Result<()> {
         t::LIST,
         t::DICT,
     ] {
-        let f = Value::Func(PackedFunc::from_typed(move |args| convert_to(target, args.to_value(0)?))).into_any();
-        // SAFETY: an owned function value, copied by the column, released after.
-        let rc = unsafe { super::reflection::register_attr(target, b"__ffi_convert__", &f) };
-        // SAFETY: owned above.
-        unsafe { release_any(&f) };
-        rc?;
+        let f = PackedFunc::from_typed(move |args| convert_to(target, args.to_value(0)?));
+        super::reflection::register_func_attr(target, b"__ffi_convert__", f)?;
     }
-    Ok(())
+    install_big_int_keys()
+}
+
+/// Big integers as keys compare and hash by value (tvm-ffi's `__any_equal__` and
+/// `__any_hash__` of `ffi.BigInt`, which its C++ map code reads too).
+fn install_big_int_keys() -> Result<()> {
+    use super::container::big_int_words;
+    let words = |args: &Args<'_>, i: usize| -> Result<Vec<i64>> {
+        big_int_words(&args.object(i)?).ok_or_else(|| Error::type_error(format!("argument {i} is not an ffi.BigInt")))
+    };
+    let eq = PackedFunc::from_typed(move |args| Ok(Value::Bool(words(&args, 0)? == words(&args, 1)?)));
+    let hash = PackedFunc::from_typed(|args| Ok(Value::Int(super::ffi_recursive::hash(&args.to_value(0)?)? as i64)));
+    super::reflection::register_func_attr(type_index::BIG_INT, b"__any_equal__", eq)?;
+    super::reflection::register_func_attr(type_index::BIG_INT, b"__any_hash__", hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape_of(dims: &[i64]) -> Value {
+        Value::Object(super::super::container::shape_object(dims))
+    }
+
+    #[test]
+    fn convert_takes_objects_of_the_type_and_its_subtypes_as_they_are() {
+        let f = PackedFunc::from_typed(|_| Ok(Value::Null));
+        assert!(matches!(convert_to(type_index::ROOT, Value::Func(f)), Ok(Value::Func(_))));
+        assert!(matches!(convert_to(type_index::ROOT, Value::Null), Ok(Value::Null)));
+        assert!(convert_to(type_index::SHAPE_TUPLE, Value::Null).is_err());
+        assert!(matches!(convert_to(type_index::BYTES, Value::Bytes(b"b".to_vec())), Ok(Value::Bytes(_))));
+    }
+
+    #[test]
+    fn big_int_keys_are_equal_by_value() {
+        super::super::builtins::install();
+        let big = |w: Vec<i64>| Value::Object(super::super::container::big_int(w).to_object_ref());
+        assert!(any_equal(&big(vec![3, 1]), &big(vec![3, 1])));
+        assert!(!any_equal(&big(vec![3, 1]), &big(vec![4, 1])));
+        let hook = super::super::reflection::attr(b"__any_hash__", type_index::BIG_INT);
+        let Some(Value::Func(h)) = hook else { panic!("a hash function") };
+        assert_eq!(
+            h.call(&[big(vec![3, 1])]).unwrap().as_int().unwrap(),
+            h.call(&[big(vec![3, 1])]).unwrap().as_int().unwrap()
+        );
+    }
+
+    #[test]
+    fn failed_conversions_name_both_types_as_tvm_ffi_does() {
+        let items = vec![Value::Str("x".into()).into_any()];
+        let array =
+            Value::Object(ObjPtr::new(super::super::container::FfiArrayObj::new(items).unwrap()).to_object_ref());
+        let message = |target, v| convert_to(target, v).unwrap_err().message().to_string();
+        assert_eq!(message(type_index::SHAPE_TUPLE, array), "TypeError: Cannot cast from `ffi.Array` to `ffi.Shape`");
+        assert_eq!(message(type_index::FFI_ARRAY, Value::Int(1)), "TypeError: Cannot cast from `int` to `Array<Any>`");
+        assert_eq!(message(type_index::STRING, shape_of(&[1])), "TypeError: Cannot cast from `ffi.Shape` to `str`");
+        assert_eq!(
+            message(type_index::ROOT, Value::Str("s".into())),
+            "TypeError: Cannot cast from `ffi.SmallStr` to `ffi.Object`"
+        );
+    }
 }

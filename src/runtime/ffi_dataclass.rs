@@ -49,9 +49,8 @@ impl InitPlan {
 
     fn set(&self, obj: &ObjectRef, i: usize, v: Value, done: &mut [bool]) -> Result<()> {
         let f = &self.fields[i];
-        set_field(obj.as_header(), f, v).map_err(|e| {
-            Error::type_error(format!("{}.__ffi_init__() field '{}': {}", self.type_key, name(f), e.message()))
-        })?;
+        set_field(obj.as_header(), f, v)
+            .map_err(|e| e.nested(format!("{}.__ffi_init__() field '{}'", self.type_key, name(f))))?;
         done[i] = true;
         Ok(())
     }
@@ -99,8 +98,9 @@ impl InitPlan {
     fn fill_defaults(&self, obj: &ObjectRef, done: &[bool]) -> Result<()> {
         for (i, f) in self.fields.iter().enumerate().filter(|(i, _)| !done[*i]) {
             if f.flags & HAS_DEFAULT != 0 {
-                set_default(obj.as_header(), f)
-                    .map_err(|e| self.type_error(format!("default for field '{}': {}", name(f), e.message())))?;
+                set_default(obj.as_header(), f).map_err(|e| {
+                    e.nested(format!("{}.__ffi_init__() default for field '{}'", self.type_key, name(f)))
+                })?;
             } else if f.flags & INIT_OFF == 0 {
                 let kind = if f.flags & KW_ONLY != 0 { "keyword-only argument" } else { "argument" };
                 return Err(self.type_error(format!("missing required {kind}: '{}'", name(f))));
@@ -122,12 +122,7 @@ fn make_init(index: u32) -> Result<PackedFunc> {
 }
 
 fn register_attr(index: u32, attr: &str, f: PackedFunc) -> Result<()> {
-    let a = Value::Func(f).into_any();
-    // SAFETY: an owned function value, copied by the registry, released after.
-    let rc = unsafe { super::reflection::register_attr(index, attr.as_bytes(), &a) };
-    // SAFETY: owned above.
-    unsafe { object::release_any(&a) };
-    rc
+    super::reflection::register_func_attr(index, attr.as_bytes(), f)
 }
 
 fn type_arg(args: &Args<'_>, i: usize) -> Result<u32> {

@@ -15,8 +15,8 @@ use crate::abi::TVMFFIAny;
 use std::collections::HashMap;
 
 /// What a copy has made so far: copies by original, arrays and maps being copied (met again
-/// inside themselves through a list or dict, they stand for themselves until the end), and the
-/// lists and dicts made (fixed up then).
+/// inside themselves through a list, a dict or an object, they stand for themselves until the
+/// end), and the lists, dicts and objects made (fixed up then).
 #[derive(Default)]
 struct Memo {
     done: HashMap<usize, Value>,
@@ -43,10 +43,12 @@ fn copy_of(v: &Value, memo: &Memo) -> Option<Value> {
     }
 }
 
-/// Replaces originals left in the copied lists and dicts by their copies.
+/// Replaces originals left in the copied lists, dicts and objects by their copies.
 fn fix_placeholders(memo: &Memo) -> Result<()> {
     for c in &memo.mutable {
-        if let Some(l) = c.downcast::<ListObj>() {
+        if !matches!(c.type_index(), ti::LIST | ti::DICT) {
+            fix_fields(c, memo)?;
+        } else if let Some(l) = c.downcast::<ListObj>() {
             let items = l.with(|c| c.items().iter().map(view).collect::<Result<Vec<_>>>())?;
             for (i, v) in items.iter().enumerate() {
                 if let Some(copy) = copy_of(v, memo) {
@@ -67,6 +69,17 @@ fn fix_placeholders(memo: &Memo) -> Result<()> {
                     super::ffi_containers::dict_set(&d, k.into_any(), v.into_any())?;
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+/// Points the object fields of a copied object that still hold an original at its copy.
+fn fix_fields(copy: &ObjectRef, memo: &Memo) -> Result<()> {
+    for f in &all_fields(copy.type_index())? {
+        let v = get_field(copy.as_header(), f)?;
+        if let Some(c) = copy_of(&v, memo) {
+            set_field(copy.as_header(), f, c)?;
         }
     }
     Ok(())
@@ -183,6 +196,7 @@ fn copy_reflected(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
     }
     let copy = shallow_copy(o)?;
     memo.done.insert(o.as_header() as usize, Value::Object(copy.clone()));
+    memo.mutable.push(copy.clone());
     for f in &all_fields(o.type_index())? {
         if let v @ Value::Object(_) = get_field(copy.as_header(), f)? {
             set_field(copy.as_header(), f, copy_value(&v, memo)?)?;
@@ -193,4 +207,44 @@ fn copy_reflected(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
 
 pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
     vec![("ffi.DeepCopy", PackedFunc::from_typed(|args| deep_copy(&args.to_value(0)?)))]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::ffi_records::{new_record, set_field as set_record_field};
+
+    fn first_item(array: &Value) -> ObjectRef {
+        let Value::Object(a) = array else { panic!("an array") };
+        let a = a.downcast::<FfiArrayObj>().expect("an array");
+        match view(&a.items()[0]).unwrap() {
+            Value::Object(o) => o,
+            other => panic!("an object, not {other:?}"),
+        }
+    }
+
+    fn header(v: &Value) -> usize {
+        match v {
+            Value::Object(o) => o.as_header() as usize,
+            other => panic!("an object, not {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_object_pointing_back_at_its_array_points_at_the_copy() {
+        let step = new_record("ffi.reflection.AccessStep").unwrap();
+        let items = vec![Value::Object(step.to_object_ref()).into_any()];
+        let array = Value::Object(ObjPtr::new(FfiArrayObj::new(items).unwrap()).to_object_ref());
+        set_record_field(&step, "key", array.clone()).unwrap();
+
+        let copy = deep_copy(&array).unwrap();
+        let step_copy = first_item(&copy);
+        assert_ne!(step_copy.as_header(), step.to_object_ref().as_header());
+        let back = get_field(step_copy.as_header(), &all_fields(step_copy.type_index()).unwrap()[1]).unwrap();
+        assert_eq!(header(&back), header(&copy), "the copy refers to the copied array");
+        assert_ne!(header(&back), header(&array));
+        // Break both cycles so the objects are freed.
+        set_record_field(&step, "key", Value::Int(0)).unwrap();
+        set_field(step_copy.as_header(), &all_fields(step_copy.type_index()).unwrap()[1], Value::Int(0)).unwrap();
+    }
 }

@@ -8,6 +8,7 @@
 //! `__ffi_eq__` / `__ffi_compare__` / `__ffi_hash__` hooks. An object met again inside itself is
 //! a cycle: equal when testing equality, an error when ordering.
 
+use super::container::{big_int_words, compare_big_ints};
 use super::error::{Error, Result};
 use super::ffi_containers::{bytes_of, map_items, sequence_items, text_of};
 use super::object::{type_index as ti, ObjectRef};
@@ -157,6 +158,9 @@ impl Walk {
         if let (Some(a), Some(b)) = (shape_dims(x), shape_dims(y)) {
             return Ok(a.cmp(&b));
         }
+        if let (Some(a), Some(b)) = (big_int_words(x), big_int_words(y)) {
+            return Ok(compare_big_ints(&a, &b));
+        }
         let pair = (x.as_header() as usize, y.as_header() as usize);
         if self.comparing.contains(&pair) {
             return if self.eq_only {
@@ -302,6 +306,11 @@ impl Walk {
             return Ok(dims
                 .iter()
                 .fold(combine(ti::SHAPE_TUPLE as u64, dims.len() as u64), |h, d| combine(h, *d as u64)));
+        }
+        if let Some(words) = big_int_words(o) {
+            return Ok(words
+                .iter()
+                .fold(combine(ti::BIG_INT as u64, words.len() as u64), |h, w| combine(h, *w as u64)));
         }
         self.hashing.push(at);
         let h = self.hash_contents(o);

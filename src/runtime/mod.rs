@@ -16,6 +16,7 @@ pub mod dtype;
 pub mod elf;
 pub mod env_capi;
 pub mod error;
+pub mod ffi_backtrace;
 pub mod ffi_container_globals;
 pub mod ffi_containers;
 pub mod ffi_dataclass;

@@ -827,9 +827,14 @@ static TYPES: Lazy<RwLock<TypeTable>> = Lazy::new(|| {
     RwLock::new(t)
 });
 
-/// Every registered type key (tvm-ffi's vocabulary), in index order.
+/// The registered type keys tvm-ffi lists (`ffi.GetRegisteredTypeKeys`), in index order: every
+/// type but TVM 0.18's own static ones (`Array`, `Map`, `runtime.ADT`, ...), which tvm-ffi has
+/// no type for. Those still resolve by key and index, for TVM 0.18's frontends.
 pub fn type_keys() -> Vec<String> {
-    TYPES.read().entries.iter().flatten().map(|e| e.key.clone()).collect()
+    let tvm_018_only = type_index::ARRAY..type_index::DYNAMIC_BEGIN;
+    let t = TYPES.read();
+    let entries = t.entries.iter().enumerate().filter(|(i, _)| !tvm_018_only.contains(&(*i as u32)));
+    entries.filter_map(|(_, e)| e.as_ref().map(|e| e.key.clone())).collect()
 }
 
 /// Index of a registered type key (either vocabulary).
@@ -984,6 +989,19 @@ mod tests {
         fn drop(&mut self) {
             DROPS.fetch_add(1, Ordering::SeqCst);
         }
+    }
+
+    #[test]
+    fn tvm_ffi_lists_its_own_type_keys_and_tvm_018_keys_still_resolve() {
+        let keys = type_keys();
+        assert!(keys.iter().any(|k| k == "ffi.Object") && keys.iter().any(|k| k == "ObjectRValueRef"));
+        for only_018 in ["Array", "Map", "runtime.ADT", "runtime.Closure", "runtime.DiscoDRef"] {
+            assert!(!keys.iter().any(|k| k == only_018), "{only_018} is listed");
+            assert!(type_key_to_index(only_018).is_ok(), "{only_018} does not resolve");
+        }
+        let dynamic = register_type("testing.type_keys_probe", type_index::ROOT).unwrap();
+        assert!(dynamic >= type_index::DYNAMIC_BEGIN);
+        assert!(type_keys().iter().any(|k| k == "testing.type_keys_probe"));
     }
 
     #[test]

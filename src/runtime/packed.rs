@@ -862,6 +862,32 @@ impl Value {
         v
     }
 
+    /// The tvm-ffi type index [`Value::into_any`] gives this value (short strings and bytes are
+    /// inline kinds, objects their own type's index).
+    pub fn ffi_type_index(&self) -> i32 {
+        use super::object::type_index as ti;
+        let object = |index: u32| index as i32;
+        match self {
+            Value::Null => fti::NONE,
+            Value::Int(_) => fti::INT,
+            Value::Bool(_) => fti::BOOL,
+            Value::Float(_) => fti::FLOAT,
+            Value::Handle(_) => fti::OPAQUE_PTR,
+            Value::DataType(_) => fti::DATA_TYPE,
+            Value::Device(_) => fti::DEVICE,
+            Value::DLTensor(_) => fti::DLTENSOR_PTR,
+            Value::Str(s) if s.len() <= 7 => fti::SMALL_STR,
+            Value::RawStr(s) if s.as_bytes().len() <= 7 => fti::SMALL_STR,
+            Value::Str(_) | Value::RawStr(_) => object(ti::STRING),
+            Value::Bytes(b) if b.len() <= 7 => fti::SMALL_BYTES,
+            Value::Bytes(_) => object(ti::BYTES),
+            Value::NDArray(_) => object(ti::NDARRAY),
+            Value::Func(_) => object(ti::PACKED_FUNC),
+            Value::Module(m) => object(m.clone().into_object().type_index()),
+            Value::Object(o) => object(o.type_index()),
+        }
+    }
+
     /// This value as an owned `TVMFFIAny`: objects carry one reference; strings and bytes of up
     /// to 7 bytes are held inline, longer ones become `ffi.String` / `ffi.Bytes` objects.
     pub fn into_any(self) -> TVMFFIAny {

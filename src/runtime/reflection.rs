@@ -79,12 +79,20 @@ static REFLECTION: Lazy<Mutex<Reflection>> = Lazy::new(|| {
 });
 
 /// A copy of a value that owns what it points to (tvm-ffi's `AnyViewToOwnedAny`): a raw string
-/// or byte array becomes an object, an object gets a new reference.
+/// or byte array becomes an object, an object gets a new reference, and an rvalue reference
+/// gives up its object: the reference it held moves to the copy and its slot is cleared.
 ///
 /// # Safety
-/// `view` must be a valid view (its pointers valid, its object live).
+/// `view` must be a valid view (its pointers valid, its object live; an rvalue reference points
+/// to a writable slot holding an owned object pointer or NULL).
 pub unsafe fn owned_any(view: &TVMFFIAny) -> Result<TVMFFIAny> {
     Ok(match view.type_index {
+        fti::OBJECT_RVALUE_REF => {
+            // SAFETY: a valid rvalue reference (caller contract).
+            let header = unsafe { take_moved_object(view)? };
+            // SAFETY: a live object, whose reference is now ours.
+            TVMFFIAny::ptr(unsafe { (*header).type_index } as i32, header as *const std::ffi::c_void)
+        }
         t if t >= fti::STATIC_OBJECT_BEGIN && !view.as_ptr().is_null() => {
             // SAFETY: a live object (caller contract).
             unsafe { object::retain(view.as_ptr() as *mut ObjectHeader) };
@@ -94,6 +102,25 @@ pub unsafe fn owned_any(view: &TVMFFIAny) -> Result<TVMFFIAny> {
         fti::RAW_STR | fti::BYTE_ARRAY_PTR => unsafe { Value::from_any_view(view)? }.into_any(),
         _ => *view,
     })
+}
+
+/// The object an rvalue reference holds, with the reference its slot owned (the slot is
+/// cleared, so it moves once).
+///
+/// # Safety
+/// `view` is an rvalue reference: NULL or a pointer to a writable slot holding NULL or an owned
+/// object pointer.
+unsafe fn take_moved_object(view: &TVMFFIAny) -> Result<*mut ObjectHeader> {
+    let slot = view.as_ptr() as *mut *mut ObjectHeader;
+    if slot.is_null() {
+        return Err(Error::value("an ObjectRValueRef with no object slot"));
+    }
+    // SAFETY: a writable slot (caller contract).
+    let header = unsafe { std::mem::replace(&mut *slot, std::ptr::null_mut()) };
+    if header.is_null() {
+        return Err(Error::value("RValueRef already moved"));
+    }
+    Ok(header)
 }
 
 impl Reflection {
@@ -326,6 +353,16 @@ pub unsafe fn register_attr(index: u32, name: &[u8], value: &TVMFFIAny) -> Resul
     unsafe { REFLECTION.lock().add_attr(index, name, value) }
 }
 
+/// [`register_attr`] with a function as the value.
+pub fn register_func_attr(index: u32, name: &[u8], f: super::packed::PackedFunc) -> Result<()> {
+    let a = Value::Func(f).into_any();
+    // SAFETY: an owned function value, copied by the column, released after.
+    let rc = unsafe { register_attr(index, name, &a) };
+    // SAFETY: owned above, released once.
+    unsafe { object::release_any(&a) };
+    rc
+}
+
 impl Reflection {
     /// See [`register_attr`].
     ///
@@ -383,4 +420,28 @@ pub fn attr(name: &[u8], index: u32) -> Option<Value> {
     let v = r.columns.get(name)?.data.get(index as usize)?;
     // SAFETY: an owned value the column holds (a live object, if one).
     (v.type_index != fti::NONE).then(|| unsafe { Value::from_any_view(v) }.ok()).flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_rvalue_reference_moves_its_object_once() {
+        let o = super::super::container::shape_object(&[1, 2]);
+        let mut slot = o.clone().into_raw();
+        let view = TVMFFIAny::ptr(fti::OBJECT_RVALUE_REF, &mut slot as *mut *mut ObjectHeader as *const _);
+        // SAFETY: `slot` holds an owned reference and outlives both calls.
+        let owned = unsafe { owned_any(&view) }.unwrap();
+        assert!(slot.is_null(), "the slot gave its reference up");
+        assert_eq!(owned.type_index, o.type_index() as i32);
+        assert_eq!(owned.as_ptr() as *mut ObjectHeader, o.as_header());
+        // SAFETY: a live object.
+        assert_eq!(unsafe { object::strong_count(o.as_header()) }, 2, "moved, not copied");
+        // SAFETY: as above; the slot is empty now.
+        let again = unsafe { owned_any(&view) };
+        assert!(again.is_err_and(|e| e.message().contains("already moved")));
+        // SAFETY: the moved reference, released once.
+        unsafe { object::release_any(&owned) };
+    }
 }
