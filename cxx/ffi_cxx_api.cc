@@ -64,6 +64,16 @@ class HostedModule final : public ModuleObj {
   Optional<String> GetFunctionMetadata(const String& name) final {
     return Text("ffi.ModuleGetFunctionMetadata", name);
   }
+  int GetPropertyMask() const final { return Global("ffi.ModuleGetPropertyMask")(inner_).cast<int>(); }
+  String InspectSource(const String& format) const final {
+    return Global("ffi.ModuleInspectSource")(inner_, format).cast<String>();
+  }
+  Array<String> GetWriteFormats() const final {
+    return Global("ffi.ModuleGetWriteFormats")(inner_).cast<Array<String>>();
+  }
+  void WriteToFile(const String& file_name, const String& format) const final {
+    Global("ffi.ModuleWriteToFile")(inner_, file_name, format);
+  }
   void ImportModule(const Module& other) final { Global("ffi.ModuleImportModule")(inner_, other); }
   void ClearImports() final { Global("ffi.ModuleClearImports")(inner_); }
   const ObjectRef& inner() const { return inner_; }
@@ -99,6 +109,16 @@ class RuntimeModuleView final : public ModuleObj {
   }
   Optional<String> GetFunctionMetadata(const String& name) final {
     return Global("ffi.ModuleGetFunctionMetadata")(Self(), name, false).cast<Optional<String>>();
+  }
+  int GetPropertyMask() const final { return Global("ffi.ModuleGetPropertyMask")(Self()).cast<int>(); }
+  String InspectSource(const String& format) const final {
+    return Global("ffi.ModuleInspectSource")(Self(), format).cast<String>();
+  }
+  Array<String> GetWriteFormats() const final {
+    return Global("ffi.ModuleGetWriteFormats")(Self()).cast<Array<String>>();
+  }
+  void WriteToFile(const String& file_name, const String& format) const final {
+    Global("ffi.ModuleWriteToFile")(Self(), file_name, format);
   }
 
  private:
@@ -340,6 +360,28 @@ extern "C" int tvmrt_cxx_module_get_function(TVMFFIObjectHandle module, const ch
   return Guarded([&] {
     tvm::ffi::Optional<tvm::ffi::Function> f = AsModule(module)->GetFunction(tvm::ffi::String(name, len));
     *out = f.has_value() ? tvm::ffi::details::ObjectUnsafe::MoveObjectRefToTVMFFIObjectPtr(std::move(*f)) : nullptr;
+  });
+}
+
+// One of the module's virtual functions taking up to two strings, its result moved into `*out`:
+// 0 GetFunctionDoc(a), 1 GetFunctionMetadata(a), 2 GetPropertyMask(), 3 InspectSource(a),
+// 4 GetWriteFormats(), 5 WriteToFile(a, b).
+extern "C" int tvmrt_cxx_module_query(TVMFFIObjectHandle module, int what, const char* a, size_t a_len,
+                                      const char* b, size_t b_len, TVMFFIAny* out) {
+  return Guarded([&] {
+    tvm::ffi::ModuleObj* m = AsModule(module);
+    tvm::ffi::String first(a, a_len), second(b, b_len);
+    tvm::ffi::Any result;
+    switch (what) {
+      case 0: result = m->GetFunctionDoc(first); break;
+      case 1: result = m->GetFunctionMetadata(first); break;
+      case 2: result = m->GetPropertyMask(); break;
+      case 3: result = m->InspectSource(first); break;
+      case 4: result = m->GetWriteFormats(); break;
+      case 5: m->WriteToFile(first, second); break;
+      default: TVM_FFI_THROW(ValueError) << "unknown module query " << what;
+    }
+    *out = tvm::ffi::details::AnyUnsafe::MoveAnyToTVMFFIAny(std::move(result));
   });
 }
 

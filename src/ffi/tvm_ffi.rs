@@ -346,8 +346,7 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
     num_args: i32,
     result: *mut TVMFFIAny,
 ) -> c_int {
-    // Hot path: a live function object (not checked in the default mode, as in tvm-ffi). It
-    // needs no stack frame: everything else is a tail call to the checked path.
+    // Hot path: a live function object (not checked in the default mode, as in tvm-ffi).
     if !func.is_null() && !result.is_null() && UNCHECKED_CALLS.load(Ordering::Relaxed) {
         // SAFETY: a live object (caller contract): its header is readable.
         if unsafe { (*(func as *mut ObjectHeader)).type_index } == type_index::PACKED_FUNC {
@@ -355,28 +354,6 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
             return unsafe { cell_call(func)(func, args, num_args, result) };
         }
     }
-    // SAFETY: the caller's contract, passed on.
-    unsafe { checked_function_call(func, args, num_args, result) }
-}
-
-/// Whether `TVMFFIFunctionCall` may skip the handle checks: a copy of the handle mode private to
-/// this file, so the hot path reads it with one load (the mode itself is reachable from other
-/// crates, which costs a second load through the GOT). Set by the first checked call.
-static UNCHECKED_CALLS: AtomicBool = AtomicBool::new(false);
-
-/// `TVMFFIFunctionCall` off its hot path: the handle checked (and looked up in the checked
-/// mode) before the call, behind the panic boundary.
-///
-/// # Safety
-/// As `TVMFFIFunctionCall`.
-#[cold]
-#[inline(never)]
-unsafe extern "C" fn checked_function_call(
-    func: *mut c_void,
-    args: *mut TVMFFIAny,
-    num_args: i32,
-    result: *mut TVMFFIAny,
-) -> c_int {
     ffi_boundary!("TVMFFIFunctionCall", {
         check_not_null!(result);
         // SAFETY: the caller's contract.
@@ -388,6 +365,11 @@ unsafe extern "C" fn checked_function_call(
         Ok(unsafe { cell_call(func)(func, args, num_args, result) })
     })
 }
+
+/// Whether `TVMFFIFunctionCall` may skip the handle checks: a copy of the handle mode private to
+/// this file, so the hot path reads it with one load (the mode itself is reachable from other
+/// crates, which costs a second load through the GOT). Set by the first checked call.
+static UNCHECKED_CALLS: AtomicBool = AtomicBool::new(false);
 
 /// Look up a global function: `*out` is an owned handle, or NULL when the name is unknown.
 ///

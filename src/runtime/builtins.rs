@@ -1,11 +1,12 @@
 //! Global packed functions the runtime installs itself, above everything they call: the
 //! registry below knows none of them; the crate's `init` installs them with [`install`].
 
-use super::container::{map_object, MapObj};
+use super::container::{map_object, FfiArrayObj, MapObj};
 use super::error::{Error, Result};
 use super::library::system_lib;
 use super::ndarray::NDArray;
-use super::packed::{Args, Module, PackedFunc, Value};
+use super::object::ObjPtr;
+use super::packed::{Args, FunctionText, Module, PackedFunc, Value};
 use super::params::{load_params, save_params};
 use super::registry;
 
@@ -278,7 +279,57 @@ fn ffi_module_globals() -> Vec<(&'static str, PackedFunc)> {
             }),
         ),
         ("ffi.SystemLib", PackedFunc::from_typed(system_lib_global)),
+        ("ffi.ModuleGetFunctionDoc", function_text_global(FunctionText::Doc)),
+        ("ffi.ModuleGetFunctionMetadata", function_text_global(FunctionText::Metadata)),
+        (
+            "ffi.ModuleGetPropertyMask",
+            PackedFunc::from_typed(|args| Ok(Value::Int(args.module(0)?.node().property_mask()))),
+        ),
+        (
+            "ffi.ModuleInspectSource",
+            PackedFunc::from_typed(|args| {
+                let format = if args.len() > 1 { args.string(1)? } else { String::new() };
+                Ok(Value::Str(args.module(0)?.node().inspect_source(&format)?))
+            }),
+        ),
+        (
+            "ffi.ModuleGetWriteFormats",
+            PackedFunc::from_typed(|args| {
+                let formats = args.module(0)?.node().write_formats()?;
+                let items = formats.into_iter().map(|f| Value::Str(f).into_any()).collect();
+                Ok(Value::Object(ObjPtr::new(FfiArrayObj::new(items)?).to_object_ref()))
+            }),
+        ),
+        (
+            "ffi.ModuleWriteToFile",
+            PackedFunc::from_typed(|args| {
+                args.module(0)?.node().write_to_file(&args.string(1)?, &args.string(2)?)?;
+                Ok(Value::Null)
+            }),
+        ),
     ]
+}
+
+/// `ffi.ModuleGetFunctionDoc` / `ffi.ModuleGetFunctionMetadata(module, name, query_imports)`:
+/// the module's own text of the function, else (when asked) the first import's, else None.
+fn function_text_global(which: FunctionText) -> PackedFunc {
+    fn find(m: &Module, which: FunctionText, name: &str, query_imports: bool) -> Result<Option<String>> {
+        if let Some(text) = m.node().function_text(which, name)? {
+            return Ok(Some(text));
+        }
+        if query_imports {
+            for import in m.imports() {
+                if let Some(text) = find(&import, which, name, true)? {
+                    return Ok(Some(text));
+                }
+            }
+        }
+        Ok(None)
+    }
+    PackedFunc::from_typed(move |args| {
+        let query_imports = args.len() > 2 && flag(&args, 2)?;
+        Ok(find(&args.module(0)?, which, &args.string(1)?, query_imports)?.map_or(Value::Null, Value::Str))
+    })
 }
 
 #[cfg(test)]
@@ -300,6 +351,31 @@ mod tests {
         remove.call(&[Value::Module(m.clone())]).unwrap();
         assert_eq!(held(), 0);
         assert!(add.call(&[Value::Int(1)]).is_err());
+    }
+
+    #[test]
+    fn module_introspection_globals() {
+        install();
+        let m = super::super::const_loader::load_metadata_module(&mut super::super::byteio::Reader::new(&[], "none"))
+            .unwrap();
+        let call = |name: &str, rest: Vec<Value>| {
+            let mut args = vec![Value::Module(m.clone())];
+            args.extend(rest);
+            require(name).unwrap().call(&args)
+        };
+        let mask = call("ffi.ModuleGetPropertyMask", vec![]).unwrap().as_int().unwrap();
+        assert_eq!(mask, super::super::packed::module_property::RUNNABLE);
+        assert!(
+            matches!(call("ffi.ModuleInspectSource", vec![Value::Str("c".into())]).unwrap(), Value::Str(s) if s.is_empty())
+        );
+        let formats = call("ffi.ModuleGetWriteFormats", vec![]).unwrap();
+        let Value::Object(o) = formats else { panic!("formats are not an array") };
+        assert_eq!(o.downcast::<FfiArrayObj>().unwrap().items().len(), 0);
+        let e = call("ffi.ModuleWriteToFile", vec![Value::Str("x.bin".into()), Value::Str("bin".into())]).unwrap_err();
+        assert!(e.message().contains("does not support WriteToFile"), "{e}");
+        for text in ["ffi.ModuleGetFunctionDoc", "ffi.ModuleGetFunctionMetadata"] {
+            assert!(matches!(call(text, vec![Value::Str("main".into()), Value::Bool(true)]).unwrap(), Value::Null));
+        }
     }
 
     #[test]

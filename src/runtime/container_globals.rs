@@ -2,7 +2,9 @@
 //! functions over the objects of [`container`](super::container), installed with the other
 //! built-in globals.
 
-use super::container::{array_object, map_object, shape_object, string_object, ArrayObj, MapObj, ShapeTupleObj};
+use super::container::{
+    array_object, map_object, shape_object, string_object, ArrayObj, FfiArrayObj, MapObj, ShapeTupleObj,
+};
 use super::error::{Error, Result};
 use super::object::{ObjPtr, ObjectRef};
 use super::packed::{Args, PackedFunc, Value};
@@ -29,9 +31,40 @@ fn map_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<MapObj>> {
         .ok_or_else(|| Error::type_error(format!("argument {i}: expected Map, got type index {}", o.type_index())))
 }
 
-fn array_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<ArrayObj>> {
+/// An array argument of TVM 0.18's `runtime.Array*` globals: TVM 0.18's `Array`, or tvm-ffi's
+/// `ffi.Array` (what this runtime hands tvm-ffi callers for the same thing, the Relax VM's tuples
+/// among them), read alike.
+enum ArrayArg {
+    Legacy(ObjPtr<ArrayObj>),
+    Ffi(ObjPtr<FfiArrayObj>),
+}
+
+impl ArrayArg {
+    fn len(&self) -> usize {
+        match self {
+            ArrayArg::Legacy(a) => a.tail().len(),
+            ArrayArg::Ffi(a) => a.items().len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<Result<Value>> {
+        match self {
+            ArrayArg::Legacy(a) => {
+                a.tail().get(i).map(|item| Ok(item.as_ref().map_or(Value::Null, |r| object_to_value(&r.get()))))
+            }
+            // SAFETY: the array's elements are owned values, alive while `a` is.
+            ArrayArg::Ffi(a) => a.items().get(i).map(|item| unsafe { Value::from_any_view(item) }),
+        }
+    }
+}
+
+fn array_arg(args: &Args<'_>, i: usize) -> Result<ArrayArg> {
     let o = args.object(i)?;
-    o.downcast::<ArrayObj>()
+    if let Some(a) = o.downcast::<ArrayObj>() {
+        return Ok(ArrayArg::Legacy(a));
+    }
+    o.downcast::<FfiArrayObj>()
+        .map(ArrayArg::Ffi)
         .ok_or_else(|| Error::type_error(format!("argument {i}: expected Array, got type index {}", o.type_index())))
 }
 
@@ -46,18 +79,16 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
                 Ok(Value::Object(array_object(items)))
             }),
         ),
-        ("runtime.ArraySize", PackedFunc::from_typed(|args| Ok(Value::Int(array_arg(&args, 0)?.tail().len() as i64)))),
+        ("runtime.ArraySize", PackedFunc::from_typed(|args| Ok(Value::Int(array_arg(&args, 0)?.len() as i64)))),
         (
             "runtime.ArrayGetItem",
             PackedFunc::from_typed(|args| {
                 let a = array_arg(&args, 0)?;
                 let i = args.int(1)?;
-                let n = a.tail().len();
                 usize::try_from(i)
                     .ok()
-                    .and_then(|i| a.tail().get(i))
-                    .map(|item| item.as_ref().map_or(Value::Null, |r| object_to_value(&r.get())))
-                    .ok_or_else(|| Error::index(format!("array index {i} out of range (size {n})")))
+                    .and_then(|i| a.get(i))
+                    .ok_or_else(|| Error::index(format!("array index {i} out of range (size {})", a.len())))?
             }),
         ),
         (
@@ -145,4 +176,37 @@ pub(crate) fn shape_globals() -> Vec<(&'static str, PackedFunc)> {
             }),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::object::type_index;
+
+    /// A TVM 0.18 `Array` handed to tvm-ffi code becomes an `ffi.Array` (nested ones too), and
+    /// TVM 0.18's globals read either kind.
+    #[test]
+    fn legacy_arrays_cross_into_tvm_ffi_as_ffi_arrays() {
+        let inner = array_object(vec![string_object("a string longer than seven")]);
+        let outer = array_object(vec![inner, shape_object(&[2, 3])]);
+        let any = Value::Object(outer).into_any();
+        assert_eq!(any.type_index, type_index::FFI_ARRAY as i32);
+        // SAFETY: an owned value just made; adopted once.
+        let Value::Object(o) = (unsafe { Value::adopt_any(any) }).unwrap() else { panic!("not an object") };
+        assert_eq!(o.type_index(), type_index::FFI_ARRAY);
+        let size = |o: &ObjectRef| {
+            let f = globals().into_iter().find(|(n, _)| *n == "runtime.ArraySize").unwrap().1;
+            f.call(&[Value::Object(o.clone())]).unwrap().as_int().unwrap()
+        };
+        let get = |o: &ObjectRef, i: i64| {
+            let f = globals().into_iter().find(|(n, _)| *n == "runtime.ArrayGetItem").unwrap().1;
+            f.call(&[Value::Object(o.clone()), Value::Int(i)])
+        };
+        assert_eq!(size(&o), 2);
+        let Value::Object(first) = get(&o, 0).unwrap() else { panic!("item 0 is not an object") };
+        assert_eq!(first.type_index(), type_index::FFI_ARRAY, "nested arrays convert too");
+        let text = get(&first, 0).unwrap();
+        assert_eq!(crate::runtime::ffi_containers::text_of(&text).as_deref(), Some(&b"a string longer than seven"[..]));
+        assert!(get(&o, 2).unwrap_err().message().contains("out of range (size 2)"));
+    }
 }

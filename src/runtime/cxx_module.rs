@@ -8,7 +8,8 @@
 use super::error::{error_from_callee, last_error_generation, Error, Result};
 use super::library::context_symbols;
 use super::object::{type_index, ObjectHeader, ObjectRef};
-use super::packed::{FuncObj, Module, ModuleNode, ModuleObj, PackedFunc};
+use super::packed::{FuncObj, FunctionText, Module, ModuleNode, ModuleObj, PackedFunc, Value};
+use crate::abi::TVMFFIAny;
 use std::any::Any;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
@@ -27,6 +28,26 @@ extern "C" {
         len: usize,
         out: *mut *mut ObjectHeader,
     ) -> c_int;
+    fn tvmrt_cxx_module_query(
+        module: *mut ObjectHeader,
+        what: c_int,
+        a: *const c_char,
+        a_len: usize,
+        b: *const c_char,
+        b_len: usize,
+        out: *mut TVMFFIAny,
+    ) -> c_int;
+}
+
+/// What [`CxxModule::query`] asks a C++ module (the `what` of `tvmrt_cxx_module_query`).
+#[derive(Clone, Copy)]
+enum Query {
+    FunctionDoc = 0,
+    FunctionMetadata = 1,
+    PropertyMask = 2,
+    InspectSource = 3,
+    WriteFormats = 4,
+    WriteToFile = 5,
 }
 
 /// Give the C++ part (`Module::VisitContextSymbols`) the context symbols' table.
@@ -64,6 +85,40 @@ impl CxxModule {
     pub fn object(&self) -> &ObjectRef {
         &self.obj
     }
+
+    /// One of the module's virtual functions that take up to two strings, its result owned.
+    fn query(&self, what: Query, a: &str, b: &str) -> Result<Value> {
+        let mut out = TVMFFIAny::NONE;
+        let generation = last_error_generation();
+        // SAFETY: a live C++ module object (held by `self.obj`); the strings are valid for their
+        // lengths; `out` is writable. The call catches every C++ exception.
+        let rc = unsafe {
+            tvmrt_cxx_module_query(
+                self.obj.as_header(),
+                what as c_int,
+                a.as_ptr().cast(),
+                a.len(),
+                b.as_ptr().cast(),
+                b.len(),
+                &mut out,
+            )
+        };
+        if rc != 0 {
+            return Err(raised(generation, "a module query"));
+        }
+        // SAFETY: the C++ side moved its result into `out`.
+        unsafe { Value::adopt_any(out) }
+    }
+
+    fn text(&self, what: Query, name: &str) -> Result<Option<String>> {
+        match self.query(what, name, "")? {
+            Value::Null => Ok(None),
+            Value::Str(s) => Ok(Some(s)),
+            v => {
+                Err(Error::type_error(format!("C++ module `{}`: expected a string, got {}", self.kind, v.type_name())))
+            }
+        }
+    }
 }
 
 impl ModuleNode for CxxModule {
@@ -89,6 +144,42 @@ impl ModuleNode for CxxModule {
         f.downcast::<FuncObj>().map(Some).ok_or_else(|| {
             Error::type_error(format!("C++ module `{}`: GetFunction(`{name}`) returned a non-function", self.kind))
         })
+    }
+
+    fn function_text(&self, which: FunctionText, name: &str) -> Result<Option<String>> {
+        self.text(if which == FunctionText::Doc { Query::FunctionDoc } else { Query::FunctionMetadata }, name)
+    }
+
+    fn property_mask(&self) -> i64 {
+        // A module whose mask cannot be read claims no property.
+        match self.query(Query::PropertyMask, "", "") {
+            Ok(Value::Int(mask)) => mask,
+            _ => 0,
+        }
+    }
+
+    fn inspect_source(&self, format: &str) -> Result<String> {
+        Ok(self.text(Query::InspectSource, format)?.unwrap_or_default())
+    }
+
+    fn write_formats(&self) -> Result<Vec<String>> {
+        let v = self.query(Query::WriteFormats, "", "")?;
+        let items = match &v {
+            Value::Object(o) => super::ffi_containers::sequence_items(o)?,
+            _ => None,
+        };
+        items
+            .ok_or_else(|| Error::type_error(format!("C++ module `{}`: GetWriteFormats gave no array", self.kind)))?
+            .into_iter()
+            .map(|f| match f {
+                Value::Str(s) => Ok(s),
+                v => Err(Error::type_error(format!("a write format is {}, not a string", v.type_name()))),
+            })
+            .collect()
+    }
+
+    fn write_to_file(&self, file: &str, format: &str) -> Result<()> {
+        self.query(Query::WriteToFile, file, format).map(drop)
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -7,7 +7,7 @@
 
 use super::error::{error_from_callee, last_error_generation, Error, Result};
 use super::ffi_library::{expose_runtime_exports, wrap_ffi_kernel, KERNEL_PREFIX};
-use super::packed::{Module, ModuleNode, PackedFunc, Value};
+use super::packed::{call_safe, FunctionText, Module, ModuleNode, PackedFunc, Value};
 use crate::abi::{type_code as tc, TVMBackendPackedCFunc, TVMFFISafeCallType, TVMValue};
 use once_cell::sync::{Lazy, OnceCell};
 use parking_lot::{Mutex, RwLock};
@@ -75,6 +75,27 @@ impl ModuleNode for LibraryModule {
             // packed-function convention (TVM's ABI for compiled kernels).
             unsafe { std::mem::transmute::<*mut c_void, TVMBackendPackedCFunc>(p) }
         })
+    }
+
+    /// A library built by tvm-ffi keeps each text as a function of no arguments returning a
+    /// string, under `__tvm_ffi__doc_<name>` / `__tvm_ffi__metadata_<name>`.
+    fn function_text(&self, which: FunctionText, name: &str) -> Result<Option<String>> {
+        let Some(p) = self.symbols.function(&format!("{}{name}", which.symbol_prefix())) else {
+            return Ok(None);
+        };
+        expose_runtime_exports(&format!("the text of `{name}`"))?;
+        // SAFETY: tvm-ffi's libraries export these symbols as safe-call functions (its
+        // `TVM_FFI_DLL_EXPORT_TYPED_FUNC` documentation and metadata getters).
+        let f = unsafe { std::mem::transmute::<*mut c_void, TVMFFISafeCallType>(p) };
+        // SAFETY: the getter takes no context and no arguments.
+        match unsafe { call_safe(f, std::ptr::null_mut(), Vec::new())? } {
+            Value::Str(text) => Ok(Some(text)),
+            v => Err(Error::type_error(format!(
+                "`{}{name}` returned {}, not a string",
+                which.symbol_prefix(),
+                v.type_name()
+            ))),
+        }
     }
 
     fn as_any(&self) -> &dyn Any {

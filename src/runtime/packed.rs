@@ -7,7 +7,7 @@
 //! [`ModuleNode`] (what kind of module it is) and its import list; the lookups that reach the
 //! global registry are in `module.rs`, above the registry.
 
-use super::container::{BytesObj, StringObj};
+use super::container::{ArrayObj, BytesObj, FfiArrayObj, StringObj};
 use super::cptr::{array_ptr_or_null, bytes_ptr};
 use super::error::{Error, Result};
 use super::ndarray::{NDArray, DLTENSOR_OFFSET};
@@ -884,6 +884,7 @@ impl Value {
             Value::NDArray(_) => object(ti::NDARRAY),
             Value::Func(_) => object(ti::PACKED_FUNC),
             Value::Module(m) => object(m.clone().into_object().type_index()),
+            Value::Object(o) if o.type_index() == ti::ARRAY => object(ti::FFI_ARRAY),
             Value::Object(o) => object(o.type_index()),
         }
     }
@@ -911,8 +912,20 @@ impl Value {
             Value::NDArray(a) => obj(a.into_raw()),
             Value::Module(m) => obj(m.into_object().into_raw()),
             Value::Func(f) => obj(f.into_raw()),
-            Value::Object(o) => obj(o.into_raw()),
+            Value::Object(o) => obj(ffi_view_of(o).into_raw()),
         }
+    }
+}
+
+/// An object as tvm-ffi code sees it: a TVM 0.18 `Array` (what TVM 0.18's functions and this
+/// runtime's return for tuples) becomes an `ffi.Array` of the same items, its nested arrays too
+/// (tvm-ffi knows no `Array` type); any other object is itself.
+fn ffi_view_of(o: ObjectRef) -> ObjectRef {
+    let Some(a) = o.downcast::<ArrayObj>() else { return o };
+    let items = a.tail().iter().map(|i| i.as_ref().map_or(TVMFFIAny::NONE, |r| Value::from_object(r.get()).into_any()));
+    match FfiArrayObj::new(items.collect()) {
+        Ok(array) => ObjPtr::new(array).to_object_ref(),
+        Err(_) => o,
     }
 }
 
@@ -997,7 +1010,51 @@ pub trait ModuleNode: Send + Sync + 'static {
     fn get_backend_function(&self, _name: &str) -> Option<TVMBackendPackedCFunc> {
         None
     }
+    /// tvm-ffi's documentation or metadata text of a function this module itself provides.
+    fn function_text(&self, _which: FunctionText, _name: &str) -> Result<Option<String>> {
+        Ok(None)
+    }
+    /// tvm-ffi's property mask ([`module_property`]): the runtime's modules run, and none is
+    /// written back to bytes.
+    fn property_mask(&self) -> i64 {
+        module_property::RUNNABLE
+    }
+    /// Source text in `format`; empty when the module has none.
+    fn inspect_source(&self, _format: &str) -> Result<String> {
+        Ok(String::new())
+    }
+    /// The formats [`ModuleNode::write_to_file`] writes.
+    fn write_formats(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+    fn write_to_file(&self, _file: &str, _format: &str) -> Result<()> {
+        Err(Error::unsupported(format!("Module[{}] does not support WriteToFile", self.type_key())))
+    }
     fn as_any(&self) -> &dyn Any;
+}
+
+/// Which text of a function [`ModuleNode::function_text`] gives; a library keeps each under a
+/// symbol of its own (`<prefix><function name>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FunctionText {
+    Doc,
+    Metadata,
+}
+
+impl FunctionText {
+    pub fn symbol_prefix(self) -> &'static str {
+        match self {
+            FunctionText::Doc => "__tvm_ffi__doc_",
+            FunctionText::Metadata => "__tvm_ffi__metadata_",
+        }
+    }
+}
+
+/// tvm-ffi's module property bits (`Module::ModulePropertyMask`).
+pub mod module_property {
+    pub const BINARY_SERIALIZABLE: i64 = 0b001;
+    pub const RUNNABLE: i64 = 0b010;
+    pub const COMPILATION_EXPORTABLE: i64 = 0b100;
 }
 
 /// Payload of a module object. It starts as a C++ `ModuleObj`'s data does (an `imports_` array,

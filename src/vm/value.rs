@@ -3,7 +3,9 @@
 
 use super::executable::Constant;
 use crate::abi::{type_code as tc, DLDataType, TVMValue};
-use crate::runtime::container::{array_object, shape_object, string_object, ArrayObj, ShapeTupleObj, StringObj};
+use crate::runtime::container::{
+    array_object, shape_object, string_object, ArrayObj, FfiArrayObj, ShapeTupleObj, StringObj,
+};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::ndarray::{copy_from_to, NDArray};
 use crate::runtime::object::ObjectRef;
@@ -128,6 +130,12 @@ impl VmValue {
                 Some(o) => Self::from_value(Value::from_object(o.get())),
                 None => Ok(VmValue::Null),
             });
+            return Ok(VmValue::Tuple(items.collect::<Result<Vec<_>>>()?.into()));
+        }
+        if let Some(a) = o.downcast::<FfiArrayObj>() {
+            // tvm-ffi's tuples (apache-tvm 0.2x callers pass `ffi.Array`s).
+            // SAFETY: the array's elements are owned values, alive while `a` is.
+            let items = a.items().iter().map(|i| Self::from_value(unsafe { Value::from_any_view(i) }?));
             return Ok(VmValue::Tuple(items.collect::<Result<Vec<_>>>()?.into()));
         }
         match Value::from_object(o.clone()) {
