@@ -83,6 +83,14 @@ impl TVMFFIAny {
         value[..bytes.len()].copy_from_slice(bytes);
         TVMFFIAny { type_index, zero_padding: bytes.len() as u32, value: u64::from_ne_bytes(value) }
     }
+    /// A small string's bytes as a C string in place, when they are one: no NUL among them and
+    /// one right after (tvm-ffi's writers terminate small strings; a value that is not is left
+    /// to the caller's copying path).
+    pub fn small_c_str(&self) -> Option<*const c_char> {
+        let n = self.zero_padding as usize;
+        let bytes = self.value.to_ne_bytes();
+        (n <= 7 && bytes[n] == 0 && !bytes[..n].contains(&0)).then_some(&self.value as *const u64 as *const c_char)
+    }
     /// The bytes of a small string or bytes value.
     pub fn small_bytes(&self) -> Vec<u8> {
         let n = (self.zero_padding as usize).min(7);
@@ -166,5 +174,23 @@ pub struct TVMFFITypeAttrColumn {
 impl Default for TVMFFITypeAttrColumn {
     fn default() -> Self {
         TVMFFITypeAttrColumn { data: std::ptr::null(), size: 0, begin_index: 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_strings_are_c_strings_in_place_only_when_terminated() {
+        let a = TVMFFIAny::small(ffi_type_index::SMALL_STR, b"abc");
+        // SAFETY: `small_c_str` points into `a`, NUL-terminated (checked by it).
+        let s = unsafe { std::ffi::CStr::from_ptr(a.small_c_str().unwrap()) };
+        assert_eq!(s.to_bytes(), b"abc");
+        assert!(TVMFFIAny::small(ffi_type_index::SMALL_STR, b"1234567").small_c_str().is_some());
+        assert!(TVMFFIAny::small(ffi_type_index::SMALL_STR, b"a\0b").small_c_str().is_none());
+        let mut unterminated = TVMFFIAny::small(ffi_type_index::SMALL_STR, b"abcdefg");
+        unterminated.zero_padding = 3; // bytes after the length are not NUL
+        assert!(unterminated.small_c_str().is_none());
     }
 }

@@ -12,10 +12,9 @@ use once_cell::sync::Lazy;
 
 /// The `ffi.Array` argument `i`, made here or by foreign tvm-ffi code.
 fn array_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<FfiArrayObj>> {
-    let o = args.object(i)?;
-    o.downcast::<FfiArrayObj>().ok_or_else(|| {
-        Error::type_error(format!("argument {i}: expected ffi.Array, got type index {}", o.type_index()))
-    })
+    args.object(i)?
+        .into_typed::<FfiArrayObj>()
+        .map_err(|o| Error::type_error(format!("argument {i}: expected ffi.Array, got type index {}", o.type_index())))
 }
 
 /// Element `i` of an array (a new reference), or an index error.

@@ -593,6 +593,18 @@ impl ObjectRef {
             None
         }
     }
+
+    /// As [`ObjectRef::downcast`], handing this reference over (no count change); the object
+    /// back when it is not a `T`.
+    pub fn into_typed<T: ObjectType>(self) -> std::result::Result<ObjPtr<T>, ObjectRef> {
+        if self.type_index() == T::TYPE_INDEX && (T::LAYOUT_SHARED || self.made_here()) {
+            let header = std::mem::ManuallyDrop::new(self).as_header();
+            // SAFETY: as in `downcast`; this reference passes to the typed pointer.
+            Ok(unsafe { ObjPtr::from_raw(header) })
+        } else {
+            Err(self)
+        }
+    }
 }
 
 impl Clone for ObjectRef {

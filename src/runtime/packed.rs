@@ -278,9 +278,8 @@ impl<'a> Args<'a> {
         Ok(unsafe { ObjectRef::from_borrowed(header) })
     }
 
-    fn typed<T: ObjectType>(&self, i: usize, want: &str) -> Result<ObjPtr<T>> {
-        let obj = self.object(i)?;
-        obj.downcast::<T>().ok_or_else(|| {
+    pub fn typed<T: ObjectType>(&self, i: usize, want: &str) -> Result<ObjPtr<T>> {
+        self.object(i)?.into_typed::<T>().map_err(|obj| {
             Error::type_error(format!("argument {i}: expected {want}, got object of type index {}", obj.type_index()))
         })
     }
@@ -765,8 +764,8 @@ const DIRECT_ARGS: usize = 8;
 
 /// Write the TVM 0.18 form of a tvm-ffi view that needs no storage of its own into `v` / `c`
 /// (objects by their 0.18 handles, a tensor by its `DLTensor`, an `ffi.Bytes` by its cell, which
-/// is a `TVMByteArray`); false for the rest (small strings, bytes arrays, ...), which take the
-/// owned path.
+/// is a `TVMByteArray`, a small string by its bytes in place); false for the rest (byte
+/// arrays, unterminated small strings, ...), which take the owned path.
 ///
 /// # Safety
 /// `a` must be a valid view.
@@ -780,6 +779,11 @@ unsafe fn direct(a: &TVMFFIAny, v: &mut TVMValue, c: &mut i32) -> bool {
         fti::OPAQUE_PTR => (TVMValue { v_handle: p }, tc::OPAQUE_HANDLE),
         fti::DLTENSOR_PTR => (TVMValue { v_handle: p }, tc::DLTENSOR_HANDLE),
         fti::RAW_STR if !p.is_null() => (TVMValue { v_str: p as *const c_char }, tc::STR),
+        // In place, in the caller's argument array (which outlives the call).
+        fti::SMALL_STR => match a.small_c_str() {
+            Some(s) => (TVMValue { v_str: s }, tc::STR),
+            None => return false,
+        },
         t if t >= fti::STATIC_OBJECT_BEGIN && !p.is_null() => {
             let header = p as *mut ObjectHeader;
             // A foreign object takes the owned path (a foreign tensor becomes a view of ours).
