@@ -44,6 +44,7 @@ fn all() -> Vec<(&'static str, PackedFunc)> {
     all.extend(super::ffi_serialization::globals());
     all.extend(super::ffi_structural::globals());
     all.extend(super::ffi_structural_visit::globals());
+    all.extend(super::ffi_structural_map::globals());
     all.extend(super::time_evaluator::globals());
     all
 }

@@ -285,6 +285,17 @@ impl SeqCell {
 
     /// Replaces element `i` by an owned value, returning the old one (owned by the caller).
     pub fn replace(&mut self, i: usize, a: TVMFFIAny) -> Result<TVMFFIAny> {
+        // SAFETY: `&mut self`: no one else reads or writes the cell meanwhile.
+        unsafe { self.replace_unshared(i, a) }
+    }
+
+    /// [`replace`](Self::replace) through a shared reference (the elements live in the buffer the
+    /// cell points to, not in the cell).
+    ///
+    /// # Safety
+    /// No one else reads or writes the cell's elements meanwhile: the caller holds the only
+    /// reference to the container, or the lock its other users take.
+    pub unsafe fn replace_unshared(&self, i: usize, a: TVMFFIAny) -> Result<TVMFFIAny> {
         let n = self.items().len();
         if i >= n {
             // SAFETY: the value is ours to release.
@@ -322,10 +333,10 @@ impl Drop for SeqCell {
 #[repr(transparent)]
 pub struct FfiArrayObj(SeqCell);
 
-// SAFETY: the elements are owned values of Send + Sync objects (or plain data), never written
-// after construction.
+// SAFETY: the elements are owned values of Send + Sync objects (or plain data), written after
+// construction only by the holder of the array's only reference.
 unsafe impl Send for FfiArrayObj {}
-// SAFETY: as above (shared access is read-only).
+// SAFETY: as above (shared access is read-only: an array with two holders is never written).
 unsafe impl Sync for FfiArrayObj {}
 
 impl ObjectType for FfiArrayObj {
@@ -342,6 +353,16 @@ impl FfiArrayObj {
     /// The elements (views: the array keeps them).
     pub fn items(&self) -> &[TVMFFIAny] {
         self.0.items()
+    }
+
+    /// Replaces element `i` by an owned value and returns the old one (owned by the caller):
+    /// tvm-ffi's in-place write to an array nobody else holds.
+    ///
+    /// # Safety
+    /// The caller holds the array's only reference, so no one else reads it meanwhile.
+    pub unsafe fn replace_unshared(&self, i: usize, a: TVMFFIAny) -> Result<TVMFFIAny> {
+        // SAFETY: the caller's promise.
+        unsafe { self.0.replace_unshared(i, a) }
     }
 }
 

@@ -47,6 +47,13 @@ fn address(obj: *mut ObjectHeader, f: &TVMFFIFieldInfo) -> *mut std::ffi::c_void
 
 /// Reads field `f` of the object at `obj` (an owned value).
 pub fn get_field(obj: *mut ObjectHeader, f: &TVMFFIFieldInfo) -> Result<Value> {
+    let out = get_field_any(obj, f)?;
+    // SAFETY: owned by us now.
+    unsafe { Value::adopt_any(out) }
+}
+
+/// Reads field `f` of the object at `obj` in its C form (an owned value: the caller releases it).
+pub fn get_field_any(obj: *mut ObjectHeader, f: &TVMFFIFieldInfo) -> Result<TVMFFIAny> {
     let getter = f.getter.ok_or_else(|| Error::type_error(format!("field `{}` has no getter", name(f))))?;
     let mut out = TVMFFIAny::NONE;
     let g = super::error::last_error_generation();
@@ -56,8 +63,7 @@ pub fn get_field(obj: *mut ObjectHeader, f: &TVMFFIFieldInfo) -> Result<Value> {
             Error::runtime(format!("reading field `{}` failed", name(f)))
         }));
     }
-    // SAFETY: owned by us now.
-    unsafe { Value::adopt_any(out) }
+    Ok(out)
 }
 
 /// Writes the value `v` (a view) into field `f` of the object at `obj`.

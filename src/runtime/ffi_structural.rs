@@ -15,9 +15,11 @@ use super::error::{Error, Result};
 use super::ffi_containers::{any_equal, bytes_of, map_items, sequence_items, text_of};
 use super::ffi_recursive::{combine, hash_bytes, object_of};
 use super::object::{type_index as ti, ObjectRef};
-use super::packed::{PackedFunc, Value};
+use super::packed::{Args, PackedFunc, Value};
 use crate::abi::TVMFFIFieldInfo;
+use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::ffi_fields::{DEF_PATTERN, DEF_SIMPLE, SEQ_HASH_IGNORE};
 
@@ -27,6 +29,46 @@ enum Region {
     None = 0,
     Pattern = 1,
     Simple = 2,
+}
+
+impl Region {
+    /// The region a hook's callback asks for: its own kind, or (none) the current one; a
+    /// pattern region stays one.
+    fn entered(current: Region, kind: i64) -> Result<Region> {
+        let asked = match kind {
+            0 => current,
+            1 => Region::Pattern,
+            2 => Region::Simple,
+            k => return Err(Error::value(format!("unknown definition region kind {k}"))),
+        };
+        Ok(if current == Region::Pattern { Region::Pattern } else { asked })
+    }
+}
+
+/// Lends `state` to the callback a type's structural hook gets, for the hook's call (`call`
+/// makes it with the callback), and takes it back after. The callback runs `body` on the
+/// state; called outside the hook's call, it fails.
+fn lend<S: Default + Send + 'static>(
+    state: &mut S,
+    body: impl Fn(&mut S, &Args<'_>) -> Result<Value> + Send + Sync + 'static,
+    call: impl FnOnce(Value) -> Result<Value>,
+) -> Result<Value> {
+    let slot = Arc::new(Mutex::new(Some(std::mem::take(state))));
+    let callback = {
+        let slot = slot.clone();
+        PackedFunc::from_typed(move |args| {
+            let taken = slot.lock().take();
+            let mut s =
+                taken.ok_or_else(|| Error::runtime("a structural hook's callback was called outside its hook"))?;
+            let out = body(&mut s, &args);
+            *slot.lock() = Some(s);
+            out
+        })
+    };
+    let out = call(Value::Func(callback));
+    let back = slot.lock().take();
+    *state = back.ok_or_else(|| Error::runtime("a structural hook returned while its callback was running"))?;
+    out
 }
 
 /// `TVMFFISEqHashKind`.
@@ -93,6 +135,10 @@ struct Equal {
     /// Reverse paths to the first mismatch, when asked for.
     paths: Option<(Vec<Step>, Vec<Step>)>,
 }
+
+// SAFETY: the values held are mismatch-path keys (integers, strings, objects of Send + Sync
+// payloads); raw addresses among them are only carried, never followed.
+unsafe impl Send for Equal {}
 
 impl Equal {
     fn region(&self) -> Region {
@@ -248,11 +294,8 @@ impl Equal {
     }
 
     fn fields(&mut self, x: &ObjectRef, y: &ObjectRef, region: Region) -> Result<bool> {
-        if let Some(Value::Func(_)) = super::reflection::attr(b"__s_equal__", x.type_index()) {
-            return Err(Error::unsupported(format!(
-                "structural equality through the __s_equal__ hook of `{}`",
-                super::object::type_index_to_key(x.type_index())?
-            )));
+        if let Some(Value::Func(hook)) = super::reflection::attr(b"__s_equal__", x.type_index()) {
+            return self.hooked(&hook, x, y, region);
         }
         for (f, inner) in structural_fields(x, region)? {
             let (a, b) =
@@ -267,6 +310,27 @@ impl Equal {
             }
         }
         Ok(true)
+    }
+}
+
+impl Equal {
+    /// Compares through a type's `__s_equal__(lhs, rhs, compare)`, where
+    /// `compare(a, b, region_kind, field_name)` compares two of their parts.
+    fn hooked(&mut self, hook: &PackedFunc, x: &ObjectRef, y: &ObjectRef, region: Region) -> Result<bool> {
+        let compare = move |e: &mut Equal, a: &Args<'_>| -> Result<Value> {
+            let inner = Region::entered(region, a.to_value(2)?.as_int()?)?;
+            let saved = e.region.replace(inner);
+            let ok = e.values(&a.to_value(0)?, &a.to_value(1)?);
+            e.region = saved;
+            if !ok? {
+                let name = Value::Str(a.to_value(3).and_then(Value::into_string).unwrap_or_default());
+                e.step((0, name.clone()), (0, name));
+                return Ok(Value::Bool(false));
+            }
+            Ok(Value::Bool(true))
+        };
+        let (lhs, rhs) = (Value::Object(x.clone()), Value::Object(y.clone()));
+        Ok(lend(self, compare, |cb| hook.call(&[lhs, rhs, cb]))?.as_int()? != 0)
     }
 }
 
@@ -397,11 +461,8 @@ impl Hash {
     }
 
     fn fields(&mut self, o: &ObjectRef, region: Region) -> Result<u64> {
-        if let Some(Value::Func(_)) = super::reflection::attr(b"__s_hash__", o.type_index()) {
-            return Err(Error::unsupported(format!(
-                "structural hashing through the __s_hash__ hook of `{}`",
-                super::object::type_index_to_key(o.type_index())?
-            )));
+        if let Some(Value::Func(hook)) = super::reflection::attr(b"__s_hash__", o.type_index()) {
+            return self.hooked(&hook, o, region);
         }
         let mut h = Self::type_hash(o);
         for (f, inner) in structural_fields(o, region)? {
@@ -412,6 +473,22 @@ impl Hash {
             h = combine(h, r?);
         }
         Ok(h)
+    }
+}
+
+impl Hash {
+    /// Hashes through a type's `__s_hash__(obj, seed, hash)`, where `hash(part, seed,
+    /// region_kind)` combines `seed` with a part's hash.
+    fn hooked(&mut self, hook: &PackedFunc, o: &ObjectRef, region: Region) -> Result<u64> {
+        let hash_part = move |h: &mut Hash, a: &Args<'_>| -> Result<Value> {
+            let inner = Region::entered(region, a.to_value(2)?.as_int()?)?;
+            let saved = h.region.replace(inner);
+            let part = h.value(&a.to_value(0)?);
+            h.region = saved;
+            Ok(Value::Int(combine(a.to_value(1)?.as_int()? as u64, part?) as i64))
+        };
+        let seed = Value::Int(Self::type_hash(o) as i64);
+        Ok(lend(self, hash_part, |cb| hook.call(&[Value::Object(o.clone()), seed, cb]))?.as_int()? as u64)
     }
 }
 
@@ -475,4 +552,81 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
             }),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{TVMFFIByteArray, TVMFFITypeMetadata};
+
+    /// A type registered with a tree kind and the given structural hooks.
+    fn hooked_type(key: &str, hooks: Vec<(&str, PackedFunc)>) -> u32 {
+        let index = super::super::object::register_type(key, ti::ROOT).unwrap();
+        let doc = TVMFFIByteArray { data: std::ptr::null(), size: 0 };
+        let m = TVMFFITypeMetadata { doc, creator: None, total_size: 24, structural_eq_hash_kind: 1 };
+        // SAFETY: an empty doc.
+        unsafe { super::super::reflection::register_metadata(index, &m) }.unwrap();
+        for (name, f) in hooks {
+            let a = Value::Func(f).into_any();
+            // SAFETY: an owned function value, copied by the registry, released after.
+            unsafe { super::super::reflection::register_attr(index, name.as_bytes(), &a) }.unwrap();
+            // SAFETY: owned above.
+            unsafe { super::super::object::release_any(&a) };
+        }
+        index
+    }
+
+    fn instance(index: u32) -> Value {
+        let o = super::super::object::ObjPtr::new_as(super::super::container::PlainObj, index);
+        Value::Object(o.to_object_ref())
+    }
+
+    #[test]
+    fn hooks_compare_and_hash_through_their_callbacks() {
+        // Instances differ only as the hooks say: parts 1 and 2 compared, part 7 hashed.
+        let eq = PackedFunc::from_typed(|a| {
+            let Value::Func(cmp) = a.to_value(2)? else { return Err(Error::type_error("a callback")) };
+            cmp.call(&[Value::Int(1), Value::Int(2), Value::Int(0), Value::Str("part".into())])
+        });
+        let hash_hook = PackedFunc::from_typed(|a| {
+            let Value::Func(h) = a.to_value(2)? else { return Err(Error::type_error("a callback")) };
+            h.call(&[Value::Int(7), a.to_value(1)?, Value::Int(0)])
+        });
+        let index = hooked_type("testing.structural_hooked", vec![("__s_equal__", eq), ("__s_hash__", hash_hook)]);
+        let (a, b) = (instance(index), instance(index));
+        assert!(!equal(&a, &b, false, false).unwrap(), "the hook's comparison decides");
+        let mut e = start(false, false);
+        e.paths = Some((Vec::new(), Vec::new()));
+        assert!(!e.values(&a, &b).unwrap());
+        let (lhs_path, _) = e.paths.unwrap();
+        assert!(matches!(lhs_path.as_slice(), [(0, Value::Str(n))] if n == "part"), "the mismatch names the part");
+        let Value::Object(ao) = &a else { panic!("an object") };
+        let seed = Hash::type_hash(ao);
+        assert_eq!(hash(&a, false, false).unwrap(), combine(seed, hash(&Value::Int(7), false, false).unwrap()));
+        assert_eq!(hash(&a, false, false).unwrap(), hash(&b, false, false).unwrap());
+    }
+
+    #[test]
+    fn a_hook_callback_kept_past_its_hook_fails() {
+        let kept = Arc::new(Mutex::new(None));
+        let mut state = 5u64;
+        let keep = kept.clone();
+        let out = lend(
+            &mut state,
+            |s: &mut u64, _| Ok(Value::Int(*s as i64)),
+            |cb| {
+                let Value::Func(f) = &cb else { unreachable!() };
+                let inside = f.call(&[])?;
+                *keep.lock() = Some(cb);
+                Ok(inside)
+            },
+        );
+        assert_eq!(out.unwrap().as_int().unwrap(), 5);
+        assert_eq!(state, 5, "the state comes back");
+        let Some(Value::Func(f)) = kept.lock().take() else { panic!("kept") };
+        assert!(f.call(&[]).is_err());
+        assert!(Region::entered(Region::Pattern, 2).unwrap() == Region::Pattern);
+        assert!(Region::entered(Region::None, 0).unwrap() == Region::None);
+        assert!(Region::entered(Region::None, 9).is_err());
+    }
 }

@@ -16,10 +16,12 @@ use parking_lot::Mutex;
 
 use super::ffi_fields::{DEF_PATTERN, DEF_SIMPLE, SEQ_HASH_IGNORE};
 /// `TVMFFIDefRegionKind`: none, pattern, simple.
-const REGION_NONE: i64 = 0;
-const REGION_PATTERN: i64 = 1;
-const REGION_SIMPLE: i64 = 2;
-const FREE_VAR: i32 = 2;
+pub(crate) const REGION_NONE: i64 = 0;
+pub(crate) const REGION_PATTERN: i64 = 1;
+pub(crate) const REGION_SIMPLE: i64 = 2;
+/// `TVMFFISEqHashKind`: free variables and DAG nodes.
+pub(crate) const FREE_VAR: i32 = 2;
+pub(crate) const DAG_NODE: i32 = 3;
 
 /// The type index a value has for callback matching.
 fn index_of(v: &Value) -> i32 {
@@ -34,7 +36,7 @@ fn index_of(v: &Value) -> i32 {
 }
 
 /// tvm-ffi's `RuntimeTypeIndexMatch`: whether a value of `actual` matches a callback for `target`.
-fn matches(actual: i32, target: i32) -> bool {
+pub(crate) fn matches(actual: i32, target: i32) -> bool {
     const ANY: i32 = -1;
     match target {
         _ if actual == target => true,
@@ -75,7 +77,8 @@ fn children(v: &Value, region: i64) -> Result<Vec<(Value, i64)>> {
     Ok(out)
 }
 
-fn kind_of(o: &ObjectRef) -> Option<i32> {
+/// A type's `structural_eq_hash_kind`, when its metadata says.
+pub(crate) fn kind_of(o: &ObjectRef) -> Option<i32> {
     let info = super::reflection::type_info(o.type_index()).ok()?;
     // SAFETY: type information stays valid for the process.
     unsafe { (*info).metadata.as_ref() }.map(|m| m.structural_eq_hash_kind)
@@ -99,10 +102,10 @@ fn step_of(r: Value) -> Result<Step> {
     }
 }
 
-type Entries = Vec<(i32, PackedFunc)>;
+pub(crate) type Entries = Vec<(i32, PackedFunc)>;
 
 /// The callback entries `[(type_index, function), ...]` an argument holds.
-fn entries(v: &Value) -> Result<Entries> {
+pub(crate) fn entries(v: &Value) -> Result<Entries> {
     let Value::Object(o) = v else { return Ok(Vec::new()) };
     let items =
         sequence_items(o)?.ok_or_else(|| Error::type_error("expected a sequence of (type_index, callback) entries"))?;
@@ -208,7 +211,8 @@ fn default_visit(v: &ObjPtr<VisitorObj>, value: &Value) -> Result<Value> {
     Ok(Value::Null)
 }
 
-fn order_arg(v: Value) -> Result<bool> {
+/// Whether a walk order argument (`WalkOrder`) asks for pre-order.
+pub(crate) fn order_arg(v: Value) -> Result<bool> {
     match v.as_int()? {
         0 => Ok(true),
         1 => Ok(false),

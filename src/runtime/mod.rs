@@ -33,6 +33,7 @@ pub mod ffi_recursive;
 pub mod ffi_repr;
 pub mod ffi_serialization;
 pub mod ffi_structural;
+pub mod ffi_structural_map;
 pub mod ffi_structural_visit;
 pub mod handles;
 pub mod library;

@@ -702,6 +702,24 @@ impl PackedFunc {
         Ok(ret)
     }
 
+    /// Call in tvm-ffi's own convention: `args` are views the caller keeps, the result is an
+    /// owned value. Objects pass as the objects they are (an `ffi.Bytes` stays that object), so
+    /// a callee that hands an argument back returns the same object.
+    pub fn call_any(&self, args: &[TVMFFIAny]) -> Result<TVMFFIAny> {
+        let n = i32::try_from(args.len()).map_err(|_| Error::value("too many arguments"))?;
+        let mut out = TVMFFIAny::NONE;
+        let generation = super::error::last_error_generation();
+        // SAFETY: a live function object (we hold a reference) called through its cell, which
+        // takes the object itself, `n` valid views and a writable result.
+        let rc = unsafe { (self.safe_call)(self.as_header() as *mut c_void, args.as_ptr(), n, &mut out) };
+        if rc != 0 {
+            return Err(super::error::error_from_callee(generation, || {
+                Error::runtime(format!("a tvm-ffi function returned {rc} without raising an error"))
+            }));
+        }
+        Ok(out)
+    }
+
     /// Call with owned Rust values.
     pub fn call(&self, vals: &[Value]) -> Result<Value> {
         let buf = ArgBuffer::from_values(vals)?;
