@@ -71,3 +71,31 @@ fn cxx_program_runs_a_tvm_compile_library() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A kernel library's function that takes objects (`ffi::Tensor`, `ffi::Array<int64_t>`,
+/// `ffi::Function`, `ffi::String`), loaded and called in this process through the runtime's
+/// module API, as a Python package built on tvm-ffi calls its kernels.
+#[test]
+fn a_kernel_library_function_takes_objects() {
+    use tvm_runtime::abi::{DLDataType, DLDevice};
+    use tvm_runtime::runtime::packed::{PackedFunc, Value};
+    use tvm_runtime::runtime::{registry, Module, NDArray};
+    let dir = scratch("tvm_ffi_cxx_objects");
+    let kernel = dir.join("add_one.so");
+    compile(&repo().join("c_tests/tvm_ffi_cxx/add_one_kernel.cc"), &kernel, &["-shared", "-fPIC"]);
+    tvm_runtime::init();
+    let lib = Module::load_from_file(kernel.to_str().unwrap(), "").unwrap();
+    let combine = lib.get_function("combine", true).unwrap().expect("combine is exported");
+    let x = NDArray::empty(&[4], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
+    x.copy_from_bytes(&[1.0f32, 2.0, 3.0, 4.5].iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<_>>()).unwrap();
+    let scale = registry::require("ffi.Array").unwrap().call(&[Value::Int(3), Value::Int(7)]).unwrap();
+    let plus_100 = PackedFunc::from_typed(|args| Ok(Value::Int(args.int(0)? + 100)));
+    let args = [Value::NDArray(x), scale, Value::Func(plus_100), Value::Str("a tag of 17 bytes".into())];
+    let out = combine.call(&args).unwrap();
+    // sum 10.5 * 3 + 2 items + (17 + 100)
+    assert!(matches!(out, Value::Float(v) if v == 10.5 * 3.0 + 2.0 + 117.0), "{out:?}");
+    // A wrong argument is the kernel's own type error, raised through the call.
+    let x = NDArray::empty(&[1], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
+    let e = combine.call(&[Value::NDArray(x), Value::Int(3), Value::Null, Value::Str("t".into())]).unwrap_err();
+    assert!(e.message().contains("Array"), "{e}");
+}

@@ -10,6 +10,7 @@ use super::blob::{binary_loader, link_import_tree};
 use super::byteio::{Input, Reader};
 use super::error::{error_from_callee, last_error_generation, Error, Result};
 use super::ndarray::NDArray;
+use super::object::type_index;
 use super::packed::{Args, Module, PackedFunc, Value};
 use crate::abi::{ffi_type_index as ti, type_code as tc, TVMFFIAny, TVMFFIByteArray, TVMFFISafeCallType};
 use std::ffi::{c_char, c_void, CString};
@@ -197,6 +198,17 @@ const INLINE_ARGS: usize = 16;
 struct Converted {
     strings: Vec<CString>,
     bytes: Vec<(Box<TVMFFIByteArray>, Box<[u8]>)>,
+    /// Owned object values, released after the call.
+    objects: Vec<TVMFFIAny>,
+}
+
+impl Drop for Converted {
+    fn drop(&mut self) {
+        for a in &self.objects {
+            // SAFETY: each was made owned by `into_any` in `push` and is released once here.
+            unsafe { super::object::release_any(a) };
+        }
+    }
 }
 
 impl Converted {
@@ -212,8 +224,11 @@ impl Converted {
                 // SAFETY: the type code says the union holds an NDArray handle, checked by
                 // `header_of_handle` (as `to_value` does) before it is passed on.
                 let p = unsafe { value.v_handle } as *mut crate::abi::DLTensor;
-                unsafe { NDArray::header_of_handle(p) }?;
-                return Ok(TVMFFIAny::ptr(ti::DLTENSOR_PTR, p as *const c_void));
+                // A tensor object, as tvm-ffi's library passes one: kernels compiled by TVM take
+                // it or a bare `DLTensor*`; C++ functions typed `ffi::Tensor` take only it. The
+                // caller's reference keeps it alive for the call.
+                let header = unsafe { NDArray::header_of_handle(p) }?;
+                return Ok(TVMFFIAny::ptr(type_index::NDARRAY as i32, header as *const c_void));
             }
             _ => {}
         }
@@ -226,11 +241,16 @@ impl Converted {
             Value::DataType(t) => TVMFFIAny::pod(ti::DATA_TYPE, t),
             Value::Device(d) => TVMFFIAny::pod(ti::DEVICE, d),
             Value::DLTensor(t) => TVMFFIAny::ptr(ti::DLTENSOR_PTR, t.as_ptr() as *const c_void),
-            Value::NDArray(a) => TVMFFIAny::ptr(ti::DLTENSOR_PTR, a.as_dltensor_ptr() as *const c_void),
             Value::Str(s) => self.string(CString::new(s).map_err(|_| arg_error(i, "a string with a NUL byte"))?),
             Value::RawStr(s) => self.string(s),
             Value::Bytes(b) => self.byte_array(b),
-            other => return Err(arg_error(i, other.type_name())),
+            // Objects (tensors, functions, modules, containers, ...) as tvm-ffi values, held by
+            // `self` until the call returns.
+            object => {
+                let any = object.into_any();
+                self.objects.push(any);
+                any
+            }
         })
     }
 
