@@ -25,10 +25,12 @@ venv=target/tvm-ffi-venv
 sdist=target/tvm-ffi-sdist
 ours=target/release/libtvm_ffi.so
 [ -f "$ours" ] || cargo build --release
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tvm_ffi, pytest, numpy" 2>/dev/null; then
+# ninja: the tests that build C++ modules (tvm_ffi.cpp.load_inline, build) find it on PATH.
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tvm_ffi, pytest, numpy, ninja" 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "apache-tvm-ffi==$version" pytest numpy
+  "$venv/bin/pip" install -q --disable-pip-version-check "apache-tvm-ffi==$version" pytest numpy ninja
 fi
+export PATH="$root/$venv/bin:$PATH"
 if [ ! -d "$sdist/tests/python" ]; then
   rm -rf "$sdist" && mkdir -p "$sdist"
   "$venv/bin/pip" download -q --disable-pip-version-check --no-deps --no-binary apache-tvm-ffi -d "$sdist" "apache-tvm-ffi==$version"

@@ -184,11 +184,11 @@ fn list_globals() -> Vec<Global> {
 }
 
 /// The `(key, value)` pairs of the arguments, which alternate.
-fn pairs(args: &Args<'_>) -> Result<Vec<(TVMFFIAny, TVMFFIAny)>> {
+fn pairs(args: &[TVMFFIAny]) -> Result<Vec<(TVMFFIAny, TVMFFIAny)>> {
     if args.len() % 2 != 0 {
         return Err(Error::value(format!("expected key and value pairs, got {} arguments", args.len())));
     }
-    let flat = owned_args(args, 0)?;
+    let flat = super::ffi_globals::owned_views(args)?;
     Ok(flat.chunks(2).map(|kv| (kv[0], kv[1])).collect())
 }
 
@@ -322,11 +322,11 @@ pub(crate) fn globals() -> Vec<Global> {
     let mut g = list_globals();
     g.push((
         "ffi.Map",
-        PackedFunc::from_typed(|args| Ok(Value::Object(new_map::<{ type_index::FFI_MAP }>(pairs(&args)?)?))),
+        PackedFunc::from_ffi(|args| Ok(Value::Object(new_map::<{ type_index::FFI_MAP }>(pairs(args)?)?).into_any())),
     ));
     g.push((
         "ffi.Dict",
-        PackedFunc::from_typed(|args| Ok(Value::Object(new_map::<{ type_index::DICT }>(pairs(&args)?)?))),
+        PackedFunc::from_ffi(|args| Ok(Value::Object(new_map::<{ type_index::DICT }>(pairs(args)?)?).into_any())),
     ));
     g.extend(map_reads([
         "ffi.MapSize",

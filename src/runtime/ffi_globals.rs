@@ -5,27 +5,60 @@
 use super::container::{FfiArrayObj, PlainObj};
 use super::error::{Error, Result};
 use super::ffi_containers::any_equal;
-use super::object::{ObjPtr, ObjectRef};
+use super::live;
+use super::object::{release_any, type_index, Obj, ObjPtr, ObjectHeader, ObjectRef};
 use super::packed::{Args, PackedFunc, Value};
-use crate::abi::TVMFFIAny;
+use super::reflection::owned_any;
+use crate::abi::{ffi_type_index as fti, TVMFFIAny};
 use once_cell::sync::Lazy;
+
+/// Owned copies of a call's views (object references taken, raw strings made objects); on an
+/// error the copies made so far are released.
+pub(crate) fn owned_views(views: &[TVMFFIAny]) -> Result<Vec<TVMFFIAny>> {
+    let mut owned = Vec::with_capacity(views.len());
+    for v in views {
+        // SAFETY: the caller's views are valid for the call.
+        match unsafe { owned_any(v) } {
+            Ok(a) => owned.push(a),
+            Err(e) => {
+                for a in &owned {
+                    // SAFETY: made owned just above, released once.
+                    unsafe { release_any(a) };
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(owned)
+}
+
+/// The `ffi.Array` that view `i` holds, borrowed for the call (made here or by foreign code).
+fn array_view(views: &[TVMFFIAny], i: usize) -> Result<&FfiArrayObj> {
+    let v = views.get(i).ok_or_else(|| Error::type_error(format!("missing argument {i}")))?;
+    let p = v.as_ptr() as *mut ObjectHeader;
+    if v.type_index != type_index::FFI_ARRAY as i32 || p.is_null() {
+        return Err(Error::type_error(format!("argument {i}: expected ffi.Array, got type index {}", v.type_index)));
+    }
+    live::check(p, "object").map_err(|e| e.context(format!("argument {i}")))?;
+    // SAFETY: a live `ffi.Array` (its type index says so; its payload is tvm-ffi's sequence cell
+    // whoever made it), kept alive by the caller for the call.
+    Ok(unsafe { &(*(p as *const Obj<FfiArrayObj>)).data })
+}
+
+/// The integer view `i` holds (an int or a bool).
+fn int_view(views: &[TVMFFIAny], i: usize) -> Result<i64> {
+    match views.get(i) {
+        Some(v) if v.type_index == fti::INT || v.type_index == fti::BOOL => Ok(v.as_i64()),
+        Some(v) => Err(Error::type_error(format!("argument {i}: expected int, got type index {}", v.type_index))),
+        None => Err(Error::type_error(format!("missing argument {i}"))),
+    }
+}
 
 /// The `ffi.Array` argument `i`, made here or by foreign tvm-ffi code.
 fn array_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<FfiArrayObj>> {
     args.object(i)?
         .into_typed::<FfiArrayObj>()
         .map_err(|o| Error::type_error(format!("argument {i}: expected ffi.Array, got type index {}", o.type_index())))
-}
-
-/// Element `i` of an array (a new reference), or an index error.
-fn item(a: &FfiArrayObj, i: i64) -> Result<Value> {
-    let items = a.items();
-    let v = usize::try_from(i)
-        .ok()
-        .and_then(|i| items.get(i))
-        .ok_or_else(|| Error::index(format!("index {i} out of range for an array of size {}", items.len())))?;
-    // SAFETY: an owned element of a live array (its object alive as long as the array).
-    unsafe { Value::from_any_view(v) }
 }
 
 /// The missing-value and kwargs markers tvm-ffi's frontends compare objects against.
@@ -105,16 +138,29 @@ fn function_from_extern_c(args: &Args<'_>) -> Result<Value> {
 
 pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
     vec![
+        // The hot ones in tvm-ffi's convention, on the caller's views (no conversion).
         (
             "ffi.Array",
-            PackedFunc::from_typed(|args| {
-                let items =
-                    (0..args.len()).map(|i| Ok(args.to_value(i)?.into_any())).collect::<Result<Vec<TVMFFIAny>>>()?;
-                Ok(Value::Object(ObjPtr::new(FfiArrayObj::new(items)?).to_object_ref()))
+            PackedFunc::from_ffi(|args| {
+                let array = ObjPtr::new(FfiArrayObj::new(owned_views(args)?)?);
+                Ok(Value::Object(array.to_object_ref()).into_any())
             }),
         ),
-        ("ffi.ArrayGetItem", PackedFunc::from_typed(|args| item(&*array_arg(&args, 0)?, args.int(1)?))),
-        ("ffi.ArraySize", PackedFunc::from_typed(|args| Ok(Value::Int(array_arg(&args, 0)?.items().len() as i64)))),
+        (
+            "ffi.ArrayGetItem",
+            PackedFunc::from_ffi(|args| {
+                let (items, i) = (array_view(args, 0)?.items(), int_view(args, 1)?);
+                let item = usize::try_from(i).ok().and_then(|i| items.get(i)).ok_or_else(|| {
+                    Error::index(format!("index {i} out of range for an array of size {}", items.len()))
+                })?;
+                // SAFETY: an owned element of a live array (alive as long as the array).
+                unsafe { owned_any(item) }
+            }),
+        ),
+        (
+            "ffi.ArraySize",
+            PackedFunc::from_ffi(|args| Ok(TVMFFIAny::int(fti::INT, array_view(args, 0)?.items().len() as i64))),
+        ),
         (
             "ffi.ArrayContains",
             PackedFunc::from_typed(|args| {

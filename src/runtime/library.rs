@@ -5,6 +5,7 @@
 //! dlopen'd `.so` in the loader), so symbol lookup, context-pointer setup and kernel wrapping are
 //! shared.
 
+use super::container::StringObj;
 use super::error::{error_from_callee, last_error_generation, Error, Result};
 use super::ffi_library::{expose_runtime_exports, wrap_ffi_kernel, KERNEL_PREFIX};
 use super::packed::{call_safe, FunctionText, Module, ModuleNode, PackedFunc, Value};
@@ -90,6 +91,10 @@ impl ModuleNode for LibraryModule {
         // SAFETY: the getter takes no context and no arguments.
         match unsafe { call_safe(f, std::ptr::null_mut(), Vec::new())? } {
             Value::Str(text) => Ok(Some(text)),
+            // A long text comes back as an `ffi.String` object.
+            Value::Object(o) if o.downcast::<StringObj>().is_some() => {
+                Ok(Some(o.downcast::<StringObj>().expect("checked above").to_string()?))
+            }
             v => Err(Error::type_error(format!(
                 "`{}{name}` returned {}, not a string",
                 which.symbol_prefix(),

@@ -669,6 +669,24 @@ impl PackedFunc {
         })
     }
 
+    /// A function written in tvm-ffi's convention: `f` gets the caller's views and returns an
+    /// owned value. tvm-ffi callers reach it with no conversion (the runtime's hot `ffi.*`
+    /// globals); TVM 0.18 and Rust callers through [`PackedFunc::call_into`], converted.
+    pub fn from_ffi<F>(f: F) -> PackedFunc
+    where
+        F: Fn(&[TVMFFIAny]) -> Result<TVMFFIAny> + Send + Sync + 'static,
+    {
+        unsafe extern "C" fn drop_body<F>(body: *mut c_void) {
+            // SAFETY: the box `from_ffi` leaked, dropped once, when the function dies.
+            drop(unsafe { Box::from_raw(body as *mut F) });
+        }
+        let body = Box::into_raw(Box::new(f)) as *mut c_void;
+        PackedFunc::from_foreign(ForeignCallable {
+            call: ffi_body_call::<F>,
+            context: ForeignHandle { handle: body, deleter: Some(drop_body::<F>) },
+        })
+    }
+
     /// Wrap a Rust closure that returns its result.
     pub fn from_typed(f: impl Fn(Args<'_>) -> Result<Value> + Send + Sync + 'static) -> PackedFunc {
         Self::from_fn(move |args, ret| {
@@ -763,6 +781,40 @@ unsafe extern "C" fn ffi_safe_call(
         let vals = views.iter().map(|a| unsafe { Value::from_any_view(a) }).collect::<Result<Vec<_>>>()?;
         let buf = ArgBuffer::from_values(&vals)?;
         Ok(f.call_args(buf.args())?.into_any())
+    }));
+    let err = match outcome {
+        Ok(Ok(any)) => {
+            // SAFETY: writable (caller contract).
+            unsafe { *result = any };
+            return 0;
+        }
+        Ok(Err(e)) => e,
+        Err(p) => Error::internal(format!("panic in a packed function: {}", super::error::panic_message(&*p))),
+    };
+    let _ = std::panic::catch_unwind(|| super::error::set_last_error(&err));
+    -1
+}
+
+/// The `safe_call` of a [`PackedFunc::from_ffi`] body: tvm-ffi's convention, panics caught.
+///
+/// # Safety
+/// `body` is the `F` that `from_ffi` boxed; `args` points to `num_args` valid views; `result` is
+/// writable.
+unsafe extern "C" fn ffi_body_call<F>(
+    body: *mut c_void,
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> i32
+where
+    F: Fn(&[TVMFFIAny]) -> Result<TVMFFIAny> + Send + Sync + 'static,
+{
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let n = usize::try_from(num_args).map_err(|_| Error::value(format!("negative num_args {num_args}")))?;
+        // SAFETY: `num_args` views (caller contract); NULL only with none.
+        let views = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(args, n) } };
+        // SAFETY: the boxed body (caller contract), alive while its function is.
+        (unsafe { &*(body as *const F) })(views)
     }));
     let err = match outcome {
         Ok(Ok(any)) => {
@@ -1203,6 +1255,31 @@ impl Module {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A function in tvm-ffi's convention answers tvm-ffi callers through its cell and TVM 0.18
+    /// or Rust callers through `call`, alike; its errors and panics are errors of the call.
+    #[test]
+    fn ffi_convention_functions_answer_both_conventions() {
+        let sum = PackedFunc::from_ffi(|args| {
+            if args.iter().any(|a| a.type_index != fti::INT) {
+                return Err(Error::type_error("sum takes ints"));
+            }
+            if args.len() == 3 {
+                panic!("three is too many");
+            }
+            Ok(TVMFFIAny::int(fti::INT, args.iter().map(|a| a.as_i64()).sum()))
+        });
+        assert_eq!(sum.call(&[Value::Int(2), Value::Int(40)]).unwrap().as_int().unwrap(), 42);
+        let args = [TVMFFIAny::int(fti::INT, 5), TVMFFIAny::int(fti::INT, 6)];
+        let mut out = TVMFFIAny::NONE;
+        // SAFETY: the function's own cell, called with valid views and a writable result.
+        let rc = unsafe { (sum.safe_call)(sum.as_header() as *mut c_void, args.as_ptr(), 2, &mut out) };
+        assert_eq!((rc, out.type_index, out.as_i64()), (0, fti::INT, 11));
+        let e = sum.call(&[Value::Str("x".into())]).unwrap_err();
+        assert!(e.message().contains("sum takes ints"), "{e}");
+        let e = sum.call(&[Value::Int(1), Value::Int(2), Value::Int(3)]).unwrap_err();
+        assert!(e.message().contains("three is too many"), "{e}");
+    }
 
     #[test]
     fn call_rust_closure_with_mixed_args() {
