@@ -17,6 +17,9 @@ BACKEND = REPO / "target/release/libtriton_tvmrt.so"
 FIXTURES = json.loads((REPO / "target/demo/python_fixtures.json").read_text())
 RELAX = REPO / "tests/data/relax-0.27"
 RELAX018 = REPO / "tests/data/relax-0.18"
+# The sequence block at batch 1, 2, 4 by length 4, 8 and single sequences' numbers alone
+# (`python_fixtures --seq-grid`).
+SEQ_GRID = json.loads((REPO / "target/demo/seq_grid.json").read_text())
 
 
 def tritonserver() -> Path:
@@ -46,6 +49,13 @@ def bucket_files() -> Dict[str, Path]:
     """The demo at batch 1, 2, 4 and 8 and a manifest `model.buckets` listing them."""
     versions = [Path(v) for v in FIXTURES["versions"]]
     return {v.name: v for v in versions}
+
+
+def seq_grid_files() -> Dict[str, Path]:
+    """The versions the sequence block's manifest lists, and the manifest as `model.buckets`."""
+    manifest = Path(SEQ_GRID["manifest"])
+    names = [line for line in manifest.read_text().splitlines() if line and not line.startswith("#")]
+    return {"model.buckets": manifest, **{n: manifest.parent / n for n in names}}
 
 
 def write_manifest(version: Path) -> None:
