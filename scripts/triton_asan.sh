@@ -41,7 +41,8 @@ backend="$PWD/$build/$host/release/libtriton_tvmrt.so"
 echo "== building libtriton_tvmrt.so with -Zsanitizer=address ($build)"
 RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zsanitizer=address" \
   cargo build --release -p triton-tvmrt --target "$host" --target-dir "$build"
-if ! nm -D --undefined-only "$backend" | grep -q '__asan_report_load'; then
+# (grep -c reads all of nm's output: with -q, nm could die of SIGPIPE and fail the pipeline)
+if ! nm -D --undefined-only "$backend" | grep -c '__asan_report_load' >/dev/null; then
   echo "error: $backend is not instrumented (no __asan_report_* imports)" >&2
   exit 1
 fi
