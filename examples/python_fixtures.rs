@@ -13,6 +13,12 @@
 //! `--wide`: builds only the serving benchmark's model (`wide_model.so`, `wide_b2_model.so`, ...
 //! and `wide.buckets`) and prints the manifest's path.
 //!
+//! `--seq-grid`: builds only the Triton backend's ragged-batching model: the sequence block
+//! (`demo/seq_model.rs`) at batch 1, 2 and 4 by length 4 and 8 (`seqgrid_s4_model.so`,
+//! `seqgrid_b2_s4_model.so`, ... and `seqgrid.buckets`), and writes `seq_grid.json`: the
+//! manifest's path and, for sequences of several lengths, the tokens and the outputs (float32
+//! bit patterns) the C API gives for each alone, on the version built for exactly its length.
+//!
 //! `--bench N`: times N iterations of `set_input + run + get_output` on the tiny model through
 //! the C API (the loop the Python benchmark compares with) and prints the median of 5 samples
 //! in microseconds per iteration.
@@ -21,6 +27,8 @@
 mod capi;
 #[path = "demo/model.rs"]
 mod model;
+#[path = "demo/seq_model.rs"]
+mod seq_model;
 
 use model::Spec;
 use std::fmt::Write as _;
@@ -100,6 +108,9 @@ fn run() -> Result<(), String> {
         Some(i) => Some(args.get(i + 1).and_then(|v| v.parse::<usize>().ok()).ok_or("--bench needs a count")?),
         None => None,
     };
+    if args.iter().any(|a| a == "--seq-grid") {
+        return seq_grid();
+    }
 
     let tiny_spec = tiny();
     let tiny_so = model::build_spec(&tiny_spec)?;
@@ -150,6 +161,65 @@ fn run() -> Result<(), String> {
     model::write_atomic(&out, json.as_bytes()).map_err(|e| format!("{}: {e}", out.display()))?;
     println!("{}", out.display());
     Ok(())
+}
+
+const GRID_BATCHES: [usize; 3] = [1, 2, 4];
+const GRID_LENGTHS: [usize; 2] = [4, 8];
+/// Lengths of the `--seq-grid` cases: each padded into a bucket of another length.
+const CASE_LENGTHS: [usize; 4] = [2, 3, 5, 7];
+
+/// `--seq-grid`: the bucket set over batch and length, and each case's numbers alone.
+fn seq_grid() -> Result<(), String> {
+    let base = seq_model::SeqSpec { name: "seqgrid".into(), ..seq_model::SeqSpec::small() };
+    let mut names = Vec::new();
+    let mut dir = std::path::PathBuf::new();
+    for b in GRID_BATCHES {
+        for s in GRID_LENGTHS {
+            let so = seq_model::build_seq(&base.with_seq_len(s).with_batch(b))?;
+            dir = so.parent().ok_or("the model has no directory")?.to_path_buf();
+            names.push(so.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    let manifest = dir.join("seqgrid.buckets");
+    let text = format!(
+        "# the sequence block at batch 1, 2, 4 by length 4, 8 (examples/python_fixtures.rs)\n{}\n",
+        names.join("\n")
+    );
+    model::write_atomic(&manifest, text.as_bytes()).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let mut cases = Vec::new();
+    for (k, len) in CASE_LENGTHS.into_iter().enumerate() {
+        for seed in [k as u64 * 10, k as u64 * 10 + 1] {
+            cases.push(seq_case(&base.with_seq_len(len), seed)?);
+        }
+    }
+    let json = format!(
+        "{{\n\"manifest\": {},\n\"cases\": [\n{}\n]\n}}\n",
+        json_str(&manifest.to_string_lossy()),
+        cases.join(",\n")
+    );
+    let out = dir.join("seq_grid.json");
+    model::write_atomic(&out, json.as_bytes()).map_err(|e| format!("{}: {e}", out.display()))?;
+    println!("{}", out.display());
+    Ok(())
+}
+
+/// One sequence of `spec`'s length run alone through the C API: its tokens and outputs.
+fn seq_case(spec: &seq_model::SeqSpec, seed: u64) -> Result<String, String> {
+    let lib = capi::Library::load(&seq_model::build_seq(spec)?)?;
+    let mut exec = capi::Executor::new(&lib)?;
+    let tokens = seq_model::tokens_for(spec, seed);
+    let (s, h) = (spec.seq_len, spec.hidden);
+    let (mut out, mut attn) = (vec![0f32; s * h], vec![0f32; s * s]);
+    exec.set_input(seq_model::SEQ_INPUT_NAME, &tokens, &spec.input_shape())?;
+    exec.run()?;
+    exec.get_output(seq_model::OUT_INDEX, &mut out, &spec.out_shape())?;
+    exec.get_output(seq_model::ATTN_INDEX, &mut attn, &spec.attn_shape())?;
+    Ok(format!(
+        "{{\"len\": {s}, \"seed\": {seed}, \"tokens_bits\": {}, \"out_bits\": {}, \"attn_bits\": {}}}",
+        bits(&tokens),
+        bits(&out),
+        bits(&attn)
+    ))
 }
 
 /// Median over 5 samples of `n` iterations of set_input + run + get_output through the C API.

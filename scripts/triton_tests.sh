@@ -17,4 +17,6 @@ fi
 [ -f target/demo/python_fixtures.json ] || cargo run --release --example python_fixtures
 # the instances test's model: 8 MB of weights (made once, cached under target/demo)
 [ -f target/demo/wide_model.so ] || cargo run --release --example python_fixtures -- --wide
+# the ragged-batching model: the sequence block at batch 1, 2, 4 by length 4, 8
+[ -f target/demo/seq_grid.json ] || cargo run --release --example python_fixtures -- --seq-grid
 "$venv/bin/python" -m pytest -q -p no:cacheprovider triton/python_tests "$@"

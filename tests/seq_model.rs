@@ -16,8 +16,8 @@ const TOL: f32 = 1e-4;
 
 /// `(out, attn)` of one run.
 fn run(exec: &mut Executor, spec: &SeqSpec, tokens: &[f32]) -> (Vec<f32>, Vec<f32>) {
-    let (s, h) = (spec.seq_len, spec.hidden);
-    let (mut out, mut attn) = (vec![0f32; s * h], vec![0f32; s * s]);
+    let (b, s, h) = (spec.batch, spec.seq_len, spec.hidden);
+    let (mut out, mut attn) = (vec![0f32; b * s * h], vec![0f32; b * s * s]);
     exec.set_input(seq_model::SEQ_INPUT_NAME, tokens, &spec.input_shape()).unwrap();
     exec.run().unwrap();
     exec.get_output(seq_model::OUT_INDEX, &mut out, &spec.out_shape()).unwrap();
@@ -96,5 +96,27 @@ fn longer_sequence_prefix_is_bit_identical_and_matches_the_reference() {
         for i in 0..5 {
             assert_eq!(bits(&r8.1[i * 8..i * 8 + 5]), bits(&r5.1[i * 5..i * 5 + 5]), "seed {seed}: attn row {i}");
         }
+    }
+}
+
+#[test]
+fn a_batch_of_sequences_is_each_sequence_alone_bit_for_bit() {
+    // Length 6: the other tests build length 5 and 8 at the same time, into the same files.
+    let one = SeqSpec::small().with_seq_len(6);
+    let three = one.with_batch(3);
+    assert_eq!((three.name.as_str(), three.input_shape()), ("seq_b3_s6", [3, 6, 32]));
+    assert_eq!(three.with_seq_len(8).name, "seq_b3_s8");
+    assert_eq!(three.with_batch(1), one);
+    let build = |s: &SeqSpec| Library::load(&seq_model::build_seq(s).unwrap_or_else(|e| panic!("{}: {e}", s.name)));
+    let (lib1, lib3) = (build(&one).unwrap(), build(&three).unwrap());
+    let (mut exec1, mut exec3) = (Executor::new(&lib1).unwrap(), Executor::new(&lib3).unwrap());
+    let seqs: Vec<Vec<f32>> = [4u64, 9, 30].iter().map(|&seed| seq_model::tokens_for(&one, seed)).collect();
+    let batch = run(&mut exec3, &three, &seqs.concat());
+    check_reference(&three, &seqs.concat(), &batch, "a batch of 3");
+    let (out_len, attn_len) = (one.input_len(), 6 * 6);
+    for (k, tokens) in seqs.iter().enumerate() {
+        let alone = run(&mut exec1, &one, tokens);
+        assert_eq!(bits(&batch.0[k * out_len..(k + 1) * out_len]), bits(&alone.0), "sequence {k}: out");
+        assert_eq!(bits(&batch.1[k * attn_len..(k + 1) * attn_len]), bits(&alone.1), "sequence {k}: attn");
     }
 }

@@ -3,10 +3,11 @@
 //! export_library-style `.so` (`<target>/demo/<name>_model.so`) with kernels from
 //! `examples/demo/seq_kernels.c`.
 //!
-//! Input `tokens` [1,S,H]; q, k, v projections (dense per token + bias); causal single-head
+//! Input `tokens` [B,S,H] (B sequences, each computed as it is alone; B is 1 unless
+//! `SeqSpec::with_batch` says otherwise); q, k, v projections (dense per token + bias); causal single-head
 //! attention (softmax over j <= i of q_i.k_j / sqrt(H)); output projection + residual; a
-//! per-token MLP (H -> F + relu -> H) + residual. Two outputs (graph heads): `out` [1,S,H], the
-//! block's result, and `attn` [1,S,S], the attention probabilities (0 where j > i).
+//! per-token MLP (H -> F + relu -> H) + residual. Two outputs (graph heads): `out` [B,S,H], the
+//! block's result, and `attn` [B,S,S], the attention probabilities (0 where j > i).
 //!
 //! Built for a fixed length S (`SeqSpec::with_seq_len`), every version has the same weights,
 //! and row i of its results depends on tokens 0..=i only, computed with the same float
@@ -31,6 +32,8 @@ pub const ATTN_INDEX: i32 = 1;
 pub struct SeqSpec {
     /// Stem of the files `build_seq` writes: `<target>/demo/<name>_model.so`, ...
     pub name: String,
+    /// Sequences per run: the first dimension of every tensor.
+    pub batch: usize,
     pub seq_len: usize,
     pub hidden: usize,
     pub ffn: usize,
@@ -41,7 +44,7 @@ pub struct SeqSpec {
 impl SeqSpec {
     /// 16 tokens of 32 values, MLP width 64.
     pub fn small() -> SeqSpec {
-        SeqSpec { name: "seq".into(), seq_len: 16, hidden: 32, ffn: 64, weight_seed: 4242 }
+        SeqSpec { name: "seq".into(), batch: 1, seq_len: 16, hidden: 32, ffn: 64, weight_seed: 4242 }
     }
 
     /// The same block and weights built for `n` tokens, named `<name>_s<n>` (a name already
@@ -53,24 +56,34 @@ impl SeqSpec {
         SeqSpec { name: format!("{base}_s{n}"), seq_len: n, ..self.clone() }
     }
 
-    /// `[1, seq_len, hidden]`, also the shape of `out`.
+    /// The same block and weights built for `n` sequences per run, named `<base>_b<n>_s<S>`
+    /// (`<base>_s<S>` for one), where `<base>` is the name without its batch and length suffixes.
+    pub fn with_batch(&self, n: usize) -> SeqSpec {
+        assert!(n >= 1, "{}: batch {n}", self.name);
+        let base = self.name.strip_suffix(&format!("_s{}", self.seq_len)).unwrap_or(&self.name);
+        let base = base.strip_suffix(&format!("_b{}", self.batch)).unwrap_or(base);
+        let batch = if n == 1 { String::new() } else { format!("_b{n}") };
+        SeqSpec { name: format!("{base}{batch}_s{}", self.seq_len), batch: n, ..self.clone() }
+    }
+
+    /// `[batch, seq_len, hidden]`, also the shape of `out`.
     pub fn input_shape(&self) -> [i64; 3] {
-        [1, self.seq_len as i64, self.hidden as i64]
+        [self.batch as i64, self.seq_len as i64, self.hidden as i64]
     }
 
-    /// `seq_len * hidden`.
+    /// `batch * seq_len * hidden`.
     pub fn input_len(&self) -> usize {
-        self.seq_len * self.hidden
+        self.batch * self.seq_len * self.hidden
     }
 
-    /// Shape of output 0 (`out`): `[1, seq_len, hidden]`.
+    /// Shape of output 0 (`out`): `[batch, seq_len, hidden]`.
     pub fn out_shape(&self) -> [i64; 3] {
         self.input_shape()
     }
 
-    /// Shape of output 1 (`attn`): `[1, seq_len, seq_len]`.
+    /// Shape of output 1 (`attn`): `[batch, seq_len, seq_len]`.
     pub fn attn_shape(&self) -> [i64; 3] {
-        [1, self.seq_len as i64, self.seq_len as i64]
+        [self.batch as i64, self.seq_len as i64, self.seq_len as i64]
     }
 
     /// The ops in graph order with their data inputs (a dense's residual second).
@@ -115,11 +128,11 @@ enum Act {
 /// One fused op of the block.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum SeqOp {
-    /// Per token: [1,S,k] -> [1,S,n].
+    /// Per token: [B,S,k] -> [B,S,n].
     Dense { k: usize, n: usize, act: Act },
-    /// q, k -> attention probabilities [1,S,S].
+    /// q, k -> attention probabilities [B,S,S].
     Attention,
-    /// attn, v -> [1,S,H].
+    /// attn, v -> [B,S,H].
     Context,
 }
 
@@ -135,7 +148,7 @@ impl SeqOp {
         }
     }
 
-    /// The static C kernel of seq_kernels.c and its size arguments after S.
+    /// The static C kernel of seq_kernels.c and its size arguments after B and S.
     fn kernel(self, hidden: usize) -> (&'static str, Vec<usize>) {
         match self {
             SeqOp::Dense { k, n, act: Act::None } => ("dense_add", vec![k, n]),
@@ -159,11 +172,11 @@ impl SeqOp {
     }
 
     fn out_shape(self, spec: &SeqSpec) -> Vec<i64> {
-        let s = spec.seq_len as i64;
+        let (b, s) = (spec.batch as i64, spec.seq_len as i64);
         match self {
-            SeqOp::Dense { n, .. } => vec![1, s, n as i64],
-            SeqOp::Attention => vec![1, s, s],
-            SeqOp::Context => vec![1, s, spec.hidden as i64],
+            SeqOp::Dense { n, .. } => vec![b, s, n as i64],
+            SeqOp::Attention => vec![b, s, s],
+            SeqOp::Context => vec![b, s, spec.hidden as i64],
         }
     }
 }
@@ -193,7 +206,7 @@ pub fn seq_params(spec: &SeqSpec) -> Vec<Param> {
         .collect()
 }
 
-/// Deterministic tokens for `spec` ([1,S,H] row-major, values in [-1, 1)): token t drawn from
+/// Deterministic tokens of one sequence of `spec` ([1,S,H] row-major, values in [-1, 1)): token t drawn from
 /// `seed` and t alone, so a shorter sequence with the same seed is a prefix of a longer one.
 pub fn tokens_for(spec: &SeqSpec, seed: u64) -> Vec<f32> {
     (0..spec.seq_len as u64).flat_map(|t| token(seed, t, spec.hidden)).collect()
@@ -244,13 +257,13 @@ pub fn seq_kernel_names(spec: &SeqSpec) -> Vec<String> {
 }
 
 /// C source exporting the kernels of `spec`: seq_kernels.c plus one wrapper per op with the
-/// static shapes (S first).
+/// static shapes (B and S first).
 pub fn seq_kernels_c_source(spec: &SeqSpec) -> String {
     let mut s = format!("/* Generated by examples/demo/seq_model.rs: the kernels of the {} model. */\n", spec.name);
     s += "#include \"seq_kernels.c\"\n";
     for (op, func) in named_ops(spec) {
         let (kernel, sizes) = op.kernel(spec.hidden);
-        let args: Vec<String> = std::iter::once(spec.seq_len).chain(sizes).map(|d| d.to_string()).collect();
+        let args: Vec<String> = [spec.batch, spec.seq_len].into_iter().chain(sizes).map(|d| d.to_string()).collect();
         s += &kernel_wrapper(&func, kernel, &args.join(", "));
     }
     s
@@ -302,9 +315,22 @@ fn add(a: &[f64], b: &[f64]) -> Vec<f64> {
     a.iter().zip(b).map(|(x, y)| x + y).collect()
 }
 
-/// The block's `(out, attn)` for `tokens` (`spec.input_len()` values), computed in f64.
+/// The block's `(out, attn)` for `tokens` (`spec.input_len()` values), computed in f64, one
+/// sequence after the other.
 pub fn reference_seq(spec: &SeqSpec, tokens: &[f32]) -> (Vec<f32>, Vec<f32>) {
     assert_eq!(tokens.len(), spec.input_len());
+    let one = SeqSpec { batch: 1, ..spec.clone() };
+    let (mut out, mut attn) = (Vec::new(), Vec::new());
+    for sequence in tokens.chunks(one.input_len()) {
+        let (o, a) = reference_one(&one, sequence);
+        out.extend(o);
+        attn.extend(a);
+    }
+    (out, attn)
+}
+
+/// `reference_seq` for one sequence.
+fn reference_one(spec: &SeqSpec, tokens: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let (s, h) = (spec.seq_len, spec.hidden);
     let p = seq_params(spec);
     let w = |i: usize| p[i].data.as_slice();

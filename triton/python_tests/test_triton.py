@@ -21,7 +21,8 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from harness import FIXTURES, RELAX, RELAX018, Server, add_model, bucket_files, failure_trio, write_manifest
+from harness import (FIXTURES, RELAX, RELAX018, SEQ_GRID, Server, add_model, bucket_files, failure_trio,
+                     seq_grid_files, write_manifest)
 
 OUTPUT = "tvmgen_default_fused_nn_softmax"
 CASES = FIXTURES["cases"]
@@ -38,6 +39,22 @@ def expected(case) -> np.ndarray:
 STATED = """
 input [ { name: "data" data_type: TYPE_FP32 dims: [ 1, 1, 16, 16 ] } ]
 output [ { name: "tvmgen_default_fused_nn_softmax" data_type: TYPE_FP32 dims: [ 1, 10 ] } ]
+"""
+
+
+# The sequence block (tokens [-1, 32] per request row) with Triton's ragged batching: requests
+# of different lengths are batched by the server, and the backend runs each length apart.
+RAGGED = """
+max_batch_size: 4
+input [ { name: "tokens" data_type: TYPE_FP32 dims: [ -1, 32 ] allow_ragged_batch: true } ]
+dynamic_batching { max_queue_delay_microseconds: 1000000 }
+"""
+# Triton forms a batch of 3 rows (not a bucket: it runs in the batch-4 bucket) at once; fewer
+# rows wait for the queue delay. (Triton checks the preferred size against max_batch_size before
+# the backend completes the configuration: it is stated.)
+PREFERRED = "max_batch_size: 8\ndynamic_batching { preferred_batch_size: [ 3 ] max_queue_delay_microseconds: 1500000 }\n"
+BATCH_INPUT = """
+batch_input [ { kind: BATCH_ACCUMULATED_ELEMENT_COUNT target_name: "index" data_type: TYPE_FP32 source_input: "tokens" } ]
 """
 
 
@@ -71,6 +88,10 @@ def server(tmp_path_factory):
     add_model(repo, "bad_pin", demo, params(pin="yes"))
     add_model(repo, "bad_pin_count", demo, params(pin="1") + f"instance_group [ {{ kind: KIND_CPU, count: {len(os.sched_getaffinity(0)) + 1} }} ]\n")
     write_manifest(add_model(repo, "bad_pipeline_buckets", bucket_files(), params(core_groups="1")))
+    write_manifest(add_model(repo, "buckets_preferred", bucket_files(), PREFERRED))
+    add_model(repo, "seqgrid", seq_grid_files())
+    add_model(repo, "seqgrid_ragged", seq_grid_files(), RAGGED)
+    add_model(repo, "bad_batch_input", seq_grid_files(), RAGGED + BATCH_INPUT)
     s = Server(repo, work)
     yield s
     assert s.stop() == 0, s.log.read_text()[-3000:]
@@ -137,11 +158,13 @@ def test_bad_models_fail_their_own_load_with_the_reason(server):
         "bad_pin": "parameter `pin`: `yes` is not 0 or 1",
         "bad_pin_count": "parameter `pin`",
         "bad_pipeline_buckets": "parameter `core_groups`: the request pipeline runs plain graph models",
+        "bad_batch_input": "batch_input 'index'",
     }
     for name, reason in reasons.items():
         assert index[name]["state"] == "UNAVAILABLE", index[name]
         assert reason in index[name]["reason"], index[name]
-    for name in ("demo", "buckets", "mlp", "legacy", "failing", "demo_pipeline", "demo_pipeline_stated"):
+    for name in ("demo", "buckets", "mlp", "legacy", "failing", "demo_pipeline", "demo_pipeline_stated", "seqgrid",
+                 "seqgrid_ragged"):
         assert index[name]["state"] == "READY", index[name]
     assert "bad_shape" in server.log.read_text()
 
@@ -214,6 +237,113 @@ def test_dynamic_batching_runs_fewer_times_and_each_request_gets_its_rows(server
     rows = int(after["inference_count"]) - int(before["inference_count"])
     assert requests == 8 and rows == 12, after
     assert 0 < executions < requests, after
+
+
+def seq_tokens(*cases) -> np.ndarray:
+    """The cases' tokens (all of one length) as one request, a row each."""
+    return np.stack([np.array(c["tokens_bits"], np.uint32).view(np.float32).reshape(c["len"], 32) for c in cases])
+
+
+def seq_cases(length: int):
+    return [c for c in SEQ_GRID["cases"] if c["len"] == length]
+
+
+def infer_seq(s: Server, model: str, x: np.ndarray):
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{s.grpc}")
+    inp = grpcclient.InferInput("tokens", list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    result = client.infer(model, [inp])
+    return result.as_numpy("tvmgen_default_fused_nn_dense_add_add_1"), result.as_numpy(SEQ_ATTN)
+
+
+SEQ_ATTN = "tvmgen_default_fused_nn_batch_matmul_divide_where_nn_softmax"
+
+
+def assert_seq_exact(got, cases, what: str) -> None:
+    """Each row of a sequence request's outputs is the C API's numbers for that sequence alone."""
+    out, attn = got
+    length = cases[0]["len"]
+    assert out.shape == (len(cases), length, 32) and attn.shape == (len(cases), length, length), (what, out.shape)
+    for row, case in enumerate(cases):
+        assert_exact(out[row], np.array(case["out_bits"], np.uint32), f"{what}: out of seed {case['seed']}")
+        assert_exact(attn[row], np.array(case["attn_bits"], np.uint32), f"{what}: attn of seed {case['seed']}")
+
+
+def counted(server: Server, model: str, before, requests: int):
+    """The model's statistics once `requests` more have been counted (Triton records a request
+    after its response goes out), as (requests, executions, rows) since `before`."""
+    deadline = time.monotonic() + 5
+    while True:
+        after = stats(server, model)
+        done = int(after["inference_stats"]["success"]["count"]) - int(before["inference_stats"]["success"]["count"])
+        if done >= requests or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    executions = int(after["execution_count"]) - int(before["execution_count"])
+    return done, executions, int(after["inference_count"]) - int(before["inference_count"])
+
+
+def test_a_bucket_set_over_batch_and_length_serves_each_length_exactly(server):
+    """The sequence block compiled at batch 1, 2, 4 by length 4, 8: the configuration completed
+    with max_batch_size 4 and the free length; requests of every length (padded into the
+    smallest bucket that holds them) give the C API's numbers of the version built for exactly
+    their length."""
+    config = server.get("/v2/models/seqgrid/config")
+    assert config["max_batch_size"] == 4 and "dynamic_batching" in config, config
+    assert [(t["name"], [int(d) for d in t["dims"]]) for t in config["input"]] == [("tokens", [-1, 32])]
+    for length in (2, 3, 5, 7):
+        cases = seq_cases(length)
+        assert_seq_exact(infer_seq(server, "seqgrid", seq_tokens(*cases)), cases, f"length {length}, two rows")
+        for case in cases:
+            assert_seq_exact(infer_seq(server, "seqgrid", seq_tokens(case)), [case], f"length {length} alone")
+
+
+def test_a_ragged_batch_runs_each_shape_apart_and_every_request_gets_its_own_numbers(server):
+    """allow_ragged_batch: Triton batches requests whose lengths differ. The backend never joins
+    tensors of different shapes: it runs the requests of each shape as one batch, so four
+    requests of four lengths are four runs, and two pairs of lengths are two; every response is
+    bit-identical to its sequence alone."""
+    firsts = [seq_cases(length)[0] for length in (2, 3, 5, 7)]
+    pairs = seq_cases(3) + seq_cases(5)
+    for cases, runs in ((firsts, 4), (pairs, 2)):
+        before = stats(server, "seqgrid_ragged")
+        with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
+            results = list(pool.map(lambda c: infer_seq(server, "seqgrid_ragged", seq_tokens(c)), cases))
+        for case, got in zip(cases, results):
+            assert_seq_exact(got, [case], f"length {case['len']} in a ragged batch")
+        requests, executions, rows = counted(server, "seqgrid_ragged", before, len(cases))
+        assert (requests, rows) == (len(cases), len(cases)), stats(server, "seqgrid_ragged")
+        assert executions == runs, stats(server, "seqgrid_ragged")
+
+
+def batch_sizes(server: Server, model: str):
+    """Runs per batch size (Triton's batch statistics, from the backend's report of each run)."""
+    return {int(b["batch_size"]): int(b["compute_infer"]["count"]) for b in stats(server, model).get("batch_stats", [])}
+
+
+def test_preferred_batch_size_goes_at_once_and_the_rest_waits_for_the_queue_delay(server):
+    """preferred_batch_size [3], max_queue_delay 1.5 s, five one-row requests at once: Triton
+    sends three as soon as they are queued (a batch of 3, run in the batch-4 bucket) and the
+    other two when the oldest has waited 1.5 s (a batch of 2). Each response is exact."""
+    before = batch_sizes(server, "buckets_preferred")
+    cases = CASES + CASES[:1]
+
+    def timed(case):
+        t = time.monotonic()
+        y = infer_grpc(server, "buckets_preferred", image(case)).as_numpy(OUTPUT)
+        return y, time.monotonic() - t
+
+    with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
+        results = list(pool.map(timed, cases))
+    for case, (y, _) in zip(cases, results):
+        assert_exact(y, expected(case), f"seed {case['seed']} with a preferred batch size")
+    waits = sorted(t for _, t in results)
+    assert max(waits[:3]) < 1.0 and min(waits[3:]) >= 1.5, waits
+    deadline = time.monotonic() + 5
+    while (after := batch_sizes(server, "buckets_preferred")) == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    grown = {size: n - before.get(size, 0) for size, n in after.items() if n != before.get(size, 0)}
+    assert grown == {3: 1, 2: 1}, (before, after)
 
 
 def test_two_instances_share_the_model_and_both_answer_exactly(server):

@@ -90,6 +90,7 @@ pub struct Layout {
 /// Check the configuration against the model: every error names the tensor.
 pub fn check(config: &Value, sig: &Signature) -> Result<Layout> {
     let mbs = check_batch(config, sig)?;
+    check_no_batch_tensors(config)?;
     let stated = tensors(config, "input");
     let mut inputs = Vec::new();
     for t in &sig.inputs {
@@ -121,6 +122,27 @@ fn check_batch(config: &Value, sig: &Signature) -> Result<usize> {
         )));
     }
     Ok(mbs)
+}
+
+/// `batch_input` / `batch_output` (tensors of Triton's ragged batching that the backend would make
+/// from the batch) are refused, naming the first: requests of different shapes run as separate
+/// batches, one per shape, so a model needs no tensor describing where each request lies.
+fn check_no_batch_tensors(config: &Value) -> Result<()> {
+    for key in ["batch_input", "batch_output"] {
+        if let Some(first) = tensors(config, key).first() {
+            let names = |v: &Value| match v {
+                Value::Array(a) => a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("', '"),
+                other => other.as_str().unwrap_or("").to_string(),
+            };
+            return Err(Failure::invalid(format!(
+                "{key} '{}' ({}): this backend makes no batch tensors; an input with allow_ragged_batch \
+                 runs the requests of each shape as a batch of their own, whole",
+                names(&first["target_name"]),
+                first["kind"].as_str().unwrap_or("?")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The configured outputs; a VM function with free dimensions has outputs known only by name.
@@ -247,6 +269,20 @@ mod tests {
         assert!(with("/output/0/name", json!("prob")).contains("output \"prob\" is not an output of the model"));
         assert!(with("/input/0/name", json!("x")).contains("input 'data' is missing"));
         assert!(with("/max_batch_size", json!(16)).contains("more than the largest batch the model runs (8)"));
+    }
+
+    #[test]
+    fn batch_inputs_and_outputs_are_refused_by_name() {
+        let mut c = json!({"max_batch_size": 8, "input": [{"name": "data", "data_type": "TYPE_FP32", "dims": [1, 16, 16],
+                           "allow_ragged_batch": true}]});
+        assert!(check(&c, &buckets()).is_ok());
+        c["batch_input"] = json!([{"kind": "BATCH_ELEMENT_COUNT", "target_name": ["count"], "data_type": "TYPE_INT32",
+                                   "source_input": ["data"]}]);
+        let e = check(&c, &buckets()).unwrap_err().message;
+        assert!(e.starts_with("batch_input 'count' (BATCH_ELEMENT_COUNT): this backend makes no batch tensors"), "{e}");
+        c["batch_input"] = json!([]);
+        c["batch_output"] = json!([{"kind": "BATCH_SCATTER_WITH_INPUT_SHAPE", "target_name": ["out"]}]);
+        assert!(check(&c, &buckets()).unwrap_err().message.starts_with("batch_output 'out' (BATCH_SCATTER"));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! `TRITONBACKEND_ModelInstanceExecute`: the requests Triton hands an instance, checked, run
 //! (with batching: concatenated along axis 0 and run once; each request gets its own rows), and
-//! answered one response each, with statistics per request and per run.
+//! answered one response each, with statistics per request and per run. Requests whose shapes
+//! differ past axis 0 (Triton batches them when an input allows ragged batches) are never joined:
+//! the requests of each shape run as one batch of their own.
 
 use crate::config::Layout;
 use crate::dtype::{triton_code, wire_name};
@@ -53,8 +55,8 @@ impl Instance<'_> {
             }
         }
         if self.layout.max_batch_size > 0 {
-            if !good.is_empty() {
-                self.run_group(&good, start);
+            for group in group_by(good, |c| row_shapes(&c.inputs)) {
+                self.run_group(&group, start);
             }
         } else {
             for c in good {
@@ -392,6 +394,25 @@ impl Instance<'_> {
     }
 }
 
+/// A request's input shapes past axis 0: requests that agree on them can be joined on axis 0.
+fn row_shapes(inputs: &[Input]) -> Vec<Vec<i64>> {
+    inputs.iter().map(|i| i.shape.get(1..).unwrap_or(&[]).to_vec()).collect()
+}
+
+/// `items` in groups of equal `key`, each group in the items' order, the groups in the order
+/// of their first item.
+fn group_by<T, K: PartialEq>(items: Vec<T>, key: impl Fn(&T) -> K) -> Vec<Vec<T>> {
+    let mut groups: Vec<(K, Vec<T>)> = Vec::new();
+    for item in items {
+        let k = key(&item);
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, members)) => members.push(item),
+            None => groups.push((k, vec![item])),
+        }
+    }
+    groups.into_iter().map(|(_, members)| members).collect()
+}
+
 /// A batching request's rows: axis 0 of its inputs, the same for each.
 fn batch_rows(inputs: &[Input], specs: &[TensorSpec]) -> Result<usize> {
     let rows = inputs.first().and_then(|i| i.shape.first()).copied().unwrap_or(0);
@@ -403,4 +424,27 @@ fn batch_rows(inputs: &[Input], specs: &[TensorSpec]) -> Result<usize> {
         )));
     }
     usize::try_from(rows).map_err(|_| Failure::invalid("a negative batch"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_keep_the_order_of_their_first_member_and_of_their_members() {
+        let items = vec![(3, 'a'), (5, 'b'), (3, 'c'), (7, 'd'), (5, 'e')];
+        let groups = group_by(items, |&(len, _)| len);
+        assert_eq!(groups, vec![vec![(3, 'a'), (3, 'c')], vec![(5, 'b'), (5, 'e')], vec![(7, 'd')]]);
+        assert!(group_by(Vec::<u8>::new(), |&x| x).is_empty());
+    }
+
+    #[test]
+    fn requests_join_only_when_every_input_agrees_past_the_batch_axis() {
+        let input = |shape: &[i64]| Input { raw: std::ptr::null_mut(), shape: shape.to_vec(), buffers: 0 };
+        let (a, b, c) =
+            ([input(&[1, 3, 32]), input(&[2, 4])], [input(&[2, 3, 32]), input(&[1, 4])], [input(&[1, 5, 32])]);
+        assert_eq!(row_shapes(&a), row_shapes(&b));
+        assert_ne!(row_shapes(&a)[..1], row_shapes(&c)[..]);
+        assert_eq!(row_shapes(&[input(&[])]), vec![Vec::<i64>::new()]);
+    }
 }

@@ -173,8 +173,9 @@ fn spec(name: String, plan: &Plan, eid: usize) -> TensorSpec {
     TensorSpec { name, dtype: plan.entry_dtype(eid), shape: plan.entry_shape(eid).to_vec() }
 }
 
-/// The largest bucket's tensors with `-1` where the buckets differ; batching when only axis 0
-/// differs, everywhere.
+/// The largest bucket's tensors with `-1` where the buckets differ; batching when axis 0 differs
+/// in every tensor (a bucket set over batch sizes, or over batch sizes and other extents such as
+/// a sequence's length).
 fn bucket_signature(set: &BucketSet) -> Signature {
     let plans: Vec<&Plan> = set.buckets().iter().map(|b| &*b.plan).collect();
     let largest = &set.largest().plan;
@@ -194,7 +195,7 @@ fn bucket_signature(set: &BucketSet) -> Signature {
     let outputs: Vec<TensorSpec> = (0..largest.num_outputs())
         .map(|o| free(&|p| p.output_entry(o), spec(largest.output_name(o), largest, largest.output_entry(o))))
         .collect();
-    let batches = inputs.iter().chain(&outputs).all(|t| free_axes(&t.shape) == [0]);
+    let batches = inputs.iter().chain(&outputs).all(|t| free_axes(&t.shape).first() == Some(&0));
     let max_rows = if batches { largest.entry_shape(largest.input_entry(input_index(largest)))[0] as usize } else { 0 };
     Signature { inputs, outputs, max_rows }
 }
