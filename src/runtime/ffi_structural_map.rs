@@ -23,7 +23,7 @@ use super::ffi_structural_visit::{
     entries, kind_of, matches, order_arg, Entries, DAG_NODE, FREE_VAR, REGION_NONE, REGION_PATTERN, REGION_SIMPLE,
 };
 use super::object::{self, type_index as ti, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
-use super::packed::{ForeignCallable, ForeignHandle, PackedFunc, Value};
+use super::packed::{PackedFunc, Value};
 use crate::abi::{ffi_type_index as fti, TVMFFIAny, TVMFFIFieldInfo};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -181,75 +181,25 @@ fn result_of(a: TVMFFIAny) -> Option<Owned> {
 /// A global's body: its arguments, owned.
 type Body = fn(Vec<Owned>) -> Result<Owned>;
 
-/// What a global made by [`global`] keeps: whether it takes its first argument by value, and
-/// its body.
-struct Global {
-    takes_root: bool,
-    body: Body,
-}
-
 /// A global reached in tvm-ffi's convention with its arguments in C form. With `takes_root`,
 /// its first argument is taken as C++'s by-value `Any` parameters take it: an rvalue reference
 /// passes its reference to the call, which may then hold the value's only reference.
 fn global(takes_root: bool, body: Body) -> PackedFunc {
-    let context = Box::into_raw(Box::new(Global { takes_root, body })) as *mut c_void;
-    PackedFunc::from_foreign(ForeignCallable {
-        call: global_call,
-        context: ForeignHandle { handle: context, deleter: Some(drop_global) },
-    })
-}
-
-/// Releases a [`Global`].
-///
-/// # Safety
-/// `context` was made by [`global`] and is released once.
-unsafe extern "C" fn drop_global(context: *mut c_void) {
-    // SAFETY: the caller's contract.
-    drop(unsafe { Box::from_raw(context as *mut Global) });
-}
-
-/// The `safe_call` of a [`global`]: 0 with the result written, or -1 with the error raised.
-///
-/// # Safety
-/// `context` is a live [`Global`]; `args` points to `num_args` valid views (an rvalue reference's
-/// slot writable); `result` is writable.
-unsafe extern "C" fn global_call(
-    context: *mut c_void,
-    args: *const TVMFFIAny,
-    num_args: i32,
-    result: *mut TVMFFIAny,
-) -> i32 {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<TVMFFIAny> {
-        // SAFETY: the caller's contract.
-        let g = unsafe { &*(context as *const Global) };
-        let n = usize::try_from(num_args).map_err(|_| Error::value(format!("negative num_args {num_args}")))?;
-        // SAFETY: `n` valid views (caller contract); NULL only with none.
-        let views = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(args, n) } };
+    PackedFunc::from_ffi(move |views| {
         let owned = views
             .iter()
             .enumerate()
-            // SAFETY: valid views (caller contract).
+            // SAFETY: valid views (the caller's contract; an rvalue reference's slot writable).
             .map(|(i, a)| unsafe {
-                if i == 0 && g.takes_root {
+                if i == 0 && takes_root {
                     Owned::take(a)
                 } else {
                     Owned::from_view(a)
                 }
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok((g.body)(owned)?.into_raw())
-    }));
-    let err = match outcome {
-        Ok(Ok(a)) => {
-            // SAFETY: writable (caller contract).
-            unsafe { *result = a };
-            return 0;
-        }
-        Ok(Err(e)) => e,
-        Err(p) => Error::internal(format!("panic in a structural mutation: {}", super::error::panic_message(&*p))),
-    };
-    let _ = std::panic::catch_unwind(|| super::error::set_last_error(&err));
-    -1
+        Ok(body(owned)?.into_raw())
+    })
 }
 
 /// Argument `i`, or an error naming it.

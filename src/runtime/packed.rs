@@ -759,16 +759,12 @@ unsafe extern "C" fn ffi_safe_call(
     num_args: i32,
     result: *mut TVMFFIAny,
 ) -> i32 {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<TVMFFIAny> {
-        // SAFETY: the caller's contract: a live `Obj<FuncObj>` behind `handle`, kept alive by
-        // the caller for the call (no reference is taken, none dropped).
+    let body = |views: &[TVMFFIAny]| -> Result<TVMFFIAny> {
+        // SAFETY: the caller's contract: a live `Obj<FuncObj>` behind `handle`, kept alive by the
+        // caller for the call (no reference is taken, none dropped).
         let f = std::mem::ManuallyDrop::new(unsafe { PackedFunc::from_raw(handle as *mut ObjectHeader) });
-        let n = usize::try_from(num_args).map_err(|_| Error::value(format!("negative num_args {num_args}")))?;
-        // SAFETY: `num_args` views (caller contract); NULL only with none.
-        let views = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(args, n) } };
         // Arguments that need no storage of their own pass as TVM 0.18 values on the stack.
-        let mut values = [TVMValue::null(); DIRECT_ARGS];
-        let mut codes = [0i32; DIRECT_ARGS];
+        let (n, mut values, mut codes) = (views.len(), [TVMValue::null(); DIRECT_ARGS], [0i32; DIRECT_ARGS]);
         // SAFETY: valid views (caller contract).
         if n <= DIRECT_ARGS
             && views.iter().zip(&mut values).zip(&mut codes).all(|((a, v), c)| unsafe { direct(a, v, c) })
@@ -781,6 +777,27 @@ unsafe extern "C" fn ffi_safe_call(
         let vals = views.iter().map(|a| unsafe { Value::from_any_view(a) }).collect::<Result<Vec<_>>>()?;
         let buf = ArgBuffer::from_values(&vals)?;
         Ok(f.call_args(buf.args())?.into_any())
+    };
+    // SAFETY: the caller's contract, passed on.
+    unsafe { answer_safe_call(args, num_args, result, body) }
+}
+
+/// Run `body` on a tvm-ffi call's views and answer as tvm-ffi's convention does: 0 with its
+/// value in `*result`, or -1 with its error (a panic's message included) raised on this thread.
+///
+/// # Safety
+/// `args` points to `num_args` valid views (NULL only with none); `result` is writable.
+unsafe fn answer_safe_call(
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+    body: impl FnOnce(&[TVMFFIAny]) -> Result<TVMFFIAny>,
+) -> i32 {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let n = usize::try_from(num_args).map_err(|_| Error::value(format!("negative num_args {num_args}")))?;
+        // SAFETY: `num_args` views (caller contract); NULL only with none.
+        let views = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(args, n) } };
+        body(views)
     }));
     let err = match outcome {
         Ok(Ok(any)) => {
@@ -809,24 +826,8 @@ unsafe extern "C" fn ffi_body_call<F>(
 where
     F: Fn(&[TVMFFIAny]) -> Result<TVMFFIAny> + Send + Sync + 'static,
 {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let n = usize::try_from(num_args).map_err(|_| Error::value(format!("negative num_args {num_args}")))?;
-        // SAFETY: `num_args` views (caller contract); NULL only with none.
-        let views = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(args, n) } };
-        // SAFETY: the boxed body (caller contract), alive while its function is.
-        (unsafe { &*(body as *const F) })(views)
-    }));
-    let err = match outcome {
-        Ok(Ok(any)) => {
-            // SAFETY: writable (caller contract).
-            unsafe { *result = any };
-            return 0;
-        }
-        Ok(Err(e)) => e,
-        Err(p) => Error::internal(format!("panic in a packed function: {}", super::error::panic_message(&*p))),
-    };
-    let _ = std::panic::catch_unwind(|| super::error::set_last_error(&err));
-    -1
+    // SAFETY: the caller's contract; `body` is the boxed `F`, alive while its function is.
+    unsafe { answer_safe_call(args, num_args, result, |views| (*(body as *const F))(views)) }
 }
 
 /// Arguments a call from tvm-ffi converts on the stack.
