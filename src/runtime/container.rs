@@ -8,9 +8,10 @@ use crate::abi::TVMFFIAny;
 use std::ffi::c_char;
 
 /// TVM's `{const T* data; uint64_t size}` payload (of `StringObj` and `ShapeTupleObj`), which code
-/// compiled against TVM's headers reads directly. Ours own `size + 1` elements, the last a zero (a
-/// string's NUL terminator; a valid address even when empty); objects of the same type made by
-/// foreign code are read through the same two fields and freed by their own deleter.
+/// compiled against TVM's headers reads directly. Ours hold `size + 1` elements after the cell, in
+/// the object's own block, the last a zero (a string's NUL terminator; a valid address even when
+/// empty), so `data` points into the object itself; objects of the same type made by foreign
+/// code are read through the same two fields and freed by their own deleter.
 #[repr(C)]
 pub struct SliceObj<T: Copy + Default> {
     data: *const T,
@@ -18,15 +19,29 @@ pub struct SliceObj<T: Copy + Default> {
 }
 
 // SAFETY: the elements are never written after construction, and those of an object made here
-// are owned by it (freed once, in `drop`).
+// live in its own block (freed with it).
 unsafe impl<T: Copy + Default + Send> Send for SliceObj<T> {}
 // SAFETY: as above (shared access is read-only).
 unsafe impl<T: Copy + Default + Sync> Sync for SliceObj<T> {}
 
 impl<T: Copy + Default> SliceObj<T> {
-    fn new(items: &[T]) -> Self {
-        let owned: Box<[T]> = items.iter().copied().chain([T::default()]).collect();
-        SliceObj { size: items.len() as u64, data: Box::into_raw(owned) as *const T }
+    /// A cell over `items` and a terminating default element (a string's NUL), copied to
+    /// `first`, its object's inline elements.
+    ///
+    /// # Safety
+    /// `first` must have room for `items.len() + 1` elements.
+    unsafe fn inline(items: &[T], first: *mut T) -> Self {
+        // SAFETY: room for `items.len() + 1` elements (contract above); `items` is elsewhere.
+        unsafe {
+            std::ptr::copy_nonoverlapping(items.as_ptr(), first, items.len());
+            first.add(items.len()).write(T::default());
+        }
+        SliceObj { data: first, size: items.len() as u64 }
+    }
+
+    /// The elements an object made here holds after its payload: the items and the terminator.
+    fn inline_len(&self) -> usize {
+        self.size as usize + 1
     }
 
     /// The elements; `what` names the object type in the error for a foreign object whose data
@@ -36,9 +51,9 @@ impl<T: Copy + Default> SliceObj<T> {
         match (self.data.is_null(), len) {
             (true, Some(0)) => Ok(&[]),
             (false, Some(n)) => {
-                // SAFETY: `data`/`size` are the object's own box (made in `new`) or, for an object
-                // of this type made by foreign code, describe its elements as TVM's layout
-                // requires; the object (and so the elements) outlives the borrow of `self`.
+                // SAFETY: `data`/`size` are the object's own inline elements (made by `inline`)
+                // or, for an object of this type made by foreign code, describe its elements as
+                // TVM's layout requires; the object (and so the elements) outlives the borrow.
                 Ok(unsafe { std::slice::from_raw_parts(self.data, n) })
             }
             _ => Err(Error::value(format!("{what} object has data {:p} and size {}", self.data, self.size))),
@@ -46,14 +61,12 @@ impl<T: Copy + Default> SliceObj<T> {
     }
 }
 
-impl<T: Copy + Default> Drop for SliceObj<T> {
-    fn drop(&mut self) {
-        let len = self.size as usize + 1;
-        // SAFETY: a `SliceObj` value only comes from `new` (fields are private; foreign objects
-        // are only borrowed, and released through their own deleter), so `data` is its boxed
-        // slice of `size + 1` elements, freed only here.
-        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.data as *mut T, len)) });
-    }
+/// A new object of `W` (a `{data, size}` cell) over a copy of `items`, held after the cell in
+/// the same block, with a terminating default element: one allocation.
+fn slice_object<T: Copy + Default, W: InplaceObject<Elem = T>>(items: &[T], wrap: fn(SliceObj<T>) -> W) -> ObjPtr<W> {
+    // SAFETY: `inline` writes the `items.len() + 1` elements the block has room for, and the
+    // wrappers report `inline_len` (the same count) as their `tail_len`.
+    unsafe { ObjPtr::new_inline_with(items.len() + 1, W::TYPE_INDEX, |first| wrap(SliceObj::inline(items, first))) }
 }
 
 /// Payload of a `runtime.String`: TVM's `StringObj` (`data` NUL-terminated in ours).
@@ -63,6 +76,13 @@ pub struct StringObj(SliceObj<c_char>);
 impl ObjectType for StringObj {
     const TYPE_INDEX: u32 = type_index::STRING;
     const LAYOUT_SHARED: bool = true;
+}
+
+impl InplaceObject for StringObj {
+    type Elem = c_char;
+    fn tail_len(&self) -> usize {
+        self.0.inline_len()
+    }
 }
 
 /// Bytes as C characters (`c_char` and `u8` have the same size and alignment).
@@ -86,9 +106,16 @@ impl ObjectType for BytesObj {
     const LAYOUT_SHARED: bool = true;
 }
 
+impl InplaceObject for BytesObj {
+    type Elem = c_char;
+    fn tail_len(&self) -> usize {
+        self.0.inline_len()
+    }
+}
+
 impl BytesObj {
-    pub fn new(bytes: &[u8]) -> Self {
-        BytesObj(SliceObj::new(chars(bytes)))
+    pub fn new(bytes: &[u8]) -> ObjPtr<BytesObj> {
+        slice_object(chars(bytes), BytesObj)
     }
 
     pub fn as_bytes(&self) -> Result<&[u8]> {
@@ -97,13 +124,13 @@ impl BytesObj {
 }
 
 impl StringObj {
-    pub fn new(s: &str) -> Self {
+    pub fn new(s: &str) -> ObjPtr<StringObj> {
         Self::from_bytes(s.as_bytes())
     }
 
     /// A string of arbitrary bytes (tvm-ffi's strings need not be UTF-8).
-    pub fn from_bytes(bytes: &[u8]) -> Self {
-        StringObj(SliceObj::new(chars(bytes)))
+    pub fn from_bytes(bytes: &[u8]) -> ObjPtr<StringObj> {
+        slice_object(chars(bytes), StringObj)
     }
 
     pub fn as_bytes(&self) -> Result<&[u8]> {
@@ -416,7 +443,7 @@ impl MapObj {
 
 /// A string object.
 pub fn string_object(s: &str) -> ObjectRef {
-    ObjPtr::new(StringObj::new(s)).to_object_ref()
+    StringObj::new(s).to_object_ref()
 }
 
 /// A map object from string keys and objects.
@@ -429,8 +456,8 @@ pub fn map_object(entries: Vec<(String, ObjectRef)>) -> ObjectRef {
 pub struct ShapeTupleObj(SliceObj<i64>);
 
 impl ShapeTupleObj {
-    pub fn new(dims: &[i64]) -> Self {
-        ShapeTupleObj(SliceObj::new(dims))
+    pub fn new(dims: &[i64]) -> ObjPtr<ShapeTupleObj> {
+        slice_object(dims, ShapeTupleObj)
     }
 
     pub fn dims(&self) -> Result<&[i64]> {
@@ -443,9 +470,16 @@ impl ObjectType for ShapeTupleObj {
     const LAYOUT_SHARED: bool = true;
 }
 
+impl InplaceObject for ShapeTupleObj {
+    type Elem = i64;
+    fn tail_len(&self) -> usize {
+        self.0.inline_len()
+    }
+}
+
 /// A shape tuple object.
 pub fn shape_object(shape: &[i64]) -> ObjectRef {
-    ObjPtr::new(ShapeTupleObj::new(shape)).to_object_ref()
+    ShapeTupleObj::new(shape).to_object_ref()
 }
 
 #[cfg(test)]
@@ -480,7 +514,7 @@ mod tests {
         assert_eq!(size_of::<Obj<StringObj>>(), 40);
         assert_eq!(size_of::<Obj<ShapeTupleObj>>(), 40);
         for text in ["héllo", ""] {
-            let s = ObjPtr::new(StringObj::new(text));
+            let s = StringObj::new(text);
             assert_eq!(offset(s.as_header(), &s.0.data), 16);
             assert_eq!(offset(s.as_header(), &s.0.size), 24);
             assert_eq!(s.0.size, text.len() as u64);
@@ -489,7 +523,7 @@ mod tests {
             assert_eq!(c.to_bytes(), text.as_bytes());
         }
         for dims in [&[2, -3, 1 << 40][..], &[]] {
-            let t = ObjPtr::new(ShapeTupleObj::new(dims));
+            let t = ShapeTupleObj::new(dims);
             assert_eq!(offset(t.as_header(), &t.0.data), 16);
             assert_eq!(offset(t.as_header(), &t.0.size), 24);
             assert!(!t.0.data.is_null());

@@ -46,6 +46,20 @@ pub struct NDArrayData {
     /// a raw pointer so it stays valid wherever the struct moves).
     shape_tuple: LegacyPtr<ShapeTupleObj>,
     owner: DataOwner,
+    /// Whether `dl_tensor.strides` is ours to free (else NULL, or the producer's array, alive
+    /// as long as `owner` holds the producer's tensor).
+    owns_strides: bool,
+}
+
+/// Where an array's strides come from.
+enum Strides {
+    /// None given: compact row-major (`strides` NULL).
+    Compact,
+    /// A copy the array owns.
+    Owned(Box<[i64]>),
+    /// The producer's own array, alive as long as the array's owner keeps the producer's tensor
+    /// (a DLPack tensor until its deleter runs, a foreign tensor object): no copy.
+    Borrowed(*mut i64),
 }
 
 // SAFETY: the raw pointers refer to memory owned by this container (or by the DLPack producer,
@@ -82,7 +96,7 @@ fn into_dims(dims: Box<[i64]>) -> *mut i64 {
 impl Drop for NDArrayData {
     fn drop(&mut self) {
         let n = self.dl_tensor.ndim as usize;
-        if n > 0 && !self.dl_tensor.strides.is_null() {
+        if self.owns_strides && n > 0 && !self.dl_tensor.strides.is_null() {
             // SAFETY: `build` made the strides with `ndim` elements (`into_dims`); they are
             // freed once, here. With no dims they are the shared address of `cptr`, never freed.
             unsafe { free_dims(self.dl_tensor.strides, n) };
@@ -165,14 +179,14 @@ impl NDArray {
 
 /// A new shape tuple object holding `dims`.
 pub fn shape_tuple(dims: &[i64]) -> ObjPtr<ShapeTupleObj> {
-    ObjPtr::new(ShapeTupleObj::new(dims))
+    ShapeTupleObj::new(dims)
 }
 
 #[allow(clippy::too_many_arguments)]
 fn build(
     data: *mut c_void,
     shape_tuple: ObjPtr<ShapeTupleObj>,
-    strides: Option<Box<[i64]>>,
+    strides: Strides,
     dtype: DLDataType,
     device: DLDevice,
     byte_offset: u64,
@@ -181,19 +195,17 @@ fn build(
 ) -> Result<NDArray> {
     let shape = shape_tuple.dims()?;
     let ndim = i32::try_from(shape.len()).map_err(|_| Error::value(format!("ndim {} is too large", shape.len())))?;
-    if strides.as_ref().is_some_and(|s| s.len() != shape.len()) {
+    if matches!(&strides, Strides::Owned(s) if s.len() != shape.len()) {
         return Err(Error::value("strides and shape differ in length"));
     }
-    let dl_tensor = DLTensor {
-        data,
-        device,
-        ndim,
-        dtype,
-        shape: shape.as_ptr() as *mut i64,
-        strides: strides.map_or(std::ptr::null_mut(), into_dims),
-        byte_offset,
+    let (strides, owns_strides) = match strides {
+        Strides::Compact => (std::ptr::null_mut(), false),
+        Strides::Owned(s) => (into_dims(s), true),
+        Strides::Borrowed(p) => (p, false),
     };
-    Ok(NDArray::new(NDArrayData { dl_tensor, manager_ctx, shape_tuple: LegacyPtr::new(shape_tuple), owner }))
+    let dl_tensor = DLTensor { data, device, ndim, dtype, shape: shape.as_ptr() as *mut i64, strides, byte_offset };
+    let shape_tuple = LegacyPtr::new(shape_tuple);
+    Ok(NDArray::new(NDArrayData { dl_tensor, manager_ctx, shape_tuple, owner, owns_strides }))
 }
 
 impl NDArray {
@@ -204,11 +216,20 @@ impl NDArray {
         let api = device_api(device.device_type)?;
         let align = ALLOC_ALIGNMENT.max(dtype.element_bytes());
         let data = api.alloc_data_space(device, nbytes, align, dtype)?;
-        build(data, shape_tuple(shape), None, dtype, device, 0, std::ptr::null_mut(), DataOwner::Device(device))
-            .inspect_err(|_| {
-                // SAFETY: allocated just above and not handed out.
-                let _ = unsafe { api.free_data_space(device, data) };
-            })
+        build(
+            data,
+            shape_tuple(shape),
+            Strides::Compact,
+            dtype,
+            device,
+            0,
+            std::ptr::null_mut(),
+            DataOwner::Device(device),
+        )
+        .inspect_err(|_| {
+            // SAFETY: allocated just above and not handed out.
+            let _ = unsafe { api.free_data_space(device, data) };
+        })
     }
 
     /// A new, uninitialised float32 array of at least `bytes` bytes (whole 4-byte elements, at
@@ -249,7 +270,7 @@ impl NDArray {
             // SAFETY: `offset + need <= have`, so the address stays inside this array's memory.
             unsafe { (self.dl_tensor.data as *mut u8).add(offset) } as *mut c_void,
             shape,
-            None,
+            Strides::Compact,
             dtype,
             self.dl_tensor.device,
             self.dl_tensor.byte_offset,
@@ -266,7 +287,7 @@ impl NDArray {
     /// returned array or any view or handle derived from it is alive. Nothing frees it.
     pub unsafe fn borrowed(data: *mut c_void, shape: &[i64], dtype: DLDataType, device: DLDevice) -> Result<NDArray> {
         data_size(shape, dtype)?;
-        build(data, shape_tuple(shape), None, dtype, device, 0, std::ptr::null_mut(), DataOwner::External)
+        build(data, shape_tuple(shape), Strides::Compact, dtype, device, 0, std::ptr::null_mut(), DataOwner::External)
     }
 
     /// Adopt a DLPack tensor (compact, 64-byte aligned); its deleter runs when the array dies.
@@ -318,7 +339,7 @@ impl NDArray {
     /// inside `source` is the caller's word, as in tvm-ffi.
     pub fn unsafe_view(source: &NDArray, prototype: TensorRef<'_>) -> Result<NDArray> {
         let raw = prototype.raw();
-        let strides = prototype.strides().map(|s| s.to_vec().into_boxed_slice());
+        let strides = prototype.strides().map_or(Strides::Compact, |s| Strides::Owned(s.into()));
         let ctx = source.as_header() as *mut c_void;
         let owner = DataOwner::Parent(source.clone());
         build(raw.data, shape_tuple(prototype.shape()?), strides, raw.dtype, raw.device, raw.byte_offset, ctx, owner)
@@ -338,7 +359,8 @@ impl NDArray {
         // valid while the object lives, which the view makes sure of.
         let t = unsafe { TensorRef::new(&*((obj.as_header() as *const u8).add(DLTENSOR_OFFSET) as *const DLTensor)) };
         let raw = t.raw();
-        let strides = t.strides().map(|s| s.to_vec().into_boxed_slice());
+        // The object keeps its strides alive as long as the view keeps it.
+        let strides = t.strides().map_or(Strides::Compact, |s| Strides::Borrowed(s.as_ptr() as *mut i64));
         let owner = DataOwner::Object(obj.clone());
         build(
             raw.data,
@@ -371,7 +393,8 @@ impl NDArray {
         let shape = t.shape()?;
         data_size(shape, t.dtype())?;
         let raw = t.raw();
-        let strides = t.strides().map(|s| s.to_vec().into_boxed_slice());
+        // The producer's strides stay valid until its deleter runs, when this array dies.
+        let strides = t.strides().map_or(Strides::Compact, |s| Strides::Borrowed(s.as_ptr() as *mut i64));
         build(raw.data, shape_tuple(shape), strides, raw.dtype, raw.device, raw.byte_offset, ctx, owner)
     }
 

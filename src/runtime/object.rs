@@ -335,6 +335,27 @@ impl<T: InplaceObject> ObjPtr<T> {
         Self::adopt(ptr)
     }
 
+    /// A new object of type index `index` whose `n` elements follow the payload in the same
+    /// block (one allocation): `init` gets the address of the first, writes all `n`, and returns
+    /// the payload, which may keep that address (a `{data, size}` cell over its own elements).
+    ///
+    /// # Safety
+    /// `init` must write `n` elements from the address it gets, and the payload it returns must
+    /// report `n` as its `tail_len`.
+    pub unsafe fn new_inline_with(n: usize, index: u32, init: impl FnOnce(*mut T::Elem) -> T) -> Self {
+        let (layout, offset) = block_layout::<T, T::Elem>(n);
+        let header = alloc_block(layout);
+        let ptr = header.cast::<Obj<T>>();
+        // SAFETY: the fresh block has room for `n` elements at `offset` from the header
+        // (`block_layout`), which `init` writes (caller contract), and for `Obj<T>` at the
+        // header's place, written once here.
+        unsafe {
+            let data = init((header.as_ptr() as *mut u8).add(offset) as *mut T::Elem);
+            ptr.as_ptr().write(Obj { header: ObjectHeader::new(index, delete_inplace::<T>), data });
+        }
+        Self::adopt(ptr)
+    }
+
     /// The elements after the payload.
     pub fn tail(&self) -> &[T::Elem] {
         let (_, offset) = block_layout::<T, T::Elem>(0);

@@ -983,7 +983,7 @@ impl Value {
             Value::Str(s) => string_any(s.as_bytes()),
             Value::RawStr(s) => string_any(s.as_bytes()),
             Value::Bytes(b) if b.len() <= 7 => TVMFFIAny::small(fti::SMALL_BYTES, &b),
-            Value::Bytes(b) => obj(ObjPtr::new(BytesObj::new(&b)).into_raw()),
+            Value::Bytes(b) => obj(BytesObj::new(&b).into_raw()),
             Value::NDArray(a) => obj(a.into_raw()),
             Value::Module(m) => obj(m.into_object().into_raw()),
             Value::Func(f) => obj(f.into_raw()),
@@ -1033,7 +1033,7 @@ pub fn string_any(bytes: &[u8]) -> TVMFFIAny {
     if bytes.len() <= 7 {
         return TVMFFIAny::small(fti::SMALL_STR, bytes);
     }
-    let h = ObjPtr::new(StringObj::from_bytes(bytes)).into_raw();
+    let h = StringObj::from_bytes(bytes).into_raw();
     TVMFFIAny::ptr(fti::STATIC_OBJECT_BEGIN + 1, h as *const c_void)
 }
 
