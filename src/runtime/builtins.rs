@@ -5,7 +5,6 @@ use super::container::{map_object, FfiArrayObj, MapObj};
 use super::error::{Error, Result};
 use super::library::system_lib;
 use super::ndarray::NDArray;
-use super::object::ObjPtr;
 use super::packed::{Args, FunctionText, Module, PackedFunc, Value};
 use super::params::{load_params, save_params};
 use super::registry;
@@ -298,7 +297,7 @@ fn ffi_module_globals() -> Vec<(&'static str, PackedFunc)> {
             PackedFunc::from_typed(|args| {
                 let formats = args.module(0)?.node().write_formats()?;
                 let items = formats.into_iter().map(|f| Value::Str(f).into_any()).collect();
-                Ok(Value::Object(ObjPtr::new(FfiArrayObj::new(items)?).to_object_ref()))
+                Ok(Value::Object(FfiArrayObj::new(items)?.to_object_ref()))
             }),
         ),
         (

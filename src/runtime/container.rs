@@ -371,10 +371,28 @@ impl ObjectType for FfiArrayObj {
     const LAYOUT_SHARED: bool = true;
 }
 
+impl InplaceObject for FfiArrayObj {
+    type Elem = TVMFFIAny;
+    fn tail_len(&self) -> usize {
+        self.0.capacity as usize
+    }
+}
+
 impl FfiArrayObj {
-    /// An array owning `items` (each an owned value: its object reference passes to the array).
-    pub fn new(items: Vec<TVMFFIAny>) -> Result<Self> {
-        Ok(FfiArrayObj(SeqCell::new(items)?))
+    /// An array owning `items` (each an owned value: its object reference passes to the array),
+    /// held after its cell in the same block, as tvm-ffi lays out its own arrays: one allocation.
+    /// The cell has no data deleter (the block is freed with the object).
+    pub fn new(items: Vec<TVMFFIAny>) -> Result<ObjPtr<FfiArrayObj>> {
+        let n = items.len();
+        let cell = |first: *mut TVMFFIAny| {
+            // SAFETY: room for `n` elements at `first`; the values move bit for bit (the vector
+            // only frees its buffer, `TVMFFIAny` has no destructor).
+            unsafe { std::ptr::copy_nonoverlapping(items.as_ptr(), first, n) };
+            FfiArrayObj(SeqCell { data: first, size: n as i64, capacity: n as i64, data_deleter: None })
+        };
+        // SAFETY: `cell` writes the `n` elements the block has room for, and the array reports
+        // its capacity, `n`, as its `tail_len`.
+        Ok(unsafe { ObjPtr::new_inline_with(n, type_index::FFI_ARRAY, cell) })
     }
 
     /// The elements (views: the array keeps them).

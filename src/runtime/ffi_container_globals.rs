@@ -404,7 +404,7 @@ fn convert_to(target: u32, v: Value) -> Result<Value> {
             let dims = items()?.iter().map(|d| d.as_int()).collect::<Result<Vec<_>>>().map_err(|_| mismatch())?;
             super::container::shape_object(&dims)
         }
-        type_index::FFI_ARRAY => ObjPtr::new(super::container::FfiArrayObj::new(owned(items()?))?).to_object_ref(),
+        type_index::FFI_ARRAY => super::container::FfiArrayObj::new(owned(items()?))?.to_object_ref(),
         type_index::LIST => ObjPtr::new(ListObj::new(owned(items()?))?).to_object_ref(),
         type_index::FFI_MAP | type_index::DICT => {
             let o =
@@ -489,8 +489,7 @@ mod tests {
     #[test]
     fn failed_conversions_name_both_types_as_tvm_ffi_does() {
         let items = vec![Value::Str("x".into()).into_any()];
-        let array =
-            Value::Object(ObjPtr::new(super::super::container::FfiArrayObj::new(items).unwrap()).to_object_ref());
+        let array = Value::Object(super::super::container::FfiArrayObj::new(items).unwrap().to_object_ref());
         let message = |target, v| convert_to(target, v).unwrap_err().message().to_string();
         assert_eq!(message(type_index::SHAPE_TUPLE, array), "TypeError: Cannot cast from `ffi.Array` to `ffi.Shape`");
         assert_eq!(message(type_index::FFI_ARRAY, Value::Int(1)), "TypeError: Cannot cast from `int` to `Array<Any>`");

@@ -142,7 +142,7 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
         (
             "ffi.Array",
             PackedFunc::from_ffi(|args| {
-                let array = ObjPtr::new(FfiArrayObj::new(owned_views(args)?)?);
+                let array = FfiArrayObj::new(owned_views(args)?)?;
                 Ok(Value::Object(array.to_object_ref()).into_any())
             }),
         ),
@@ -211,7 +211,7 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
             "ffi.GetRegisteredTypeKeys",
             PackedFunc::from_typed(|_| {
                 let keys = super::object::type_keys().into_iter().map(|k| Value::Str(k).into_any()).collect();
-                Ok(Value::Object(ObjPtr::new(FfiArrayObj::new(keys)?).to_object_ref()))
+                Ok(Value::Object(FfiArrayObj::new(keys)?.to_object_ref()))
             }),
         ),
         (

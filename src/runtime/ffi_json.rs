@@ -7,7 +7,7 @@
 
 use super::error::{Error, Result};
 use super::ffi_containers::{map_cell, new_map, text_of};
-use super::object::{type_index as ti, ObjPtr, ObjectRef};
+use super::object::{type_index as ti, ObjectRef};
 use super::packed::{PackedFunc, Value};
 
 /// How deep arrays and objects may nest in parsed text.
@@ -164,7 +164,7 @@ impl Parser<'_> {
             items.push(p.value(depth + 1)?.into_any());
             Ok(())
         })?;
-        Ok(Value::Object(ObjPtr::new(super::container::FfiArrayObj::new(items)?).to_object_ref()))
+        Ok(Value::Object(super::container::FfiArrayObj::new(items)?.to_object_ref()))
     }
 
     fn object(&mut self, depth: usize) -> Result<Value> {

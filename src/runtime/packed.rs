@@ -999,7 +999,7 @@ fn ffi_view_of(o: ObjectRef) -> ObjectRef {
     let Some(a) = o.downcast::<ArrayObj>() else { return o };
     let items = a.tail().iter().map(|i| i.as_ref().map_or(TVMFFIAny::NONE, |r| Value::from_object(r.get()).into_any()));
     match FfiArrayObj::new(items.collect()) {
-        Ok(array) => ObjPtr::new(array).to_object_ref(),
+        Ok(array) => array.to_object_ref(),
         Err(_) => o,
     }
 }
@@ -1172,7 +1172,7 @@ impl Module {
     pub fn from_node(node: impl ModuleNode) -> Module {
         static EMPTY: once_cell::sync::Lazy<ObjectRef> = once_cell::sync::Lazy::new(|| {
             let empty = super::container::FfiArrayObj::new(Vec::new()).expect("an empty array needs no memory");
-            ObjPtr::new(empty).to_object_ref()
+            empty.to_object_ref()
         });
         let m = Module::new(ModuleObj {
             cxx_imports: EMPTY.clone(),
