@@ -297,7 +297,7 @@ fn ffi_module_globals() -> Vec<(&'static str, PackedFunc)> {
             PackedFunc::from_typed(|args| {
                 let formats = args.module(0)?.node().write_formats()?;
                 let items = formats.into_iter().map(|f| Value::Str(f).into_any()).collect();
-                Ok(Value::Object(FfiArrayObj::new(items)?.to_object_ref()))
+                Ok(Value::Object(FfiArrayObj::new(items).to_object_ref()))
             }),
         ),
         (

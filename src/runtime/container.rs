@@ -382,7 +382,7 @@ impl FfiArrayObj {
     /// An array owning `items` (each an owned value: its object reference passes to the array),
     /// held after its cell in the same block, as tvm-ffi lays out its own arrays: one allocation.
     /// The cell has no data deleter (the block is freed with the object).
-    pub fn new(items: Vec<TVMFFIAny>) -> Result<ObjPtr<FfiArrayObj>> {
+    pub fn new(items: Vec<TVMFFIAny>) -> ObjPtr<FfiArrayObj> {
         let n = items.len();
         let cell = |first: *mut TVMFFIAny| {
             // SAFETY: room for `n` elements at `first`; the values move bit for bit (the vector
@@ -392,7 +392,7 @@ impl FfiArrayObj {
         };
         // SAFETY: `cell` writes the `n` elements the block has room for, and the array reports
         // its capacity, `n`, as its `tail_len`.
-        Ok(unsafe { ObjPtr::new_inline_with(n, type_index::FFI_ARRAY, cell) })
+        unsafe { ObjPtr::new_inline_with(n, type_index::FFI_ARRAY, cell) }
     }
 
     /// The elements (views: the array keeps them).

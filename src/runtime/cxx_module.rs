@@ -113,11 +113,15 @@ impl CxxModule {
     fn text(&self, what: Query, name: &str) -> Result<Option<String>> {
         match self.query(what, name, "")? {
             Value::Null => Ok(None),
-            Value::Str(s) => Ok(Some(s)),
-            v => {
-                Err(Error::type_error(format!("C++ module `{}`: expected a string, got {}", self.kind, v.type_name())))
-            }
+            v => self.string(v).map(Some),
         }
+    }
+
+    /// A string the module returned (inline, or an `ffi.String` object when long).
+    fn string(&self, v: Value) -> Result<String> {
+        let kind = v.type_name();
+        v.into_string()
+            .map_err(|_| Error::type_error(format!("C++ module `{}`: expected a string, got {kind}", self.kind)))
     }
 }
 
@@ -171,10 +175,7 @@ impl ModuleNode for CxxModule {
         items
             .ok_or_else(|| Error::type_error(format!("C++ module `{}`: GetWriteFormats gave no array", self.kind)))?
             .into_iter()
-            .map(|f| match f {
-                Value::Str(s) => Ok(s),
-                v => Err(Error::type_error(format!("a write format is {}, not a string", v.type_name()))),
-            })
+            .map(|f| self.string(f))
             .collect()
     }
 

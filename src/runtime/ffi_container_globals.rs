@@ -3,7 +3,9 @@
 //! normalises negative ones first); a missing key is a `KeyError`.
 
 use super::error::{Error, Result};
-use super::ffi_containers::{any_equal, map_cell, new_map, type_name, DictObj, ListObj, MapCell, SeqCell};
+use super::ffi_containers::{
+    any_equal, map_cell, new_map, release_all, type_name, view, DictObj, ListObj, MapCell, SeqCell,
+};
 use super::object::{release_any, type_index, ObjPtr, ObjectRef};
 use super::packed::{Args, PackedFunc, Value};
 use crate::abi::TVMFFIAny;
@@ -37,26 +39,13 @@ fn owned_args(args: &Args<'_>, from: usize) -> Result<Vec<TVMFFIAny>> {
 /// Element values of a list or array object (new references), read before any cell is locked.
 fn sequence_values(o: &ObjectRef) -> Result<Vec<TVMFFIAny>> {
     let views = if let Some(l) = o.downcast::<ListObj>() {
-        l.with(|c| c.items().iter().map(view_value).collect::<Result<Vec<_>>>())?
+        l.with(|c| c.items().iter().map(view).collect::<Result<Vec<_>>>())?
     } else if let Some(a) = o.downcast::<super::container::FfiArrayObj>() {
-        a.items().iter().map(view_value).collect::<Result<Vec<_>>>()?
+        a.items().iter().map(view).collect::<Result<Vec<_>>>()?
     } else {
         return Err(Error::type_error(format!("expected ffi.List or ffi.Array, got {}", type_name(o))));
     };
     Ok(views.into_iter().map(Value::into_any).collect())
-}
-
-fn view_value(a: &TVMFFIAny) -> Result<Value> {
-    // SAFETY: an owned element of a live container.
-    unsafe { Value::from_any_view(a) }
-}
-
-/// Releases values taken out of a container.
-fn release_all(values: Vec<TVMFFIAny>) {
-    for a in values {
-        // SAFETY: each was owned by the container and handed to us.
-        unsafe { release_any(&a) };
-    }
 }
 
 fn list_globals() -> Vec<Global> {
@@ -76,7 +65,7 @@ fn list_globals() -> Vec<Global> {
                     let n = c.items().len();
                     c.items()
                         .get(i)
-                        .map(view_value)
+                        .map(view)
                         .unwrap_or_else(|| Err(Error::index(format!("index {i} out of range for a list of size {n}"))))
                 })
             }),
@@ -174,7 +163,7 @@ fn list_globals() -> Vec<Global> {
                 let (items, v) = (sequence_values(&args.object(0)?)?, args.to_value(1)?);
                 let mut found = false;
                 for a in &items {
-                    found = found || any_equal(&view_value(a)?, &v);
+                    found = found || any_equal(&view(a)?, &v);
                 }
                 release_all(items);
                 Ok(Value::Bool(found))
@@ -188,7 +177,7 @@ fn pairs(args: &[TVMFFIAny]) -> Result<Vec<(TVMFFIAny, TVMFFIAny)>> {
     if args.len() % 2 != 0 {
         return Err(Error::value(format!("expected key and value pairs, got {} arguments", args.len())));
     }
-    let flat = super::ffi_globals::owned_views(args)?;
+    let flat = super::ffi_containers::owned_views(args)?;
     Ok(flat.chunks(2).map(|kv| (kv[0], kv[1])).collect())
 }
 
@@ -225,7 +214,7 @@ impl Drop for Held {
 /// 2 moves on and says whether an entry is left.
 fn forward_iter(args: &Args<'_>) -> Result<Value> {
     let entries = on_map(args, |c| {
-        let held = |a: &TVMFFIAny| Ok(Held(view_value(a)?.into_any()));
+        let held = |a: &TVMFFIAny| Ok(Held(view(a)?.into_any()));
         c.entries()
             .into_iter()
             // SAFETY: live entries of the locked cell.
@@ -237,8 +226,8 @@ fn forward_iter(args: &Args<'_>) -> Result<Value> {
         let mut i = at.lock();
         let entry = entries.get(*i);
         match (a.int(0)?, entry) {
-            (0, Some((k, _))) => view_value(&k.0),
-            (1, Some((_, v))) => view_value(&v.0),
+            (0, Some((k, _))) => view(&k.0),
+            (1, Some((_, v))) => view(&v.0),
             (2, _) => {
                 *i += 1;
                 Ok(Value::Bool(*i < entries.len()))
@@ -404,7 +393,7 @@ fn convert_to(target: u32, v: Value) -> Result<Value> {
             let dims = items()?.iter().map(|d| d.as_int()).collect::<Result<Vec<_>>>().map_err(|_| mismatch())?;
             super::container::shape_object(&dims)
         }
-        type_index::FFI_ARRAY => super::container::FfiArrayObj::new(owned(items()?))?.to_object_ref(),
+        type_index::FFI_ARRAY => super::container::FfiArrayObj::new(owned(items()?)).to_object_ref(),
         type_index::LIST => ObjPtr::new(ListObj::new(owned(items()?))?).to_object_ref(),
         type_index::FFI_MAP | type_index::DICT => {
             let o =
@@ -489,7 +478,7 @@ mod tests {
     #[test]
     fn failed_conversions_name_both_types_as_tvm_ffi_does() {
         let items = vec![Value::Str("x".into()).into_any()];
-        let array = Value::Object(super::super::container::FfiArrayObj::new(items).unwrap().to_object_ref());
+        let array = Value::Object(super::super::container::FfiArrayObj::new(items).to_object_ref());
         let message = |target, v| convert_to(target, v).unwrap_err().message().to_string();
         assert_eq!(message(type_index::SHAPE_TUPLE, array), "TypeError: Cannot cast from `ffi.Array` to `ffi.Shape`");
         assert_eq!(message(type_index::FFI_ARRAY, Value::Int(1)), "TypeError: Cannot cast from `int` to `Array<Any>`");

@@ -114,6 +114,31 @@ pub fn view(a: &TVMFFIAny) -> Result<Value> {
     unsafe { Value::from_any_view(a) }
 }
 
+/// Releases owned values (each gives up its reference).
+pub fn release_all(values: Vec<TVMFFIAny>) {
+    for a in values {
+        // SAFETY: each value is owned (caller contract of the values' makers), released once.
+        unsafe { release_any(&a) };
+    }
+}
+
+/// Owned copies of a call's views (object references taken, raw strings made objects); on an
+/// error the copies made so far are released.
+pub fn owned_views(views: &[TVMFFIAny]) -> Result<Vec<TVMFFIAny>> {
+    let mut owned = Vec::with_capacity(views.len());
+    for v in views {
+        // SAFETY: the caller's views are valid for the call.
+        match unsafe { super::reflection::owned_any(v) } {
+            Ok(a) => owned.push(a),
+            Err(e) => {
+                release_all(owned);
+                return Err(e);
+            }
+        }
+    }
+    Ok(owned)
+}
+
 // ---------------------------------------------------------------------------------------------
 // ffi.List
 

@@ -155,7 +155,7 @@ fn copy_sequence(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
     } else {
         let a = o.downcast::<FfiArrayObj>().ok_or_else(|| Error::type_error("unreadable array"))?;
         let items = a.items().iter().map(view).collect::<Result<Vec<_>>>()?;
-        FfiArrayObj::new(copy_all(items, memo)?)?.to_object_ref()
+        FfiArrayObj::new(copy_all(items, memo)?).to_object_ref()
     };
     Ok(Value::Object(obj))
 }
@@ -234,7 +234,7 @@ mod tests {
     fn an_object_pointing_back_at_its_array_points_at_the_copy() {
         let step = new_record("ffi.reflection.AccessStep").unwrap();
         let items = vec![Value::Object(step.to_object_ref()).into_any()];
-        let array = Value::Object(FfiArrayObj::new(items).unwrap().to_object_ref());
+        let array = Value::Object(FfiArrayObj::new(items).to_object_ref());
         set_record_field(&step, "key", array.clone()).unwrap();
 
         let copy = deep_copy(&array).unwrap();

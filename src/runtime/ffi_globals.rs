@@ -4,33 +4,13 @@
 
 use super::container::{FfiArrayObj, PlainObj};
 use super::error::{Error, Result};
-use super::ffi_containers::any_equal;
+use super::ffi_containers::{any_equal, owned_views, view};
 use super::live;
-use super::object::{release_any, type_index, Obj, ObjPtr, ObjectHeader, ObjectRef};
+use super::object::{type_index, Obj, ObjPtr, ObjectHeader, ObjectRef};
 use super::packed::{Args, PackedFunc, Value};
 use super::reflection::owned_any;
 use crate::abi::{ffi_type_index as fti, TVMFFIAny};
 use once_cell::sync::Lazy;
-
-/// Owned copies of a call's views (object references taken, raw strings made objects); on an
-/// error the copies made so far are released.
-pub(crate) fn owned_views(views: &[TVMFFIAny]) -> Result<Vec<TVMFFIAny>> {
-    let mut owned = Vec::with_capacity(views.len());
-    for v in views {
-        // SAFETY: the caller's views are valid for the call.
-        match unsafe { owned_any(v) } {
-            Ok(a) => owned.push(a),
-            Err(e) => {
-                for a in &owned {
-                    // SAFETY: made owned just above, released once.
-                    unsafe { release_any(a) };
-                }
-                return Err(e);
-            }
-        }
-    }
-    Ok(owned)
-}
 
 /// The `ffi.Array` that view `i` holds, borrowed for the call (made here or by foreign code).
 fn array_view(views: &[TVMFFIAny], i: usize) -> Result<&FfiArrayObj> {
@@ -52,13 +32,6 @@ fn int_view(views: &[TVMFFIAny], i: usize) -> Result<i64> {
         Some(v) => Err(Error::type_error(format!("argument {i}: expected int, got type index {}", v.type_index))),
         None => Err(Error::type_error(format!("missing argument {i}"))),
     }
-}
-
-/// The `ffi.Array` argument `i`, made here or by foreign tvm-ffi code.
-fn array_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<FfiArrayObj>> {
-    args.object(i)?
-        .into_typed::<FfiArrayObj>()
-        .map_err(|o| Error::type_error(format!("argument {i}: expected ffi.Array, got type index {}", o.type_index())))
 }
 
 /// The missing-value and kwargs markers tvm-ffi's frontends compare objects against.
@@ -142,7 +115,7 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
         (
             "ffi.Array",
             PackedFunc::from_ffi(|args| {
-                let array = FfiArrayObj::new(owned_views(args)?)?;
+                let array = FfiArrayObj::new(owned_views(args)?);
                 Ok(Value::Object(array.to_object_ref()).into_any())
             }),
         ),
@@ -163,15 +136,17 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
         ),
         (
             "ffi.ArrayContains",
-            PackedFunc::from_typed(|args| {
-                let (a, v) = (array_arg(&args, 0)?, args.to_value(1)?);
-                for x in a.items() {
-                    // SAFETY: an owned element of a live array.
-                    if any_equal(&unsafe { Value::from_any_view(x) }?, &v) {
-                        return Ok(Value::Bool(true));
+            PackedFunc::from_ffi(|args| {
+                let items = array_view(args, 0)?.items();
+                let v = args.get(1).ok_or_else(|| Error::type_error("missing argument 1"))?;
+                // SAFETY: the caller's view, valid for the call.
+                let v = unsafe { Value::from_any_view(v) }?;
+                for x in items {
+                    if any_equal(&view(x)?, &v) {
+                        return Ok(TVMFFIAny::int(fti::BOOL, 1));
                     }
                 }
-                Ok(Value::Bool(false))
+                Ok(TVMFFIAny::int(fti::BOOL, 0))
             }),
         ),
         ("ffi.GetInvalidObject", PackedFunc::from_typed(|_| Ok(Value::Object(MISSING.clone())))),
@@ -211,7 +186,7 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
             "ffi.GetRegisteredTypeKeys",
             PackedFunc::from_typed(|_| {
                 let keys = super::object::type_keys().into_iter().map(|k| Value::Str(k).into_any()).collect();
-                Ok(Value::Object(FfiArrayObj::new(keys)?.to_object_ref()))
+                Ok(Value::Object(FfiArrayObj::new(keys).to_object_ref()))
             }),
         ),
         (

@@ -164,7 +164,7 @@ impl Parser<'_> {
             items.push(p.value(depth + 1)?.into_any());
             Ok(())
         })?;
-        Ok(Value::Object(super::container::FfiArrayObj::new(items)?.to_object_ref()))
+        Ok(Value::Object(super::container::FfiArrayObj::new(items).to_object_ref()))
     }
 
     fn object(&mut self, depth: usize) -> Result<Value> {

@@ -194,7 +194,7 @@ mod access_path {
             false,
             PackedFunc::from_typed(|args| {
                 let items = steps(&path_arg(&args, 0)?)?.into_iter().map(Value::into_any).collect();
-                Ok(Value::Object(crate::runtime::container::FfiArrayObj::new(items)?.to_object_ref()))
+                Ok(Value::Object(crate::runtime::container::FfiArrayObj::new(items).to_object_ref()))
             }),
         ));
         m

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 fn array(items: Vec<Value>) -> Result<Value> {
     let items = items.into_iter().map(Value::into_any).collect();
-    Ok(Value::Object(super::container::FfiArrayObj::new(items)?.to_object_ref()))
+    Ok(Value::Object(super::container::FfiArrayObj::new(items).to_object_ref()))
 }
 
 /// A JSON object (an `ffi.Map` from strings) of `pairs`, in order.
@@ -315,7 +315,7 @@ impl Reader {
         Ok(Value::Object(if key == "ffi.List" {
             ObjPtr::new(ListObj::new(items)?).to_object_ref()
         } else {
-            super::container::FfiArrayObj::new(items)?.to_object_ref()
+            super::container::FfiArrayObj::new(items).to_object_ref()
         }))
     }
 

@@ -364,7 +364,7 @@ fn first_mismatch(a: &Value, b: &Value, map_free_vars: bool, skip: bool) -> Resu
     };
     let build = |steps: Vec<Step>| -> Result<Value> { steps.into_iter().rev().try_fold(root.call(&[])?, extend) };
     let pair = vec![build(lp)?.into_any(), build(rp)?.into_any()];
-    Ok(Value::Object(super::container::FfiArrayObj::new(pair)?.to_object_ref()))
+    Ok(Value::Object(super::container::FfiArrayObj::new(pair).to_object_ref()))
 }
 
 #[derive(Default)]

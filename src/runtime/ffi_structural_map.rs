@@ -403,7 +403,7 @@ fn new_seq(like: &ObjectRef, items: Vec<Owned>) -> Result<Owned> {
     if like.type_index() == ti::LIST {
         return Ok(Owned::of(ObjPtr::new(ListObj::new(raw)?)));
     }
-    Ok(Owned::of(FfiArrayObj::new(raw)?))
+    Ok(Owned::of(FfiArrayObj::new(raw)))
 }
 
 /// A sequence another may hold: mutated into a copy from its first changed item on.
@@ -702,11 +702,11 @@ mod tests {
 
     fn ints(xs: &[i64]) -> Owned {
         let items = xs.iter().map(|x| Owned::int(*x)).collect();
-        Owned::of(FfiArrayObj::new(items).unwrap())
+        Owned::of(FfiArrayObj::new(items))
     }
 
     fn array(items: Vec<Owned>) -> Owned {
-        Owned::of(FfiArrayObj::new(items.into_iter().map(Owned::into_raw).collect()).unwrap())
+        Owned::of(FfiArrayObj::new(items.into_iter().map(Owned::into_raw).collect()))
     }
 
     fn read(v: &Owned) -> Vec<i64> {

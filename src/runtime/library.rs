@@ -5,7 +5,6 @@
 //! dlopen'd `.so` in the loader), so symbol lookup, context-pointer setup and kernel wrapping are
 //! shared.
 
-use super::container::StringObj;
 use super::error::{error_from_callee, last_error_generation, Error, Result};
 use super::ffi_library::{expose_runtime_exports, wrap_ffi_kernel, KERNEL_PREFIX};
 use super::packed::{call_safe, FunctionText, Module, ModuleNode, PackedFunc, Value};
@@ -89,18 +88,12 @@ impl ModuleNode for LibraryModule {
         // `TVM_FFI_DLL_EXPORT_TYPED_FUNC` documentation and metadata getters).
         let f = unsafe { std::mem::transmute::<*mut c_void, TVMFFISafeCallType>(p) };
         // SAFETY: the getter takes no context and no arguments.
-        match unsafe { call_safe(f, std::ptr::null_mut(), Vec::new())? } {
-            Value::Str(text) => Ok(Some(text)),
-            // A long text comes back as an `ffi.String` object.
-            Value::Object(o) if o.downcast::<StringObj>().is_some() => {
-                Ok(Some(o.downcast::<StringObj>().expect("checked above").to_string()?))
-            }
-            v => Err(Error::type_error(format!(
-                "`{}{name}` returned {}, not a string",
-                which.symbol_prefix(),
-                v.type_name()
-            ))),
-        }
+        let text = unsafe { call_safe(f, std::ptr::null_mut(), Vec::new())? };
+        let kind = text.type_name();
+        // (A long text comes back as an `ffi.String` object.)
+        text.into_string()
+            .map(Some)
+            .map_err(|_| Error::type_error(format!("`{}{name}` returned {kind}, not a string", which.symbol_prefix())))
     }
 
     fn as_any(&self) -> &dyn Any {

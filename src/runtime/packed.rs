@@ -998,10 +998,7 @@ impl Value {
 fn ffi_view_of(o: ObjectRef) -> ObjectRef {
     let Some(a) = o.downcast::<ArrayObj>() else { return o };
     let items = a.tail().iter().map(|i| i.as_ref().map_or(TVMFFIAny::NONE, |r| Value::from_object(r.get()).into_any()));
-    match FfiArrayObj::new(items.collect()) {
-        Ok(array) => array.to_object_ref(),
-        Err(_) => o,
-    }
+    FfiArrayObj::new(items.collect()).to_object_ref()
 }
 
 /// Call a callable in tvm-ffi's convention, `call(context, args, n, result)`, with owned
@@ -1171,7 +1168,7 @@ impl ModuleObj {
 impl Module {
     pub fn from_node(node: impl ModuleNode) -> Module {
         static EMPTY: once_cell::sync::Lazy<ObjectRef> = once_cell::sync::Lazy::new(|| {
-            let empty = super::container::FfiArrayObj::new(Vec::new()).expect("an empty array needs no memory");
+            let empty = super::container::FfiArrayObj::new(Vec::new());
             empty.to_object_ref()
         });
         let m = Module::new(ModuleObj {
