@@ -269,27 +269,14 @@ fn memory(v: &Versions) {
     );
 }
 
-/// A model whose 8 MiB of weights (a dense layer of 16384 x 128) dwarf its activations.
-fn wide() -> model::Spec {
-    model::Spec {
-        name: "wide".into(),
-        channels: 3,
-        height: 64,
-        width: 64,
-        stages: vec![model::Stage { channels: 16, pool: true }],
-        num_classes: 128,
-        weight_seed: 7,
-        batch: 1,
-    }
-}
 
 fn main() {
     if let Ok(what) = std::env::var("BUCKETS_BENCH_CHILD") {
         let name = std::env::var("BUCKETS_BENCH_MODEL").unwrap();
-        let spec = [model::Spec::demo(), wide()].into_iter().find(|s| s.name == name).unwrap();
+        let spec = [model::Spec::demo(), model::Spec::wide_conv()].into_iter().find(|s| s.name == name).unwrap();
         return child(&what, &Versions::built(spec));
     }
-    let models = [Versions::build(model::Spec::demo()), Versions::build(wide())];
+    let models = [Versions::build(model::Spec::demo()), Versions::build(model::Spec::wide_conv())];
     tvm_runtime::init();
     println!("buckets bench: load average {}", load_note());
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();

@@ -63,16 +63,7 @@ impl Model {
 /// activations (one conv stage, then a dense layer of 16384 x 128), so a copy of the weights per
 /// context would show.
 fn models(built: bool) -> Vec<Model> {
-    let wide = model::Spec {
-        name: "wide".into(),
-        batch: 1,
-        channels: 3,
-        height: 64,
-        width: 64,
-        stages: vec![model::Stage { channels: 16, pool: true }],
-        num_classes: 128,
-        weight_seed: 7,
-    };
+    let wide = model::Spec::wide_conv();
     vec![
         Model::of(&model::Spec::demo(), false, built),
         Model::of(&model::Spec::large(), false, built),

@@ -89,6 +89,22 @@ impl Spec {
         }
     }
 
+    /// A model whose 8 MiB of weights dwarf its activations, for memory figures: 3x64x64 ->
+    /// conv(16)+pool -> dense(16384 x 128) -> softmax. (Its own name: the serving fixtures'
+    /// `wide` model, a dense layer on 1x64x64, shares the output folder.)
+    pub fn wide_conv() -> Spec {
+        Spec {
+            name: "wide_conv".into(),
+            batch: 1,
+            channels: 3,
+            height: 64,
+            width: 64,
+            stages: vec![Stage { channels: 16, pool: true }],
+            num_classes: 128,
+            weight_seed: 7,
+        }
+    }
+
     /// A VGG-like CNN, 3x64x64 -> three convs per resolution (16, 32, 64, 64 channels, a pool
     /// after each three) -> dense(10) -> softmax: about 75 M multiply-adds, sized for 20-40 ms
     /// per inference on one core with these plain C kernels.
