@@ -269,7 +269,6 @@ fn memory(v: &Versions) {
     );
 }
 
-
 fn main() {
     if let Ok(what) = std::env::var("BUCKETS_BENCH_CHILD") {
         let name = std::env::var("BUCKETS_BENCH_MODEL").unwrap();

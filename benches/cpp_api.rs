@@ -12,7 +12,7 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn build_program(out: &Path, lib_dir: &Path) {

@@ -13,7 +13,7 @@
 mod common;
 
 use common::*;
-use std::ffi::{c_void, CString};
+use std::ffi::CString;
 use std::hint::black_box;
 use std::time::Duration;
 use tvm_runtime::abi::{DLDataType, DLDevice};

@@ -1,5 +1,7 @@
-//! A packed call from C through tvm-ffi's C API (`TVMFFIFunctionCall` on a C function made by
-//! `TVMFFIFunctionCreate`): this library against the real `libtvm_ffi.so` (apache-tvm-ffi,
+//! tvm-ffi's C API from C: a packed call (`TVMFFIFunctionCall` on a C function made by
+//! `TVMFFIFunctionCreate`), a DLPack 1.x tensor taken in (`TVMFFITensorFromDLPackVersioned`,
+//! then released) and handed out (`TVMFFITensorToDLPackVersioned`, then its deleter): this
+//! library against the real `libtvm_ffi.so` (apache-tvm-ffi,
 //! found beside apache-tvm as for the other benches: `bash benches/setup_tvm_peer.sh`). The same
 //! client, benches/tvm_ffi/call.c, is built against tvm-ffi's own header and linked to each
 //! library; each run is its own process, the two alternate `TVM_FFI_BENCH_REPS` times (default
@@ -29,13 +31,20 @@ fn build(out: &Path, lib_dir: &Path, lib: &str) -> PathBuf {
     out.to_path_buf()
 }
 
-fn call_ns(client: &Path) -> f64 {
+/// The client's nanoseconds per operation: a call, a DLPack import, a DLPack export.
+fn per_op_ns(client: &Path) -> [f64; 3] {
     let out = Command::new(client).arg("1").env_remove("LD_LIBRARY_PATH").output().expect("the client runs");
     assert!(out.status.success(), "{}: {}", client.display(), String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{text}: {e}"));
-    v["call_ns"].as_f64().expect("call_ns")
+    ["call_ns", "dlpack_in_ns", "dlpack_out_ns"].map(|k| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {text}")))
 }
+
+const CASES: [&str; 3] = [
+    "TVMFFIFunctionCall of a C function",
+    "DLPack import (TVMFFITensorFromDLPackVersioned + release)",
+    "DLPack export (TVMFFITensorToDLPackVersioned + deleter)",
+];
 
 fn main() {
     let reps: usize = std::env::var("TVM_FFI_BENCH_REPS").ok().and_then(|s| s.parse().ok()).unwrap_or(7);
@@ -43,27 +52,25 @@ fn main() {
     let ours = build(&dir.join("call_ours"), &repo().join("target/release"), "tvm_runtime");
     let real = peer_paths().ok().and_then(|(_, deps)| deps.into_iter().next());
     let Some(real) = real else {
-        let ns: Vec<f64> = (0..reps).map(|_| call_ns(&ours)).collect();
-        println!(
-            "tvm_ffi call: ours {} ns (the real libtvm_ffi.so not found: benches/setup_tvm_peer.sh)",
-            fmt(median(&mut ns.clone()))
-        );
+        let runs: Vec<[f64; 3]> = (0..reps).map(|_| per_op_ns(&ours)).collect();
+        for (i, case) in CASES.iter().enumerate() {
+            let ns = median(&mut runs.iter().map(|r| r[i]).collect::<Vec<_>>());
+            println!(
+                "tvm_ffi {case}: ours {} ns (the real libtvm_ffi.so not found: benches/setup_tvm_peer.sh)",
+                fmt(ns)
+            );
+        }
         return;
     };
     let peer = build(&dir.join("call_real"), real.parent().unwrap(), "tvm_ffi");
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for _ in 0..reps {
-        a.push(call_ns(&ours));
-        b.push(call_ns(&peer));
+        a.push(per_op_ns(&ours));
+        b.push(per_op_ns(&peer));
     }
-    println!("tvm_ffi: {reps} alternating runs, each the median of 100000-call batches for 1 s");
-    report(
-        "TVMFFIFunctionCall of a C function",
-        "ours",
-        median(&mut a),
-        "libtvm_ffi.so",
-        median(&mut b),
-        "ns",
-        Some(1.0),
-    );
+    println!("tvm_ffi: {reps} alternating runs, each the median of batches for 1 s per case");
+    for (i, case) in CASES.iter().enumerate() {
+        let (mut x, mut y): (Vec<f64>, Vec<f64>) = (a.iter().map(|r| r[i]).collect(), b.iter().map(|r| r[i]).collect());
+        report(case, "ours", median(&mut x), "libtvm_ffi.so", median(&mut y), "ns", Some(1.0));
+    }
 }

@@ -5,7 +5,7 @@ use super::array::{to_dlpack, to_dlpack_versioned};
 use super::ptr::{ffi_header, out_param};
 use crate::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use crate::runtime::error::{Error, Result};
-use crate::runtime::ndarray::NDArray;
+use crate::runtime::ndarray::{NDArray, NDArrayData};
 use crate::runtime::object::{type_index, ObjectRef};
 use crate::runtime::tensor::TensorRef;
 use std::ffi::{c_int, c_void};
@@ -19,9 +19,12 @@ unsafe fn tensor_arg(h: *mut c_void, what: &str) -> Result<NDArray> {
     let header = unsafe { ffi_header(h, what, type_index::NDARRAY, "ffi.Tensor")? };
     // SAFETY: a live object (checked above); the reference taken is the array's or the view's.
     let obj = unsafe { ObjectRef::from_borrowed(header) };
-    // One of ours, or a view of a tensor made by foreign tvm-ffi code.
-    NDArray::from_object(&obj)
-        .ok_or_else(|| Error::value(format!("argument `{what}`: a foreign tensor with an invalid shape")))
+    // One of ours (the reference taken is the result), or a view of a tensor made by foreign
+    // tvm-ffi code.
+    obj.into_typed::<NDArrayData>().or_else(|obj| {
+        NDArray::from_object(&obj)
+            .ok_or_else(|| Error::value(format!("argument `{what}`: a foreign tensor with an invalid shape")))
+    })
 }
 
 /// An alignment argument (0: any).

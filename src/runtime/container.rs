@@ -395,6 +395,32 @@ impl FfiArrayObj {
         unsafe { ObjPtr::new_inline_with(n, type_index::FFI_ARRAY, cell) }
     }
 
+    /// An array of `n` values made in place by `make(i)` (each an owned value), with no list
+    /// of them before it: the same one allocation. On an error the values made so far are
+    /// released.
+    pub fn try_from_fn(n: usize, mut make: impl FnMut(usize) -> Result<TVMFFIAny>) -> Result<ObjPtr<FfiArrayObj>> {
+        let mut failed = None;
+        let cell = |first: *mut TVMFFIAny| {
+            let mut made = 0;
+            while made < n {
+                match make(made) {
+                    // SAFETY: slot `made` of the `n` the block has room for.
+                    Ok(a) => unsafe { first.add(made).write(a) },
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+                made += 1;
+            }
+            FfiArrayObj(SeqCell { data: first, size: made as i64, capacity: n as i64, data_deleter: None })
+        };
+        // SAFETY: the cell holds (and on drop releases) exactly the `made` values written, and
+        // reports its capacity, `n`, as its `tail_len` (no element has a destructor).
+        let array = unsafe { ObjPtr::new_inline_with(n, type_index::FFI_ARRAY, cell) };
+        failed.map_or(Ok(array), Err)
+    }
+
     /// The elements (views: the array keeps them).
     pub fn items(&self) -> &[TVMFFIAny] {
         self.0.items()
@@ -478,6 +504,16 @@ impl ShapeTupleObj {
         slice_object(dims, ShapeTupleObj)
     }
 
+    /// The payload of a shape tuple whose `dims` and a terminating 0 are copied to `first`, its
+    /// inline elements (`dims.len() + 1` of them, its `tail_len`).
+    ///
+    /// # Safety
+    /// `first` has room for `dims.len() + 1` values.
+    pub unsafe fn inline(dims: &[i64], first: *mut i64) -> Self {
+        // SAFETY: the caller's promise.
+        ShapeTupleObj(unsafe { SliceObj::inline(dims, first) })
+    }
+
     pub fn dims(&self) -> Result<&[i64]> {
         self.0.items("runtime.ShapeTuple")
     }
@@ -525,6 +561,29 @@ mod tests {
         assert_eq!(compare_big_ints(&two_64, &two_64), Equal);
         let words = big_int_words(&big_int(vec![0, 1, 0]).to_object_ref()).unwrap();
         assert_eq!(words, vec![0, 1], "read back normalized");
+    }
+
+    #[test]
+    fn an_array_made_in_place_releases_what_it_made_when_a_value_fails() {
+        use crate::runtime::object::{retain, strong_count};
+        let shape = ShapeTupleObj::new(&[4]);
+        let h = shape.as_header();
+        let make = |i: usize| match i {
+            // SAFETY: a live object; the new reference goes into the array.
+            0 | 1 => Ok(unsafe { retain(h) }).map(|_| TVMFFIAny::ptr(type_index::SHAPE_TUPLE as i32, h as *const _)),
+            _ => Err(Error::value("no third value")),
+        };
+        let err = FfiArrayObj::try_from_fn(3, make).unwrap_err();
+        assert!(err.to_string().contains("no third value"), "{err}");
+        // SAFETY: `shape` keeps it alive.
+        assert_eq!(unsafe { strong_count(h) }, 1, "both references the array took were released");
+        let array = FfiArrayObj::try_from_fn(2, make).unwrap();
+        assert_eq!(array.items().len(), 2);
+        // SAFETY: as above.
+        assert_eq!(unsafe { strong_count(h) }, 3);
+        drop(array);
+        // SAFETY: as above.
+        assert_eq!(unsafe { strong_count(h) }, 1);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::error::{Error, Result};
 use super::ffi_containers::{
-    any_equal, map_cell, new_map, release_all, type_name, view, DictObj, ListObj, MapCell, SeqCell,
+    any_equal, map_cell, new_map, release_all, type_name, view, DictObj, FfiMapObj, ListObj, MapCell, SeqCell,
 };
 use super::object::{release_any, type_index, ObjPtr, ObjectRef};
 use super::packed::{Args, PackedFunc, Value};
@@ -172,15 +172,6 @@ fn list_globals() -> Vec<Global> {
     ]
 }
 
-/// The `(key, value)` pairs of the arguments, which alternate.
-fn pairs(args: &[TVMFFIAny]) -> Result<Vec<(TVMFFIAny, TVMFFIAny)>> {
-    if args.len() % 2 != 0 {
-        return Err(Error::value(format!("expected key and value pairs, got {} arguments", args.len())));
-    }
-    let flat = super::ffi_containers::owned_views(args)?;
-    Ok(flat.chunks(2).map(|kv| (kv[0], kv[1])).collect())
-}
-
 /// Runs `f` on the cell of the map or dict in argument 0.
 fn on_map<R>(args: &Args<'_>, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
     map_cell(&args.object(0)?, f)
@@ -309,14 +300,8 @@ fn dict_writes() -> Vec<Global> {
 
 pub(crate) fn globals() -> Vec<Global> {
     let mut g = list_globals();
-    g.push((
-        "ffi.Map",
-        PackedFunc::from_ffi(|args| Ok(Value::Object(new_map::<{ type_index::FFI_MAP }>(pairs(args)?)?).into_any())),
-    ));
-    g.push((
-        "ffi.Dict",
-        PackedFunc::from_ffi(|args| Ok(Value::Object(new_map::<{ type_index::DICT }>(pairs(args)?)?).into_any())),
-    ));
+    g.push(("ffi.Map", PackedFunc::from_ffi(|args| Ok(FfiMapObj::from_views(args)?.into_any()))));
+    g.push(("ffi.Dict", PackedFunc::from_ffi(|args| Ok(DictObj::from_views(args)?.into_any()))));
     g.extend(map_reads([
         "ffi.MapSize",
         "ffi.MapCount",

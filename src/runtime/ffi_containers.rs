@@ -9,15 +9,17 @@
 //! its iteration list), so maps that foreign code built, or switched in place to dense, work too.
 //! Lookups are linear: no hash function has to agree with C++'s.
 //!
-//! Buffers are `malloc`ed and freed by [`free_buffer`], stored as the cell's data deleter: C++
-//! code that grows a list calls that deleter on the old buffer and keeps it for the new one,
-//! which it allocates with `operator new` (`malloc` underneath, as with libstdc++).
+//! A map made here holds its pairs in its own block, after the cell, as tvm-ffi's small maps do
+//! (one allocation, no data deleter); a dict that outgrows that room moves them to a buffer of
+//! its own. Buffers are `malloc`ed and freed by [`free_buffer`], stored as the cell's data
+//! deleter: C++ code that grows a list calls that deleter on the old buffer and keeps it for
+//! the new one, which it allocates with `operator new` (`malloc` underneath, as with libstdc++).
 //!
 //! tvm-ffi's mutable containers are not synchronised; here every read and write of a list's or
 //! a dict's cell from this runtime holds one lock, so this runtime's own users cannot race.
 
 use super::error::{Error, Result};
-use super::object::{release_any, ObjPtr, ObjectRef, ObjectType};
+use super::object::{release_any, InplaceObject, ObjPtr, ObjectRef, ObjectType};
 use super::packed::Value;
 use crate::abi::TVMFFIAny;
 use parking_lot::{Mutex, MutexGuard};
@@ -89,6 +91,22 @@ pub fn any_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// Whether two owned values are equal as map keys: decided from the values themselves for
+/// integers, booleans, small strings and one object twice, else as [`any_equal`] decides.
+fn keys_equal(a: &TVMFFIAny, b: &TVMFFIAny) -> Result<bool> {
+    use crate::abi::ffi_type_index as fti;
+    let same_type = a.type_index == b.type_index;
+    Ok(match a.type_index {
+        fti::INT | fti::BOOL if same_type => a.value == b.value,
+        fti::SMALL_STR if same_type => {
+            let n = (a.zero_padding as usize).min(7);
+            a.zero_padding == b.zero_padding && a.value.to_ne_bytes()[..n] == b.value.to_ne_bytes()[..n]
+        }
+        t if same_type && t >= fti::STATIC_OBJECT_BEGIN && a.value == b.value => true,
+        _ => any_equal(&view(a)?, &view(b)?),
+    })
+}
+
 /// The elements of an `ffi.Array` or `ffi.List` (new references), or `None` for other objects.
 pub fn sequence_items(o: &ObjectRef) -> Result<Option<Vec<Value>>> {
     if let Some(l) = o.downcast::<ListObj>() {
@@ -120,23 +138,6 @@ pub fn release_all(values: Vec<TVMFFIAny>) {
         // SAFETY: each value is owned (caller contract of the values' makers), released once.
         unsafe { release_any(&a) };
     }
-}
-
-/// Owned copies of a call's views (object references taken, raw strings made objects); on an
-/// error the copies made so far are released.
-pub fn owned_views(views: &[TVMFFIAny]) -> Result<Vec<TVMFFIAny>> {
-    let mut owned = Vec::with_capacity(views.len());
-    for v in views {
-        // SAFETY: the caller's views are valid for the call.
-        match unsafe { super::reflection::owned_any(v) } {
-            Ok(a) => owned.push(a),
-            Err(e) => {
-                release_all(owned);
-                return Err(e);
-            }
-        }
-    }
-    Ok(owned)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -246,12 +247,16 @@ impl MapCell {
         }
     }
 
+    /// A small map's pairs, in order: its buffer and their count (`None` for a dense map).
+    fn small_pairs(&self) -> Option<(*mut Kv, usize)> {
+        self.is_small().then_some((self.data as *mut Kv, self.size as usize))
+    }
+
     /// The entries, in iteration order (pointers into the cell, valid until it changes).
     pub fn entries(&self) -> Vec<*mut Kv> {
-        if self.is_small() {
-            let base = self.data as *mut Kv;
+        if let Some((base, n)) = self.small_pairs() {
             // SAFETY: a small map's buffer holds `size` initialised pairs.
-            return (0..self.size as usize).map(|i| unsafe { base.add(i) }).collect();
+            return (0..n).map(|i| unsafe { base.add(i) }).collect();
         }
         let mut out = Vec::with_capacity(self.size as usize);
         let mut i = self.iter_head;
@@ -316,13 +321,31 @@ impl MapCell {
         Ok(())
     }
 
-    /// Sets `key` to `value` (both owned; replaced values are released), for a map not yet
-    /// shared (compares keys, as [`find`](Self::find)).
-    fn set(&mut self, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
-        // SAFETY: `key` is an owned, initialised value.
-        let found = self.find(&view(&key)?)?;
-        let at = found.and_then(|kv| self.entries().iter().position(|p| *p == kv));
-        self.set_at(at, key, value)
+    /// Sets `key` to `value` (both owned; a replaced value is released), for a map not yet
+    /// shared (compares keys, as [`find`](Self::find)). On an error both are released.
+    fn put(&mut self, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
+        match self.key_position(&key) {
+            Ok(at) => self.set_at(at, key, value),
+            Err(e) => {
+                release_all(vec![key, value]);
+                Err(e)
+            }
+        }
+    }
+
+    /// The position of the entry whose key equals the owned value `key`.
+    fn key_position(&self, key: &TVMFFIAny) -> Result<Option<usize>> {
+        let Some((base, n)) = self.small_pairs() else {
+            let key = view(key)?;
+            return Ok(self.find(&key)?.and_then(|kv| self.entries().iter().position(|p| *p == kv)));
+        };
+        for i in 0..n {
+            // SAFETY: entry `i` of the small map's `n` live pairs.
+            if keys_equal(unsafe { &(*base.add(i)).key }, key)? {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
     }
 
     /// Removes `key`'s entry; whether there was one (as [`find`](Self::find)).
@@ -349,12 +372,17 @@ impl MapCell {
     /// is `None` or out of range. Both values are owned. Compares nothing, so it may run under
     /// the containers' lock.
     pub fn set_at(&mut self, at: Option<usize>, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
-        let entries = self.entries();
-        if let Some(kv) = at.and_then(|i| entries.get(i)) {
+        let entry = match (at, self.small_pairs()) {
+            // SAFETY: entry `i` of a small map's `n` pairs.
+            (Some(i), Some((base, n))) if i < n => Some(unsafe { base.add(i) }),
+            (Some(i), None) => self.entries().get(i).copied(),
+            _ => None,
+        };
+        if let Some(kv) = entry {
             // SAFETY: a live entry; its old value and the duplicate key are released once.
             unsafe {
-                release_any(&(**kv).value);
-                (**kv).value = value;
+                release_any(&(*kv).value);
+                (*kv).value = value;
                 release_any(&key);
             }
             return Ok(());
@@ -395,10 +423,10 @@ impl MapCell {
     }
 
     fn release_all(&mut self) {
-        if self.is_small() {
-            for kv in self.entries() {
-                // SAFETY: each live pair released once.
-                unsafe { (release_any(&(*kv).key), release_any(&(*kv).value)) };
+        if let Some((base, n)) = self.small_pairs() {
+            for i in 0..n {
+                // SAFETY: each of the `n` live pairs released once.
+                unsafe { (release_any(&(*base.add(i)).key), release_any(&(*base.add(i)).value)) };
             }
         } else {
             for i in 0..self.slots {
@@ -441,15 +469,70 @@ impl<const I: u32> ObjectType for HashObj<I> {
     const LAYOUT_SHARED: bool = true;
 }
 
+impl<const I: u32> InplaceObject for HashObj<I> {
+    type Elem = Kv;
+    /// None: the cell releases the pairs, wherever they are by then (a map that outgrew its
+    /// block moved them to a buffer of their own), and a pair has no destructor to run.
+    fn tail_len(&self) -> usize {
+        0
+    }
+}
+
 impl<const I: u32> HashObj<I> {
-    /// A map of `pairs` (owned values; a repeated key keeps its last value).
-    pub fn new(pairs: Vec<(TVMFFIAny, TVMFFIAny)>) -> Result<Self> {
-        let mut cell = MapCell::new();
-        cell.respill(pairs.len())?;
-        for (k, v) in pairs {
-            cell.set(k, v)?;
+    /// An empty map with room for `n` pairs after its cell, in the same block: tvm-ffi's own
+    /// small maps' layout (one allocation; no data deleter, so nothing frees the room apart).
+    fn with_room(n: usize) -> ObjPtr<Self> {
+        let cell = |first: *mut Kv| {
+            let mut cell = MapCell::new();
+            (cell.data, cell.slots) = (first as *mut c_void, n as u64 | SMALL_TAG);
+            HashObj(UnsafeCell::new(cell))
+        };
+        // SAFETY: the cell holds no pairs yet, so it reads none of the `n` uninitialised slots.
+        unsafe { ObjPtr::new_inline_with(n, I, cell) }
+    }
+
+    /// The cell of a map nobody else holds yet.
+    fn unshared(map: &mut ObjPtr<Self>) -> &mut MapCell {
+        // SAFETY: the map was just made and its only reference is the caller's, borrowed
+        // mutably for as long as the cell is.
+        unsafe { &mut *map.0.get() }
+    }
+
+    /// A map of `pairs` (owned values; a repeated key keeps its last value). On an error every
+    /// pair is released.
+    pub fn new(pairs: Vec<(TVMFFIAny, TVMFFIAny)>) -> Result<ObjPtr<Self>> {
+        let mut map = Self::with_room(pairs.len());
+        let mut pairs = pairs.into_iter();
+        for (k, v) in pairs.by_ref() {
+            if let Err(e) = Self::unshared(&mut map).put(k, v) {
+                release_all(pairs.flat_map(|(k, v)| [k, v]).collect());
+                return Err(e);
+            }
         }
-        Ok(HashObj(UnsafeCell::new(cell)))
+        Ok(map)
+    }
+
+    /// A map of a call's views, keys and values alternating (tvm-ffi's `ffi.Map` arguments),
+    /// each made an owned value in place: one allocation for small keys and values.
+    pub fn from_views(views: &[TVMFFIAny]) -> Result<ObjPtr<Self>> {
+        if views.len() % 2 != 0 {
+            return Err(Error::value(format!("expected key and value pairs, got {} arguments", views.len())));
+        }
+        let mut map = Self::with_room(views.len() / 2);
+        for kv in views.chunks(2) {
+            // SAFETY: the caller's views are valid for the call.
+            let key = unsafe { super::reflection::owned_any(&kv[0]) }?;
+            // SAFETY: as above.
+            let value = match unsafe { super::reflection::owned_any(&kv[1]) } {
+                Ok(v) => v,
+                Err(e) => {
+                    release_all(vec![key]);
+                    return Err(e);
+                }
+            };
+            Self::unshared(&mut map).put(key, value)?;
+        }
+        Ok(map)
     }
 
     /// Runs `f` on the cell, under the containers' lock.
@@ -503,7 +586,7 @@ pub fn type_name(o: &ObjectRef) -> String {
 
 /// A new map or dict object of `pairs`.
 pub fn new_map<const I: u32>(pairs: Vec<(TVMFFIAny, TVMFFIAny)>) -> Result<ObjectRef> {
-    Ok(ObjPtr::new(HashObj::<I>::new(pairs)?).to_object_ref())
+    Ok(HashObj::<I>::new(pairs)?.to_object_ref())
 }
 
 #[cfg(test)]
@@ -531,7 +614,7 @@ mod tests {
             assert_eq!(c.len(), 2);
             assert!(matches!(c.get(&Value::Int(1))?, Some(Value::Int(11))));
             for k in 3..40 {
-                c.set(int(k), int(k * 10))?;
+                c.put(int(k), int(k * 10))?;
             }
             assert!(c.erase(&Value::Int(2))?);
             assert!(!c.erase(&Value::Int(2))?);
@@ -543,6 +626,27 @@ mod tests {
             Ok(())
         })
         .unwrap();
+    }
+
+    #[test]
+    fn a_map_of_views_holds_its_pairs_in_its_block_and_keeps_the_last_of_equal_keys() {
+        let text = |s: &str| Value::Str(s.into()).into_any();
+        // Small strings, integers and two string objects of equal text (decided by content).
+        let views = [text("k"), int(1), int(7), int(2), text("a long key"), int(3), text("k"), int(4)];
+        let views = [&views[..], &[text("a long key"), int(5)]].concat();
+        let map = FfiMapObj::from_views(&views).unwrap();
+        release_all(views);
+        map.with(|c| {
+            assert!(c.is_small() && c.data_deleter.is_none(), "pairs in the map's own block");
+            assert_eq!(c.len(), 3);
+            assert!(matches!(c.get(&Value::Str("k".into()))?, Some(Value::Int(4))));
+            assert!(matches!(c.get(&Value::Int(7))?, Some(Value::Int(2))));
+            assert!(matches!(c.get(&Value::Str("a long key".into()))?, Some(Value::Int(5))));
+            Ok(())
+        })
+        .unwrap();
+        let odd = FfiMapObj::from_views(&[int(1)]).unwrap_err();
+        assert!(odd.to_string().contains("key and value pairs"), "{odd}");
     }
 
     #[test]

@@ -138,7 +138,7 @@ fn copy_list(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
 /// As [`copy_list`], for a dict.
 fn copy_dict(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
     let pairs = super::ffi_containers::map_items(o)?;
-    let copy = ObjPtr::new(DictObj::new(Vec::new())?);
+    let copy = DictObj::new(Vec::new())?;
     memo.done.insert(o.as_header() as usize, Value::Object(copy.to_object_ref()));
     memo.mutable.push(copy.to_object_ref());
     for (k, v) in pairs {

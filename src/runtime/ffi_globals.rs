@@ -4,7 +4,7 @@
 
 use super::container::{FfiArrayObj, PlainObj};
 use super::error::{Error, Result};
-use super::ffi_containers::{any_equal, owned_views, view};
+use super::ffi_containers::{any_equal, view};
 use super::live;
 use super::object::{type_index, Obj, ObjPtr, ObjectHeader, ObjectRef};
 use super::packed::{Args, PackedFunc, Value};
@@ -115,8 +115,9 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
         (
             "ffi.Array",
             PackedFunc::from_ffi(|args| {
-                let array = FfiArrayObj::new(owned_views(args)?);
-                Ok(Value::Object(array.to_object_ref()).into_any())
+                // SAFETY: the caller's views are valid for the call.
+                let owned = |i: usize| unsafe { super::reflection::owned_any(&args[i]) };
+                Ok(FfiArrayObj::try_from_fn(args.len(), owned)?.into_any())
             }),
         ),
         (

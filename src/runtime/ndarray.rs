@@ -13,6 +13,7 @@ use super::object::{type_index, LegacyPtr, ObjPtr, ObjectHeader, ObjectRef, Obje
 use super::tensor::{host_view_of, TensorRef};
 use crate::abi::{DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use std::ffi::c_void;
+use std::mem::ManuallyDrop;
 
 /// Offset from the object header to the `DLTensor` (the handle).
 pub const DLTENSOR_OFFSET: usize = 24;
@@ -44,7 +45,11 @@ pub struct NDArrayData {
     /// points to (C++ code compiled against TVM's headers reads it in `NDArray::Shape()`). The
     /// strides are owned through `dl_tensor.strides` (a boxed slice of `ndim` values, turned into
     /// a raw pointer so it stays valid wherever the struct moves).
-    shape_tuple: LegacyPtr<ShapeTupleObj>,
+    shape_tuple: ManuallyDrop<LegacyPtr<ShapeTupleObj>>,
+    /// Whether the shape tuple lives in the array's own block (made with it, released by the
+    /// object's deleter after the payload: [`ObjPtr::new_with_companion`]); else a shared one,
+    /// released with the payload.
+    shape_in_block: bool,
     owner: DataOwner,
     /// Whether `dl_tensor.strides` is ours to free (else NULL, or the producer's array, alive
     /// as long as `owner` holds the producer's tensor).
@@ -95,6 +100,10 @@ fn into_dims(dims: Box<[i64]>) -> *mut i64 {
 
 impl Drop for NDArrayData {
     fn drop(&mut self) {
+        if !self.shape_in_block {
+            // SAFETY: a shared shape tuple's reference, ours, given up once (here).
+            unsafe { ManuallyDrop::drop(&mut self.shape_tuple) };
+        }
         let n = self.dl_tensor.ndim as usize;
         if self.owns_strides && n > 0 && !self.dl_tensor.strides.is_null() {
             // SAFETY: `build` made the strides with `ndim` elements (`into_dims`); they are
@@ -182,10 +191,18 @@ pub fn shape_tuple(dims: &[i64]) -> ObjPtr<ShapeTupleObj> {
     ShapeTupleObj::new(dims)
 }
 
+/// The shape of an array being made.
+enum Shape<'a> {
+    /// Dimensions to copy into a shape tuple in the array's own block (one allocation).
+    Copied(&'a [i64]),
+    /// A shape tuple object the array shares (views of one shape made many times).
+    Shared(ObjPtr<ShapeTupleObj>),
+}
+
 #[allow(clippy::too_many_arguments)]
 fn build(
     data: *mut c_void,
-    shape_tuple: ObjPtr<ShapeTupleObj>,
+    shape: Shape<'_>,
     strides: Strides,
     dtype: DLDataType,
     device: DLDevice,
@@ -193,9 +210,12 @@ fn build(
     manager_ctx: *mut c_void,
     owner: DataOwner,
 ) -> Result<NDArray> {
-    let shape = shape_tuple.dims()?;
-    let ndim = i32::try_from(shape.len()).map_err(|_| Error::value(format!("ndim {} is too large", shape.len())))?;
-    if matches!(&strides, Strides::Owned(s) if s.len() != shape.len()) {
+    let dims = match &shape {
+        Shape::Copied(dims) => dims,
+        Shape::Shared(tuple) => tuple.dims()?,
+    };
+    let ndim = i32::try_from(dims.len()).map_err(|_| Error::value(format!("ndim {} is too large", dims.len())))?;
+    if matches!(&strides, Strides::Owned(s) if s.len() != dims.len()) {
         return Err(Error::value("strides and shape differ in length"));
     }
     let (strides, owns_strides) = match strides {
@@ -203,9 +223,26 @@ fn build(
         Strides::Owned(s) => (into_dims(s), true),
         Strides::Borrowed(p) => (p, false),
     };
-    let dl_tensor = DLTensor { data, device, ndim, dtype, shape: shape.as_ptr() as *mut i64, strides, byte_offset };
-    let shape_tuple = LegacyPtr::new(shape_tuple);
-    Ok(NDArray::new(NDArrayData { dl_tensor, manager_ctx, shape_tuple, owner, owns_strides }))
+    let data_of = |tuple: ObjPtr<ShapeTupleObj>, shape_in_block| {
+        let shape = tuple.dims().expect("a shape tuple made here or checked above").as_ptr() as *mut i64;
+        let dl_tensor = DLTensor { data, device, ndim, dtype, shape, strides, byte_offset };
+        let shape_tuple = ManuallyDrop::new(LegacyPtr::new(tuple));
+        NDArrayData { dl_tensor, manager_ctx, shape_tuple, shape_in_block, owner, owns_strides }
+    };
+    Ok(match shape {
+        Shape::Shared(tuple) => NDArray::new(data_of(tuple, false)),
+        Shape::Copied(dims) => {
+            // SAFETY: `inline` writes the `ndim + 1` values it reports as its `tail_len`; the
+            // array keeps the tuple's reference unreleased (`shape_in_block`).
+            unsafe {
+                ObjPtr::new_with_companion(
+                    dims.len() + 1,
+                    |first| ShapeTupleObj::inline(dims, first),
+                    |t| data_of(t, true),
+                )
+            }
+        }
+    })
 }
 
 impl NDArray {
@@ -218,7 +255,7 @@ impl NDArray {
         let data = api.alloc_data_space(device, nbytes, align, dtype)?;
         build(
             data,
-            shape_tuple(shape),
+            Shape::Copied(shape),
             Strides::Compact,
             dtype,
             device,
@@ -269,7 +306,7 @@ impl NDArray {
         build(
             // SAFETY: `offset + need <= have`, so the address stays inside this array's memory.
             unsafe { (self.dl_tensor.data as *mut u8).add(offset) } as *mut c_void,
-            shape,
+            Shape::Shared(shape),
             Strides::Compact,
             dtype,
             self.dl_tensor.device,
@@ -287,7 +324,7 @@ impl NDArray {
     /// returned array or any view or handle derived from it is alive. Nothing frees it.
     pub unsafe fn borrowed(data: *mut c_void, shape: &[i64], dtype: DLDataType, device: DLDevice) -> Result<NDArray> {
         data_size(shape, dtype)?;
-        build(data, shape_tuple(shape), Strides::Compact, dtype, device, 0, std::ptr::null_mut(), DataOwner::External)
+        build(data, Shape::Copied(shape), Strides::Compact, dtype, device, 0, std::ptr::null_mut(), DataOwner::External)
     }
 
     /// Adopt a DLPack tensor (compact, 64-byte aligned); its deleter runs when the array dies.
@@ -342,7 +379,7 @@ impl NDArray {
         let strides = prototype.strides().map_or(Strides::Compact, |s| Strides::Owned(s.into()));
         let ctx = source.as_header() as *mut c_void;
         let owner = DataOwner::Parent(source.clone());
-        build(raw.data, shape_tuple(prototype.shape()?), strides, raw.dtype, raw.device, raw.byte_offset, ctx, owner)
+        build(raw.data, Shape::Copied(prototype.shape()?), strides, raw.dtype, raw.device, raw.byte_offset, ctx, owner)
     }
 
     /// The array an object is: one of ours, or a view of an `ffi.Tensor` made by foreign tvm-ffi
@@ -364,7 +401,7 @@ impl NDArray {
         let owner = DataOwner::Object(obj.clone());
         build(
             raw.data,
-            shape_tuple(t.shape().ok()?),
+            Shape::Copied(t.shape().ok()?),
             strides,
             raw.dtype,
             raw.device,
@@ -395,7 +432,7 @@ impl NDArray {
         let raw = t.raw();
         // The producer's strides stay valid until its deleter runs, when this array dies.
         let strides = t.strides().map_or(Strides::Compact, |s| Strides::Borrowed(s.as_ptr() as *mut i64));
-        build(raw.data, shape_tuple(shape), strides, raw.dtype, raw.device, raw.byte_offset, ctx, owner)
+        build(raw.data, Shape::Copied(shape), strides, raw.dtype, raw.device, raw.byte_offset, ctx, owner)
     }
 
     /// Recover the array from a handle (`TVMArrayHandle`) and take a new reference.
@@ -543,6 +580,49 @@ mod tests {
         let scalar = NDArray::empty(&[], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
         assert_eq!(scalar.shape_tuple.dims().unwrap().as_ptr(), scalar.dl_tensor.shape as *const i64);
         assert!(!scalar.dl_tensor.shape.is_null());
+    }
+
+    #[test]
+    fn an_array_and_its_shape_tuple_share_one_block_and_either_may_die_first() {
+        let a = NDArray::empty(&[2, 3], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
+        let tuple = a.shape_tuple.to_object_ref();
+        let (at, tuple_at) = (a.as_header() as usize, tuple.as_header() as usize);
+        assert!(tuple_at > at && tuple_at - at < 256, "the tuple in the array's block");
+        drop(a);
+        // The block stays while the tuple is held; the tuple's last reference frees it.
+        let dims = tuple.downcast::<ShapeTupleObj>().unwrap();
+        assert_eq!(dims.dims().unwrap(), &[2, 3]);
+        drop((dims, tuple));
+        // A view shares its parent's tuple when given one, and keeps its own otherwise.
+        let a = NDArray::empty(&[6], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
+        let shared = shape_tuple(&[2, 3]);
+        let v = a.create_view_of(0, shared.clone(), DLDataType::FLOAT32).unwrap();
+        assert_eq!(v.shape_tuple.to_object_ref().as_header(), shared.as_header());
+        drop((a, v));
+        assert_eq!(shared.dims().unwrap(), &[2, 3]);
+    }
+
+    #[test]
+    fn an_array_and_its_shape_tuple_let_go_of_on_threads_in_any_order() {
+        for round in 0..100 {
+            let a = NDArray::empty(&[2, 3], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
+            let threads: Vec<_> = (0..4)
+                .map(|i| {
+                    let a = a.clone();
+                    std::thread::spawn(move || {
+                        let tuple = a.shape_tuple.to_object_ref().downcast::<ShapeTupleObj>().unwrap();
+                        if i % 2 == 0 {
+                            drop(a);
+                        }
+                        assert_eq!(tuple.dims().unwrap(), &[2, 3], "round {round}");
+                    })
+                })
+                .collect();
+            drop(a);
+            for t in threads {
+                t.join().unwrap();
+            }
+        }
     }
 
     #[test]

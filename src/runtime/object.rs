@@ -207,6 +207,61 @@ unsafe extern "C" fn delete_inplace<T: InplaceObject>(header: *mut c_void, flags
     }
 }
 
+/// A companion object in its main object's block (see [`ObjPtr::new_with_companion`]): its own
+/// allocation header (NULL `delete_space`, as before every object), then the object.
+#[repr(C)]
+struct CompanionSlot<C> {
+    alloc: AllocHeader,
+    obj: Obj<C>,
+}
+
+/// Offset of a companion's header from its main object's header, and of the companion's first
+/// element from the companion's header (where [`ObjPtr::tail`] looks for it, as in a block of
+/// its own).
+fn companion_offsets<T, C: InplaceObject>() -> (usize, usize) {
+    let (_, slot) = Layout::new::<Obj<T>>().extend(Layout::new::<CompanionSlot<C>>()).expect("fixed sizes");
+    let (_, elems) = block_layout::<C, C::Elem>(0);
+    (slot + HEADER_OFFSET, elems)
+}
+
+/// The deleter of an object made with a companion: with the strong flag its payload is dropped
+/// (it does not release the companion); with the weak flag it lets go of the companion, whose
+/// own weak deleter frees the block. So the block lives while either object does.
+unsafe extern "C" fn delete_with_companion<T: ObjectType, C: InplaceObject>(header: *mut c_void, flags: c_int) {
+    let obj = header as *mut Obj<T>;
+    // SAFETY: installed only by `new_with_companion`: an `Obj<T>` whose companion sits at the
+    // fixed offset, the reference to it held by this object until this weak call. After the
+    // release nothing of the block is touched (it may be freed by then).
+    unsafe {
+        if flags & DELETE_STRONG != 0 {
+            std::ptr::drop_in_place(std::ptr::addr_of_mut!((*obj).data));
+        }
+        if flags & DELETE_WEAK != 0 {
+            let (companion, _) = companion_offsets::<T, C>();
+            release((header as *mut u8).add(companion) as *mut ObjectHeader);
+        }
+    }
+}
+
+/// The deleter of a companion: its payload and elements dropped with the strong flag, and with
+/// the weak flag its main object's block freed (the main object let go of it last).
+unsafe extern "C" fn delete_companion<T: ObjectType, C: InplaceObject>(header: *mut c_void, flags: c_int) {
+    let obj = header as *mut Obj<C>;
+    let (companion, elems) = companion_offsets::<T, C>();
+    // SAFETY: installed only by `new_with_companion` on the companion at `companion` bytes
+    // after its main object's header, its `tail_len()` elements at `elems` after its own.
+    unsafe {
+        if flags & DELETE_STRONG != 0 {
+            let first = (header as *mut u8).add(elems) as *mut C::Elem;
+            std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(first, (*obj).data.tail_len()));
+            std::ptr::drop_in_place(std::ptr::addr_of_mut!((*obj).data));
+        }
+        if flags & DELETE_WEAK != 0 {
+            free_block((header as *mut u8).sub(companion) as *mut ObjectHeader);
+        }
+    }
+}
+
 /// An owning, typed reference to an object (like `Arc<T>`, with the C header): one pointer.
 #[repr(transparent)]
 pub struct ObjPtr<T: ObjectType> {
@@ -246,6 +301,13 @@ impl<T: ObjectType> ObjPtr<T> {
     /// Address of the header: the tvm-ffi handle of this object.
     pub fn as_header(&self) -> *mut ObjectHeader {
         self.ptr.as_ptr() as *mut ObjectHeader
+    }
+
+    /// Give up this reference as an owned tvm-ffi value (the object under its own type index).
+    pub fn into_any(self) -> crate::abi::TVMFFIAny {
+        // SAFETY: the object is live (we hold a reference).
+        let index = unsafe { (*self.as_header()).type_index };
+        crate::abi::TVMFFIAny::ptr(index as i32, self.into_raw() as *const c_void)
     }
 
     /// Give up this reference and return the header (one owned reference travels with it).
@@ -354,6 +416,44 @@ impl<T: InplaceObject> ObjPtr<T> {
             ptr.as_ptr().write(Obj { header: ObjectHeader::new(index, delete_inplace::<T>), data });
         }
         Self::adopt(ptr)
+    }
+
+    /// A new object of `M` and, in the same block after it, this type's object with `n`
+    /// elements, which `init` writes at the pointer it gets and describes: one allocation for
+    /// two objects (an array and its shape tuple). `make` gets the companion's only reference and
+    /// must keep it, unreleased, in the main object (the main object's weak deleter releases
+    /// it; the companion's frees the block, so the block lives while either object does).
+    ///
+    /// # Safety
+    /// `init` writes the `n` elements and its payload reports `n` as its `tail_len`; the payload
+    /// `make` returns holds the companion reference without releasing it when dropped.
+    pub unsafe fn new_with_companion<M: ObjectType>(
+        n: usize,
+        init: impl FnOnce(*mut T::Elem) -> T,
+        make: impl FnOnce(ObjPtr<T>) -> M,
+    ) -> ObjPtr<M> {
+        let (main, slot) = Layout::new::<Obj<M>>().extend(Layout::new::<CompanionSlot<T>>()).expect("fixed sizes");
+        let (with_tail, _) = main.extend(Layout::array::<T::Elem>(n).expect("element count")).expect("object size");
+        let layout = Layout::from_size_align(HEADER_OFFSET + with_tail.size(), 16).expect("an object's size fits");
+        let (companion_at, elems_at) = companion_offsets::<M, T>();
+        debug_assert_eq!(companion_at, slot + HEADER_OFFSET);
+        let header = alloc_block(layout);
+        // SAFETY: the block has room for `Obj<M>` at the header, a companion slot after it and
+        // the `n` elements after the companion's object, all aligned (the layout above); each
+        // is written once, the companion before the main object that refers to it.
+        unsafe {
+            let base = header.as_ptr() as *mut u8;
+            let c = base.add(companion_at);
+            (c.sub(HEADER_OFFSET) as *mut AllocHeader).write(AllocHeader { delete_space: None });
+            let data = init(c.add(elems_at) as *mut T::Elem);
+            let c = c as *mut Obj<T>;
+            c.write(Obj { header: ObjectHeader::new(T::TYPE_INDEX, delete_companion::<M, T>), data });
+            let main = make(Self::adopt(NonNull::new_unchecked(c)));
+            let m = header.cast::<Obj<M>>();
+            m.as_ptr()
+                .write(Obj { header: ObjectHeader::new(M::TYPE_INDEX, delete_with_companion::<M, T>), data: main });
+            ObjPtr::adopt(m)
+        }
     }
 
     /// The elements after the payload.
@@ -487,14 +587,17 @@ pub unsafe fn release_any(a: &crate::abi::TVMFFIAny) {
     }
 }
 
-/// Add a strong reference unless the strong count already reached zero (the object is dying);
-/// whether it was added.
+/// Add a strong reference to a module unless the strong count already reached zero (the module
+/// is dying); whether it was added. (Only modules: [`release`] lets other objects die without
+/// counting down when their one reference goes.)
 ///
 /// # Safety
-/// `header` must point to an object whose block is still allocated (a weak reference, or a
-/// lock its deleter takes, keeps it so).
+/// `header` must point to a module whose block is still allocated (a weak reference, or a lock
+/// its deleter takes, keeps it so).
 pub unsafe fn try_retain(header: *mut ObjectHeader) -> bool {
     // SAFETY: the block is allocated by this function's contract; the count is atomic.
+    debug_assert_eq!(unsafe { (*header).type_index }, type_index::MODULE, "try_retain is for modules");
+    // SAFETY: as above.
     let count = unsafe { &(*header).combined_ref_count };
     let mut cur = count.load(Ordering::Acquire);
     while cur & COUNT_MASK != 0 {
@@ -516,7 +619,14 @@ pub unsafe fn try_retain(header: *mut ObjectHeader) -> bool {
 pub unsafe fn release(header: *mut ObjectHeader) {
     // SAFETY: live by this function's contract (the caller's reference keeps it alive).
     let count = unsafe { &(*header).combined_ref_count };
-    let before = count.fetch_sub(STRONG_ONE, Ordering::Release);
+    // One strong reference (ours) and no weak one but the strong references' own: nobody else
+    // holds the object to count it up or down, so it dies without a read-modify-write. The
+    // acquire load orders the other owners' releases (each a release RMW) before the deleter.
+    // Modules are the exception: a library module may be found through a table that holds no
+    // reference and revived by `try_retain`, which must see the count reach zero.
+    // SAFETY: live by this function's contract.
+    let unshared = count.load(Ordering::Acquire) == BOTH_ONE && unsafe { (*header).type_index } != type_index::MODULE;
+    let before = if unshared { BOTH_ONE } else { count.fetch_sub(STRONG_ONE, Ordering::Release) };
     if before & COUNT_MASK != STRONG_ONE {
         return;
     }
@@ -1051,6 +1161,40 @@ mod tests {
         assert_eq!(DROPS.load(Ordering::SeqCst), 0);
         drop(b);
         assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+    }
+
+    /// A payload that counts its drops in its own counter (tests run in parallel).
+    struct Counted(&'static AtomicUsize);
+    impl ObjectType for Counted {
+        const TYPE_INDEX: u32 = type_index::ADT;
+    }
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn an_object_shared_by_threads_dies_once_whichever_lets_go_last() {
+        static DIED: AtomicUsize = AtomicUsize::new(0);
+        for round in 0..200 {
+            let shared = ObjPtr::new(Counted(&DIED));
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    let mine = shared.clone();
+                    std::thread::spawn(move || {
+                        for _ in 0..50 {
+                            drop(mine.clone());
+                        }
+                    })
+                })
+                .collect();
+            drop(shared);
+            for t in threads {
+                t.join().unwrap();
+            }
+            assert_eq!(DIED.load(Ordering::SeqCst), round + 1, "round {round}");
+        }
     }
 
     #[test]

@@ -98,6 +98,10 @@ pub unsafe fn owned_any(view: &TVMFFIAny) -> Result<TVMFFIAny> {
             unsafe { object::retain(view.as_ptr() as *mut ObjectHeader) };
             *view
         }
+        fti::RAW_STR if !view.as_ptr().is_null() => {
+            // SAFETY: a NUL-terminated string (caller contract); a short one stays in the value.
+            super::packed::string_any(unsafe { std::ffi::CStr::from_ptr(view.as_ptr() as *const _) }.to_bytes())
+        }
         // SAFETY: a valid view (caller contract).
         fti::RAW_STR | fti::BYTE_ARRAY_PTR => unsafe { Value::from_any_view(view)? }.into_any(),
         _ => *view,
