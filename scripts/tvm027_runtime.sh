@@ -4,7 +4,9 @@
 # then every case of tests/data/relax-0.27 through tvm.runtime.load_module and
 # relax.VirtualMachine, outputs against apache-tvm's recorded ones: first on the wheel's own
 # library, then with this runtime's in its place, put there and back by `tvm-rt ffi-swap` (as a
-# user would; restored whatever happens). Uses the apache-tvm 0.27 venv of scripts/rpc_027_host.sh
+# user would; restored whatever happens), and once more with handles checked
+# (TVM_RUNTIME_CHECK_HANDLES=1: apache-tvm's C++ makes most objects itself, which the checked
+# mode must take as foreign objects). Uses the apache-tvm 0.27 venv of scripts/rpc_027_host.sh
 # (made there, or here once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,3 +23,5 @@ echo "-- on the wheel's libtvm_ffi.so"
 echo "-- on this library's libtvm_ffi.so (tvm-rt ffi-swap)"
 swap
 "$venv/bin/python" tests/tvm027_runtime/run_relax_cases.py tests/data/relax-0.27 ours
+echo "-- the same, handles checked"
+TVM_RUNTIME_CHECK_HANDLES=1 "$venv/bin/python" tests/tvm027_runtime/run_relax_cases.py tests/data/relax-0.27 ours

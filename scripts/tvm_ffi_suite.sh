@@ -9,8 +9,9 @@
 #
 # Each test file runs in its own process (a crash costs that file only). The venv and the sdist
 # are cached under target/ (first run: a minute of pip). The wheel's own library is put back
-# afterwards, whatever happens. Prints a table and a total line; exits 0 unless --min is given
-# and not reached (.ci/run keeps the count from going back).
+# afterwards, whatever happens. This library runs twice: as it is, and with handles checked
+# (TVM_RUNTIME_CHECK_HANDLES=1). Prints a table and the totals; exits 0 unless --min is given
+# and either run of this library does not reach it (.ci/run keeps the count from going back).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -41,18 +42,23 @@ backup="$lib.real"
 [ -f "$backup" ] || cp "$lib" "$backup"
 trap 'cp "$backup" "$lib"' EXIT
 
-run() { # side: one junit xml per test file (a crash in one file costs that file alone)
-  rm -rf "$root/target/tvm-ffi-suite-$1" && mkdir -p "$root/target/tvm-ffi-suite-$1"
+run() { # side [VAR=value...]: one junit xml per test file (a crash in one file costs that file alone)
+  local side=$1
+  shift
+  rm -rf "$root/target/tvm-ffi-suite-$side" && mkdir -p "$root/target/tvm-ffi-suite-$side"
   (cd "$sdist" && find tests/python -name 'test_*.py' | sort) | while read -r f; do
     name=$(echo "${f%.py}" | tr / _)
-    (cd "$sdist" && timeout 600 "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts= \
-      --junitxml="$root/target/tvm-ffi-suite-$1/$name.xml" "$f" >/dev/null 2>&1) || true
+    (cd "$sdist" && env "$@" timeout 600 "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts= \
+      --junitxml="$root/target/tvm-ffi-suite-$side/$name.xml" "$f" >/dev/null 2>&1) || true
   done
 }
 cp "$backup" "$lib"
 run real
 cp "$ours" "$lib"
 run ours
+# once more with handles checked (docs/checking-handles.md): the C++ objects of tvm-ffi's testing
+# library and of the tests' own modules are foreign objects there
+run checked TVM_RUNTIME_CHECK_HANDLES=1
 cp "$backup" "$lib"
 
 MIN=$min "$venv/bin/python" - <<'PY'
@@ -76,12 +82,15 @@ def per_file(side):
         counts[name] += 0 if failed else 1
     return counts
 
-real, ours = per_file("real"), per_file("ours")
-print(f"{'file':<44} {'real':>6} {'ours':>6}")
-for name in sorted(set(real) | set(ours)):
-    print(f"{name:<44} {real[name]:>6} {ours[name]:>6}")
-print(f"tvm-ffi suite: {sum(ours.values())} of {sum(real.values())} passed on this library (real libtvm_ffi.so: {sum(real.values())})")
+real, ours, checked = per_file("real"), per_file("ours"), per_file("checked")
+print(f"{'file':<44} {'real':>6} {'ours':>6} {'ours, handles checked':>22}")
+for name in sorted(set(real) | set(ours) | set(checked)):
+    print(f"{name:<44} {real[name]:>6} {ours[name]:>6} {checked[name]:>22}")
+total = sum(real.values())
+print(f"tvm-ffi suite: {sum(ours.values())} of {total} passed on this library (real libtvm_ffi.so: {total})")
+print(f"tvm-ffi suite, handles checked: {sum(checked.values())} of {total} passed on this library")
 floor = int(os.environ["MIN"])
-if sum(ours.values()) < floor:
-    raise SystemExit(f"tvm-ffi suite: {sum(ours.values())} passed on this library, fewer than the {floor} required")
+for what, counts in (("", ours), (" with handles checked", checked)):
+    if sum(counts.values()) < floor:
+        raise SystemExit(f"tvm-ffi suite: {sum(counts.values())} passed on this library{what}, fewer than the {floor} required")
 PY

@@ -235,3 +235,45 @@ fn memory_held_back_is_returned_after_the_quarantine() {
     // SAFETY: we own `f`.
     ok(unsafe { TVMFuncFree(f) });
 }
+
+static FOREIGN_DELETES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+unsafe extern "C" fn foreign_delete(_obj: *mut c_void, _flags: i32) {
+    FOREIGN_DELETES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+#[test]
+fn objects_made_by_foreign_tvm_ffi_code_pass_the_check_and_made_up_ones_do_not() {
+    use tvm_runtime::ffi::tvm_ffi::{TVMFFIObjectDecRef, TVMFFIObjectIncRef};
+    checked();
+    // A tvm-ffi object header as C++ code compiled against tvm-ffi's headers lays it out (strong
+    // and weak count 1, `ffi.Object`, padding 0, its own deleter), which this runtime never saw.
+    #[repr(C)]
+    struct Header {
+        count: u64,
+        type_index: u32,
+        padding: u32,
+        deleter: unsafe extern "C" fn(*mut c_void, i32),
+    }
+    let mut foreign = Box::new(Header { count: 1 | 1 << 32, type_index: 64, padding: 0, deleter: foreign_delete });
+    let h = &mut *foreign as *mut Header as *mut c_void;
+    // SAFETY: a readable object header; its deleter only counts.
+    unsafe {
+        ok(TVMFFIObjectIncRef(h));
+        assert_eq!(foreign.count & 0xffff_ffff, 2);
+        ok(TVMFFIObjectDecRef(h));
+        ok(TVMFFIObjectDecRef(h));
+    }
+    assert_eq!(FOREIGN_DELETES.load(std::sync::atomic::Ordering::SeqCst), 1, "released by its own deleter");
+    // Not objects: zeroed memory (no count), an unmapped address, this runtime's own mark on a
+    // header it never made.
+    let mut zeroed = [0u64; 4];
+    let marked =
+        Box::new(Header { count: 1 | 1 << 32, type_index: 64, padding: live::MADE_HERE, deleter: foreign_delete });
+    // SAFETY: made-up handles are validated in the checked mode.
+    unsafe {
+        fails(TVMFFIObjectIncRef(zeroed.as_mut_ptr().cast()), NOT_LIVE);
+        fails(TVMFFIObjectIncRef(0x10 as *mut c_void), NOT_LIVE);
+        fails(TVMFFIObjectIncRef(&*marked as *const Header as *mut c_void), NOT_LIVE);
+    }
+}

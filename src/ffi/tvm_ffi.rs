@@ -62,34 +62,6 @@ unsafe fn object_arg(h: *mut c_void, what: &str) -> Result<Option<ObjectRef>> {
     Ok(Some(unsafe { ObjectRef::from_borrowed(h as *mut ObjectHeader) }))
 }
 
-/// A new reference to a raised error (NULL: none). In the checked mode an error made here must
-/// be live; one that C++ code compiled against tvm-ffi's headers made (they raise their own
-/// `ErrorObj`s, which this runtime never saw) is taken when its header reads, through a copy
-/// that cannot fault, as an `ffi.Error` without this runtime's mark.
-///
-/// # Safety
-/// `h` must be NULL or a live object.
-unsafe fn error_arg(h: *mut c_void) -> Result<Option<ObjectRef>> {
-    if h.is_null() || !live::checking() || live::is_live(h as usize) || !foreign_error(h) {
-        // SAFETY: the caller's contract (checked as any object where not a foreign error).
-        return unsafe { object_arg(h, "error") };
-    }
-    // SAFETY: a readable header of an error object made by C++ code, alive (caller contract).
-    Ok(Some(unsafe { ObjectRef::from_borrowed(h as *mut ObjectHeader) }))
-}
-
-/// Whether `h` points at a readable object header of an `ffi.Error` this runtime did not make.
-fn foreign_error(h: *mut c_void) -> bool {
-    let mut header = [0u8; size_of::<ObjectHeader>()];
-    let local = libc::iovec { iov_base: header.as_mut_ptr().cast(), iov_len: header.len() };
-    let remote = libc::iovec { iov_base: h, iov_len: header.len() };
-    // SAFETY: copies from this process's own memory into `header`; an unmapped source is an
-    // error (EFAULT) of the call, not a fault.
-    let copied = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-    let word = |at: usize| u32::from_ne_bytes(header[at..at + 4].try_into().expect("4 bytes"));
-    copied == header.len() as isize && word(8) == type_index::ERROR && word(12) != object::MADE_HERE
-}
-
 /// A new `ffi.Error` into `*out`: kind, message and backtrace (NULL arrays read as empty), a
 /// cause and extra context (NULL handles: none).
 ///
@@ -158,7 +130,7 @@ pub unsafe extern "C" fn TVMFFIErrorCreateWithCauseAndExtraContext(
 pub unsafe extern "C" fn TVMFFIErrorSetRaised(error: *mut c_void) {
     ffi_boundary!("TVMFFIErrorSetRaised", {
         // SAFETY: the caller's contract.
-        let Some(obj) = (unsafe { error_arg(error)? }) else { return Ok(()) };
+        let Some(obj) = (unsafe { object_arg(error, "error")? }) else { return Ok(()) };
         let e =
             obj.downcast::<ErrorObj>().ok_or_else(|| Error::type_error("TVMFFIErrorSetRaised takes an ffi.Error"))?;
         set_last_error_text(&e.text());

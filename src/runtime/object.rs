@@ -102,10 +102,7 @@ pub trait ObjectType: Send + Sync + 'static {
     const LAYOUT_SHARED: bool = false;
 }
 
-/// The value of the header's padding word in every object this runtime makes (tvm-ffi's own
-/// objects have 0 there), so objects of a type whose payload is this runtime's own can be told
-/// from foreign ones of the same type index.
-pub const MADE_HERE: u32 = 0x7276_6d74;
+pub use super::live::MADE_HERE;
 
 /// Header plus payload, laid out as in C (the payload at offset 24).
 #[repr(C)]
@@ -797,10 +794,11 @@ pub mod legacy {
     }
 
     /// The header behind a non-NULL 0.18 handle, which in the checked mode must be a live
-    /// object (the error names the handle as C passed it, and `kind`).
+    /// object made here or a foreign one (the error names the handle as C passed it, and
+    /// `kind`): tvm-ffi callers' objects reach the runtime's functions through this view too.
     pub fn checked_header(handle: *mut c_void, kind: &str) -> Result<*mut ObjectHeader> {
         let h = header(handle);
-        if live::checking() && !live::is_live(h as usize) {
+        if live::checking() && !live::is_live(h as usize) && !live::foreign_object(h as usize) {
             return Err(live::not_live(handle as usize, kind));
         }
         Ok(h)
