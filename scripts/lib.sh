@@ -6,6 +6,9 @@
 #                 that already holds them)
 # configure_c_tests <build dir> [cmake args...]
 #                 configure + build the C tests against LIB_DIR (no cargo run inside CMake)
+# tvm027_venv <dir> <apache-tvm-ffi version>
+#                 a venv with apache-tvm 0.27 over that apache-tvm-ffi (and what its RPC
+#                 tracker and server import), made once
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
@@ -43,4 +46,11 @@ configure_c_tests() {
 # Tests run against LIB_DIR even if LD_LIBRARY_PATH (e.g. from cargo) names another copy.
 test_env_ld_path() {
   echo "$LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+
+tvm027_venv() {
+  if [ ! -x "$1/bin/python" ] || ! "$1/bin/python" -c 'import tvm, numpy, tornado, cloudpickle, psutil' 2>/dev/null; then
+    python3 -m venv "$1"
+    "$1/bin/pip" install -q apache-tvm==0.27.0.post1 "apache-tvm-ffi==$2" cloudpickle psutil tornado numpy
+  fi
 }

@@ -7,14 +7,8 @@
 # its host needs apache-tvm-ffi 0.1.14.post0: a second venv, target/tvm027ms-venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# venv DIR FFI_VERSION: a host venv with apache-tvm 0.27 over that apache-tvm-ffi, made once.
-venv() {
-  if [ ! -x "$1/bin/python" ] || ! "$1/bin/python" -c 'import tvm, tornado, cloudpickle, psutil' 2>/dev/null; then
-    python3 -m venv "$1"
-    "$1/bin/pip" install -q apache-tvm==0.27.0.post1 "apache-tvm-ffi==$2" cloudpickle psutil tornado numpy
-  fi
-}
-venv target/tvm027-venv 0.1.15.post2
+source scripts/lib.sh
+tvm027_venv target/tvm027-venv 0.1.15.post2
 py=target/tvm027-venv/bin/python
 if [ -z "${TVM_RT:-}" ]; then
   cargo build --release --bin tvm-rt
@@ -49,7 +43,7 @@ sleep 1
 echo "== apache-tvm 0.27 host -> apache-tvm 0.27 tracker -> tvm-rt rpc-server"
 "$py" tests/rpc_host/host_flow_027.py 127.0.0.1 "$port" ci027 --tracker "127.0.0.1:$tracker"
 if [ "${1:-}" = "--tune" ]; then
-  venv target/tvm027ms-venv 0.1.14.post0
+  tvm027_venv target/tvm027ms-venv 0.1.14.post0
   echo "== MetaSchedule (apache-tvm 0.27 host, RPCRunner) -> 0.27 tracker -> tvm-rt rpc-server"
   work=$(mktemp -d)
   target/tvm027ms-venv/bin/python tests/rpc_host/tune_027.py "127.0.0.1:$tracker" ci027 "$work" 2>&1 | tail -2

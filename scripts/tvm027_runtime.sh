@@ -6,15 +6,13 @@
 # library, then with this runtime's in its place, put there and back by `tvm-rt ffi-swap` (as a
 # user would; restored whatever happens), and once more with handles checked
 # (TVM_RUNTIME_CHECK_HANDLES=1: apache-tvm's C++ makes most objects itself, which the checked
-# mode must take as foreign objects). Uses the apache-tvm 0.27 venv of scripts/rpc_027_host.sh
-# (made there, or here once).
+# mode must take as foreign objects). Uses the apache-tvm 0.27 venv scripts/rpc_027_host.sh
+# uses too (scripts/lib.sh's tvm027_venv: made once, by either).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 venv=target/tvm027-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import tvm, numpy' 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q apache-tvm==0.27.0.post1 apache-tvm-ffi==0.1.15.post2 numpy
-fi
+tvm027_venv "$venv" 0.1.15.post2
 [ -f target/release/libtvm_ffi.so ] && [ -x target/release/tvm-rt ] || cargo build --release
 swap() { target/release/tvm-rt ffi-swap --python "$venv/bin/python" "$@" >/dev/null; }
 trap 'swap --restore 2>/dev/null || true' EXIT
