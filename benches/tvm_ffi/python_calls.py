@@ -32,6 +32,9 @@ def main():
     arr = tvm_ffi.Array([1, 2, 3])
     x = np.zeros((4,), dtype="float32")
     t = tvm_ffi.from_dlpack(x)
+    m = tvm_ffi.Map({"a": 1, "b": 2})
+    d = tvm_ffi.Dict({"a": 1})
+    lst = tvm_ffi.List([1, 2, 3])
     cases = {
         "call C++ nop()": lambda: nop(),
         "call C++ echo(int)": lambda: echo(1),
@@ -40,6 +43,13 @@ def main():
         "Map({'a': 1})": lambda: tvm_ffi.Map({"a": 1}),
         "from_dlpack(numpy)": lambda: tvm_ffi.from_dlpack(x),
         "numpy.from_dlpack(tensor)": lambda: np.from_dlpack(t),
+        "map['b']": lambda: m["b"],
+        "'a' in map": lambda: "a" in m,
+        "dict['a'] = 2": lambda: d.__setitem__("a", 2),
+        "list[1]": lambda: lst[1],
+        "list.append(4); list.pop()": lambda: (lst.append(4), lst.pop()),
+        "List([1, 2, 3])": lambda: tvm_ffi.List([1, 2, 3]),
+        "list(map.items())": lambda: list(m.items()),
     }
     print(json.dumps({name: per_call(fn, n) for name, fn in cases.items()}))
 

@@ -4,11 +4,13 @@
 
 use super::error::{Error, Result};
 use super::ffi_containers::{
-    any_equal, map_cell, new_map, release_all, type_name, view, DictObj, FfiMapObj, ListObj, MapCell, SeqCell,
+    any_equal, dict_set_view, map_get_view, new_map, release_all, type_name, view, with_list_view, with_map_view,
+    DictObj, FfiMapObj, ListObj, MapCell, SeqCell,
 };
 use super::object::{release_any, type_index, ObjPtr, ObjectRef};
 use super::packed::{Args, PackedFunc, Value};
-use crate::abi::TVMFFIAny;
+use super::reflection::owned_any;
+use crate::abi::{ffi_type_index as fti, TVMFFIAny};
 use parking_lot::Mutex;
 
 type Global = (&'static str, PackedFunc);
@@ -25,15 +27,25 @@ fn on_list<R>(args: &Args<'_>, f: impl FnOnce(&mut SeqCell) -> Result<R>) -> Res
     list_arg(args, 0)?.with(f)
 }
 
+/// View `i` of a call, or an error naming the missing argument.
+fn arg(views: &[TVMFFIAny], i: usize) -> Result<&TVMFFIAny> {
+    views.get(i).ok_or_else(|| Error::type_error(format!("missing argument {i}")))
+}
+
+/// View `i` as a position (an integer, not negative).
+fn position_view(views: &[TVMFFIAny], i: usize) -> Result<usize> {
+    let v = arg(views, i)?;
+    if v.type_index != fti::INT && v.type_index != fti::BOOL {
+        return Err(Error::type_error(format!("argument {i}: expected int, got type index {}", v.type_index)));
+    }
+    let n = v.as_i64();
+    usize::try_from(n).map_err(|_| Error::index(format!("argument {i}: index {n} is negative")))
+}
+
 /// Argument `i` as a position (not negative).
 fn position(args: &Args<'_>, i: usize) -> Result<usize> {
     let v = args.int(i)?;
     usize::try_from(v).map_err(|_| Error::index(format!("argument {i}: index {v} is negative")))
-}
-
-/// Arguments from `from` on, each made an owned value.
-fn owned_args(args: &Args<'_>, from: usize) -> Result<Vec<TVMFFIAny>> {
-    (from..args.len()).map(|i| Ok(args.to_value(i)?.into_any())).collect()
 }
 
 /// Element values of a list or array object (new references), read before any cell is locked.
@@ -50,40 +62,46 @@ fn sequence_values(o: &ObjectRef) -> Result<Vec<TVMFFIAny>> {
 
 fn list_globals() -> Vec<Global> {
     vec![
+        ("ffi.List", PackedFunc::from_ffi(|v| Ok(ListObj::from_views(v)?.into_any()))),
         (
-            "ffi.List",
-            PackedFunc::from_typed(|args| {
-                Ok(Value::Object(ObjPtr::new(ListObj::new(owned_args(&args, 0)?)?).to_object_ref()))
+            "ffi.ListSize",
+            PackedFunc::from_ffi(|v| {
+                with_list_view(arg(v, 0)?, |c| Ok(TVMFFIAny::int(fti::INT, c.items().len() as i64)))
             }),
         ),
-        ("ffi.ListSize", PackedFunc::from_typed(|args| on_list(&args, |c| Ok(Value::Int(c.items().len() as i64))))),
         (
             "ffi.ListGetItem",
-            PackedFunc::from_typed(|args| {
-                let i = position(&args, 1)?;
-                on_list(&args, |c| {
+            PackedFunc::from_ffi(|v| {
+                let i = position_view(v, 1)?;
+                with_list_view(arg(v, 0)?, |c| {
                     let n = c.items().len();
-                    c.items()
+                    let item = c
+                        .items()
                         .get(i)
-                        .map(view)
-                        .unwrap_or_else(|| Err(Error::index(format!("index {i} out of range for a list of size {n}"))))
+                        .ok_or_else(|| Error::index(format!("index {i} out of range for a list of size {n}")))?;
+                    // SAFETY: an item of the locked list, copied out with its own reference.
+                    unsafe { owned_any(item) }
                 })
             }),
         ),
         (
             "ffi.ListSetItem",
-            PackedFunc::from_typed(|args| {
-                let (i, v) = (position(&args, 1)?, args.to_value(2)?.into_any());
-                let old = on_list(&args, |c| c.replace(i, v))?;
+            PackedFunc::from_ffi(|v| {
+                let (i, item) = (position_view(v, 1)?, arg(v, 2)?);
+                // SAFETY: the caller's view, valid for the call (made owned under the lock,
+                // which calls out to nothing; `replace` releases it on a bad index).
+                let old = with_list_view(arg(v, 0)?, |c| c.replace(i, unsafe { owned_any(item) }?))?;
                 release_all(vec![old]);
-                Ok(Value::Null)
+                Ok(TVMFFIAny::NONE)
             }),
         ),
         (
             "ffi.ListAppend",
-            PackedFunc::from_typed(|args| {
-                let v = args.to_value(1)?.into_any();
-                on_list(&args, |c| c.push(v)).map(|_| Value::Null)
+            PackedFunc::from_ffi(|v| {
+                let item = arg(v, 1)?;
+                // SAFETY: as for `ffi.ListSetItem`.
+                with_list_view(arg(v, 0)?, |c| c.push(unsafe { owned_any(item) }?))?;
+                Ok(TVMFFIAny::NONE)
             }),
         ),
         (
@@ -95,11 +113,11 @@ fn list_globals() -> Vec<Global> {
         ),
         (
             "ffi.ListPop",
-            PackedFunc::from_typed(|args| {
-                let i = position(&args, 1)?;
-                let taken = on_list(&args, |c| c.drain(i..i + 1))?;
-                // SAFETY: the element was owned by the list and is ours now.
-                unsafe { Value::adopt_any(taken[0]) }
+            PackedFunc::from_ffi(|v| {
+                let i = position_view(v, 1)?;
+                let taken = with_list_view(arg(v, 0)?, |c| c.drain(i..i + 1))?;
+                // The element the list owned, ours now.
+                taken.into_iter().next().ok_or_else(|| Error::index(format!("index {i}: nothing to pop")))
             }),
         ),
         (
@@ -172,20 +190,6 @@ fn list_globals() -> Vec<Global> {
     ]
 }
 
-/// Runs `f` on the cell of the map or dict in argument 0.
-fn on_map<R>(args: &Args<'_>, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
-    map_cell(&args.object(0)?, f)
-}
-
-/// The value for the key in argument 1, or `missing()` when there is none.
-fn get_or(args: &Args<'_>, missing: impl FnOnce(&Value) -> Result<Value>) -> Result<Value> {
-    let key = args.to_value(1)?;
-    match super::ffi_containers::map_get(&args.object(0)?, &key)? {
-        Some(v) => Ok(v),
-        None => missing(&key),
-    }
-}
-
 /// An owned value kept by a function (released with it).
 struct Held(TVMFFIAny);
 
@@ -203,30 +207,36 @@ impl Drop for Held {
 
 /// A function walking a snapshot of the map's entries: 0 gives the current key, 1 its value,
 /// 2 moves on and says whether an entry is left.
-fn forward_iter(args: &Args<'_>) -> Result<Value> {
-    let entries = on_map(args, |c| {
-        let held = |a: &TVMFFIAny| Ok(Held(view(a)?.into_any()));
+fn forward_iter(map: &TVMFFIAny) -> Result<TVMFFIAny> {
+    let entries = with_map_view(map, |c| {
+        // SAFETY: a live entry of the locked cell, copied out with its own reference.
+        let held = |a: &TVMFFIAny| unsafe { owned_any(a) }.map(Held);
+        // SAFETY: live entries of the locked cell.
         c.entries()
             .into_iter()
-            // SAFETY: live entries of the locked cell.
-            .map(|kv| Ok(unsafe { (held(&(*kv).key)?, held(&(*kv).value)?) }))
+            .map(|kv| unsafe { Ok((held(&(*kv).key)?, held(&(*kv).value)?)) })
             .collect::<Result<Vec<_>>>()
     })?;
     let at = Mutex::new(0usize);
-    Ok(Value::Func(PackedFunc::from_typed(move |a| {
+    let walk = PackedFunc::from_ffi(move |v| {
+        let command = arg(v, 0)?;
         let mut i = at.lock();
         let entry = entries.get(*i);
-        match (a.int(0)?, entry) {
-            (0, Some((k, _))) => view(&k.0),
-            (1, Some((_, v))) => view(&v.0),
+        // SAFETY: an owned value the function holds, copied out with its own reference.
+        let copy = |h: &Held| unsafe { owned_any(&h.0) };
+        match (command.as_i64(), entry) {
+            _ if command.type_index != fti::INT => Err(Error::type_error("map iterator command: expected int")),
+            (0, Some((k, _))) => copy(k),
+            (1, Some((_, v))) => copy(v),
             (2, _) => {
                 *i += 1;
-                Ok(Value::Bool(*i < entries.len()))
+                Ok(TVMFFIAny::int(fti::BOOL, (*i < entries.len()) as i64))
             }
             (c @ (0 | 1), None) => Err(Error::index(format!("map iterator read ({c}) past the end"))),
             (c, _) => Err(Error::value(format!("map iterator command {c} is not 0, 1 or 2"))),
         }
-    })))
+    });
+    Ok(Value::Func(walk).into_any())
 }
 
 fn missing_key(key: &Value) -> Result<Value> {
@@ -238,20 +248,34 @@ fn missing_key(key: &Value) -> Result<Value> {
 fn map_reads(names: [&'static str; 5]) -> Vec<Global> {
     let [size, count, get_item, get_item_or_missing, forward_iter_functor] = names;
     vec![
-        (size, PackedFunc::from_typed(|args| on_map(&args, |c| Ok(Value::Int(c.len() as i64))))),
+        (size, PackedFunc::from_ffi(|v| with_map_view(arg(v, 0)?, |c| Ok(TVMFFIAny::int(fti::INT, c.len() as i64))))),
         (
             count,
-            PackedFunc::from_typed(|args| {
-                let key = args.to_value(1)?;
-                Ok(Value::Int(super::ffi_containers::map_index(&args.object(0)?, &key)?.is_some() as i64))
+            PackedFunc::from_ffi(|v| {
+                let found = map_get_view(arg(v, 0)?, arg(v, 1)?)?;
+                if let Some(a) = &found {
+                    // SAFETY: the owned copy `map_get_view` made, released once.
+                    unsafe { release_any(a) };
+                }
+                Ok(TVMFFIAny::int(fti::INT, found.is_some() as i64))
             }),
         ),
-        (get_item, PackedFunc::from_typed(|args| get_or(&args, missing_key))),
+        (
+            get_item,
+            PackedFunc::from_ffi(|v| match map_get_view(arg(v, 0)?, arg(v, 1)?)? {
+                Some(a) => Ok(a),
+                // SAFETY: the caller's view, valid for the call.
+                None => missing_key(&unsafe { Value::from_any_view(arg(v, 1)?) }?).map(Value::into_any),
+            }),
+        ),
         (
             get_item_or_missing,
-            PackedFunc::from_typed(|args| get_or(&args, |_| Ok(Value::Object(super::ffi_globals::missing())))),
+            PackedFunc::from_ffi(|v| {
+                let found = map_get_view(arg(v, 0)?, arg(v, 1)?)?;
+                Ok(found.unwrap_or_else(|| Value::Object(super::ffi_globals::missing()).into_any()))
+            }),
         ),
-        (forward_iter_functor, PackedFunc::from_typed(|args| forward_iter(&args))),
+        (forward_iter_functor, PackedFunc::from_ffi(|v| forward_iter(arg(v, 0)?))),
     ]
 }
 
@@ -271,9 +295,9 @@ fn dict_writes() -> Vec<Global> {
     vec![
         (
             "ffi.DictSetItem",
-            PackedFunc::from_typed(|args| {
-                let (k, v) = (args.to_value(1)?.into_any(), args.to_value(2)?.into_any());
-                super::ffi_containers::dict_set(&dict_arg(&args)?, k, v).map(|_| Value::Null)
+            PackedFunc::from_ffi(|v| {
+                dict_set_view(arg(v, 0)?, arg(v, 1)?, arg(v, 2)?)?;
+                Ok(TVMFFIAny::NONE)
             }),
         ),
         (

@@ -91,20 +91,62 @@ pub fn any_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Whether two owned values are equal as map keys: decided from the values themselves for
-/// integers, booleans, small strings and one object twice, else as [`any_equal`] decides.
+/// Whether two values (owned, or a call's views) are equal as map keys: decided in place where
+/// the values themselves say it (see [`quick_key_equal`]), else as [`any_equal`] decides.
 fn keys_equal(a: &TVMFFIAny, b: &TVMFFIAny) -> Result<bool> {
+    match quick_key_equal(a, b) {
+        Some(same) => Ok(same),
+        None => Ok(any_equal(&view(a)?, &view(b)?)),
+    }
+}
+
+/// The text of an inline string value: a small string's bytes, or a caller's C string.
+fn inline_text(a: &TVMFFIAny) -> Option<&[u8]> {
     use crate::abi::ffi_type_index as fti;
-    let same_type = a.type_index == b.type_index;
-    Ok(match a.type_index {
-        fti::INT | fti::BOOL if same_type => a.value == b.value,
-        fti::SMALL_STR if same_type => {
+    match a.type_index {
+        fti::SMALL_STR => {
             let n = (a.zero_padding as usize).min(7);
-            a.zero_padding == b.zero_padding && a.value.to_ne_bytes()[..n] == b.value.to_ne_bytes()[..n]
+            // SAFETY: the value's own 8 bytes, of which the first `n` are the text.
+            Some(unsafe { std::slice::from_raw_parts(&a.value as *const u64 as *const u8, n) })
         }
-        t if same_type && t >= fti::STATIC_OBJECT_BEGIN && a.value == b.value => true,
-        _ => any_equal(&view(a)?, &view(b)?),
-    })
+        // SAFETY: a valid view's C string (NUL-terminated, alive for the call).
+        fti::RAW_STR if !a.as_ptr().is_null() => {
+            Some(unsafe { std::ffi::CStr::from_ptr(a.as_ptr().cast()) }.to_bytes())
+        }
+        _ => None,
+    }
+}
+
+/// Whether two keys are equal when the values themselves decide it, as [`any_equal`] would:
+/// integers, booleans and None by value and type, inline texts by their bytes, one object
+/// twice. `None` where only `any_equal` can say (an object against a text or another object:
+/// a string object's text, a type's own `__any_equal__`).
+fn quick_key_equal(a: &TVMFFIAny, b: &TVMFFIAny) -> Option<bool> {
+    use crate::abi::ffi_type_index as fti;
+    let plain = |t: i32| matches!(t, fti::NONE | fti::INT | fti::BOOL);
+    let object = |t: i32| t >= fti::STATIC_OBJECT_BEGIN;
+    if let (Some(x), Some(y)) = (inline_text(a), inline_text(b)) {
+        return Some(x == y);
+    }
+    match (a.type_index, b.type_index) {
+        (x, y) if x == y && plain(x) => Some(a.value == b.value),
+        (x, y) if plain(x) || plain(y) => Some(false),
+        (x, y) if x == y && object(x) && a.value == b.value => Some(true),
+        _ => None,
+    }
+}
+
+/// Where `key` is among a small map's pairs, when every comparison is decided in place
+/// ([`quick_key_equal`]); `None` when one is not, or the map is dense.
+fn quick_position(cell: &MapCell, key: &TVMFFIAny) -> Option<Option<usize>> {
+    let (base, n) = cell.small_pairs()?;
+    for i in 0..n {
+        // SAFETY: entry `i` of the small map's `n` live pairs.
+        if quick_key_equal(unsafe { &(*base.add(i)).key }, key)? {
+            return Some(Some(i));
+        }
+    }
+    Some(None)
 }
 
 /// The elements of an `ffi.Array` or `ffi.List` (new references), or `None` for other objects.
@@ -161,6 +203,18 @@ impl ObjectType for ListObj {
 impl ListObj {
     pub fn new(items: Vec<TVMFFIAny>) -> Result<Self> {
         Ok(ListObj(UnsafeCell::new(SeqCell::new(items)?)))
+    }
+
+    /// A list of a call's views, each made an owned value straight into the list's buffer (on
+    /// an error the values made so far are released with the cell).
+    pub fn from_views(views: &[TVMFFIAny]) -> Result<ObjPtr<ListObj>> {
+        let mut cell = SeqCell::new(Vec::new())?;
+        cell.reserve(views.len())?;
+        for v in views {
+            // SAFETY: the caller's views are valid for the call.
+            cell.push(unsafe { super::reflection::owned_any(v) }?)?;
+        }
+        Ok(ObjPtr::new(ListObj(UnsafeCell::new(cell))))
     }
 
     /// Runs `f` on the cell, under the containers' lock.
@@ -579,6 +633,72 @@ pub fn map_cell<R>(o: &ObjectRef, f: impl FnOnce(&mut MapCell) -> Result<R>) -> 
     }
 }
 
+/// The object a call's view `v` holds when it has type index `index`, borrowed for the call
+/// (made here or by foreign code: containers share tvm-ffi's layouts); `what` names the type.
+fn object_view(v: &TVMFFIAny, index: u32, what: &str) -> Result<*mut super::object::ObjectHeader> {
+    let p = v.as_ptr() as *mut super::object::ObjectHeader;
+    if v.type_index != index as i32 || p.is_null() {
+        return Err(Error::type_error(format!("expected {what}, got type index {}", v.type_index)));
+    }
+    super::live::check(p, "object")?;
+    Ok(p)
+}
+
+/// Runs `f` under the containers' lock on the cell of the map or dict a call's view holds.
+pub fn with_map_view<R>(v: &TVMFFIAny, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
+    use super::object::{type_index as ti, Obj};
+    let index = if v.type_index == ti::DICT as i32 { ti::DICT } else { ti::FFI_MAP };
+    let p = object_view(v, index, "ffi.Map or ffi.Dict")?;
+    // SAFETY: a live map or dict (`Map` and `Dict` share the cell, whoever made them), kept
+    // alive by the caller for the call.
+    unsafe { &(*(p as *const Obj<FfiMapObj>)).data }.with(f)
+}
+
+/// Runs `f` under the containers' lock on the cell of the list a call's view holds.
+pub fn with_list_view<R>(v: &TVMFFIAny, f: impl FnOnce(&mut SeqCell) -> Result<R>) -> Result<R> {
+    let p = object_view(v, super::object::type_index::LIST, "ffi.List")?;
+    // SAFETY: a live list (tvm-ffi's sequence cell, whoever made it), kept alive by the caller.
+    unsafe { &(*(p as *const super::object::Obj<ListObj>)).data }.with(f)
+}
+
+/// The value the map or dict in view `map` holds for the key in view `key` (an owned value),
+/// if any: found in place under the containers' lock when the keys decide it themselves, else
+/// as [`map_get`] finds it.
+pub fn map_get_view(map: &TVMFFIAny, key: &TVMFFIAny) -> Result<Option<TVMFFIAny>> {
+    let quick = with_map_view(map, |c| {
+        let (Some(at), Some((base, _))) = (quick_position(c, key), c.small_pairs()) else { return Ok(None) };
+        // SAFETY: entry `at` of the locked small map, its value copied out with a reference.
+        at.map(|i| unsafe { super::reflection::owned_any(&(*base.add(i)).value) }).transpose().map(Some)
+    })?;
+    if let Some(found) = quick {
+        return Ok(found);
+    }
+    // SAFETY: the caller's views, valid for the call.
+    let (map, key) = unsafe { (Value::from_any_view(map)?, Value::from_any_view(key)?) };
+    let Value::Object(map) = map else { return Err(Error::type_error("expected ffi.Map or ffi.Dict")) };
+    Ok(map_get(&map, &key)?.map(Value::into_any))
+}
+
+/// Sets the key in view `key` to the value in view `value` in the dict in view `dict`.
+pub fn dict_set_view(dict: &TVMFFIAny, key: &TVMFFIAny, value: &TVMFFIAny) -> Result<()> {
+    let header = object_view(dict, super::object::type_index::DICT, "ffi.Dict")?;
+    // SAFETY: the caller's views, valid for the call.
+    let (k, v) = unsafe { (super::reflection::owned_any(key)?, super::reflection::owned_any(value)) };
+    let v = v.inspect_err(|_| release_all(vec![k]))?;
+    let mut pair = Some((k, v));
+    with_map_view(dict, |c| match quick_position(c, &k) {
+        Some(at) => {
+            let (k, v) = pair.take().expect("the pair, once");
+            c.set_at(at, k, v)
+        }
+        None => Ok(()),
+    })?;
+    let Some((k, v)) = pair else { return Ok(()) };
+    // SAFETY: the live dict of the caller's view (checked above), kept alive for the call.
+    let d = unsafe { ObjectRef::from_borrowed(header) }.downcast::<DictObj>();
+    dict_set(&d.ok_or_else(|| Error::type_error("expected ffi.Dict"))?, k, v)
+}
+
 /// An object's type key for messages.
 pub fn type_name(o: &ObjectRef) -> String {
     super::object::type_index_to_key(o.type_index()).unwrap_or_else(|_| format!("type index {}", o.type_index()))
@@ -647,6 +767,42 @@ mod tests {
         .unwrap();
         let odd = FfiMapObj::from_views(&[int(1)]).unwrap_err();
         assert!(odd.to_string().contains("key and value pairs"), "{odd}");
+    }
+
+    #[test]
+    fn keys_decided_in_place_agree_with_any_equal() {
+        use crate::abi::ffi_type_index as fti;
+        let text = |s: &str| Value::Str(s.into()).into_any();
+        let shape = Value::Object(super::super::container::shape_object(&[2])).into_any();
+        let values = vec![
+            int(1),
+            int(2),
+            TVMFFIAny::int(fti::BOOL, 1),
+            TVMFFIAny::NONE,
+            TVMFFIAny::float(1.0),
+            text("a"),
+            text("b"),
+            text("a long key"),
+            text("a long key"),
+            shape,
+            shape,
+        ];
+        let raw = std::ffi::CString::new("a").unwrap();
+        let raw = TVMFFIAny::ptr(fti::RAW_STR, raw.as_ptr().cast());
+        assert_eq!(quick_key_equal(&raw, &values[5]), Some(true), "a C string against a small string");
+        assert_eq!(quick_key_equal(&raw, &values[6]), Some(false));
+        let mut decided = 0;
+        for (i, a) in values.iter().enumerate() {
+            for (j, b) in values.iter().enumerate() {
+                if let Some(same) = quick_key_equal(a, b) {
+                    assert_eq!(same, any_equal(&view(a).unwrap(), &view(b).unwrap()), "values {i} and {j}");
+                    decided += 1;
+                }
+            }
+        }
+        assert!(decided > 80, "most pairs decided in place: {decided} of {}", values.len() * values.len());
+        assert_eq!(quick_key_equal(&values[7], &values[8]), None, "two string objects: by their text");
+        release_all(values[..10].to_vec());
     }
 
     #[test]
