@@ -4,7 +4,7 @@
 
 use super::error::{Error, Result};
 use super::ffi_containers::{
-    any_equal, dict_set_view, map_get_view, new_map, release_all, type_name, view, with_list_view, with_map_view,
+    any_equal, dict_set_view, map_get_view, new_map, read_map_view, release_all, type_name, view, with_list_view,
     DictObj, FfiMapObj, ListObj, MapCell, SeqCell,
 };
 use super::object::{release_any, type_index, ObjPtr, ObjectRef};
@@ -208,7 +208,7 @@ impl Drop for Held {
 /// A function walking a snapshot of the map's entries: 0 gives the current key, 1 its value,
 /// 2 moves on and says whether an entry is left.
 fn forward_iter(map: &TVMFFIAny) -> Result<TVMFFIAny> {
-    let entries = with_map_view(map, |c| {
+    let entries = read_map_view(map, |c| {
         // SAFETY: a live entry of the locked cell, copied out with its own reference.
         let held = |a: &TVMFFIAny| unsafe { owned_any(a) }.map(Held);
         // SAFETY: live entries of the locked cell.
@@ -248,7 +248,7 @@ fn missing_key(key: &Value) -> Result<Value> {
 fn map_reads(names: [&'static str; 5]) -> Vec<Global> {
     let [size, count, get_item, get_item_or_missing, forward_iter_functor] = names;
     vec![
-        (size, PackedFunc::from_ffi(|v| with_map_view(arg(v, 0)?, |c| Ok(TVMFFIAny::int(fti::INT, c.len() as i64))))),
+        (size, PackedFunc::from_ffi(|v| read_map_view(arg(v, 0)?, |c| Ok(TVMFFIAny::int(fti::INT, c.len() as i64))))),
         (
             count,
             PackedFunc::from_ffi(|v| {

@@ -16,7 +16,8 @@
 //! the new one, which it allocates with `operator new` (`malloc` underneath, as with libstdc++).
 //!
 //! tvm-ffi's mutable containers are not synchronised; here every read and write of a list's or
-//! a dict's cell from this runtime holds one lock, so this runtime's own users cannot race.
+//! a dict's cell from this runtime holds one lock, so this runtime's own users cannot race. (A
+//! map is read without it: it is not changed once shared.)
 
 use super::error::{Error, Result};
 use super::object::{release_any, InplaceObject, ObjPtr, ObjectRef, ObjectType};
@@ -654,6 +655,21 @@ pub fn with_map_view<R>(v: &TVMFFIAny, f: impl FnOnce(&mut MapCell) -> Result<R>
     unsafe { &(*(p as *const Obj<FfiMapObj>)).data }.with(f)
 }
 
+/// Runs `f` on the cell of the map or dict a call's view holds, to read it: a dict's under the
+/// containers' lock; a map's without it, since a map is not changed once shared (tvm-ffi's
+/// maps are copied on write, here and in C++: changed in place only by the holder of the one
+/// reference, whom no other reader can be racing).
+pub fn read_map_view<R>(v: &TVMFFIAny, f: impl FnOnce(&MapCell) -> Result<R>) -> Result<R> {
+    use super::object::{type_index as ti, Obj};
+    if v.type_index == ti::DICT as i32 {
+        return with_map_view(v, |c| f(c));
+    }
+    let p = object_view(v, ti::FFI_MAP, "ffi.Map or ffi.Dict")?;
+    // SAFETY: a live map (whoever made it), kept alive by the caller for the call, not changed
+    // while shared (above).
+    f(unsafe { &*(*(p as *const Obj<FfiMapObj>)).data.0.get() })
+}
+
 /// Runs `f` under the containers' lock on the cell of the list a call's view holds.
 pub fn with_list_view<R>(v: &TVMFFIAny, f: impl FnOnce(&mut SeqCell) -> Result<R>) -> Result<R> {
     let p = object_view(v, super::object::type_index::LIST, "ffi.List")?;
@@ -665,7 +681,7 @@ pub fn with_list_view<R>(v: &TVMFFIAny, f: impl FnOnce(&mut SeqCell) -> Result<R
 /// if any: found in place under the containers' lock when the keys decide it themselves, else
 /// as [`map_get`] finds it.
 pub fn map_get_view(map: &TVMFFIAny, key: &TVMFFIAny) -> Result<Option<TVMFFIAny>> {
-    let quick = with_map_view(map, |c| {
+    let quick = read_map_view(map, |c| {
         let (Some(at), Some((base, _))) = (quick_position(c, key), c.small_pairs()) else { return Ok(None) };
         // SAFETY: entry `at` of the locked small map, its value copied out with a reference.
         at.map(|i| unsafe { super::reflection::owned_any(&(*base.add(i)).value) }).transpose().map(Some)
