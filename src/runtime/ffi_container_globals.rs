@@ -4,8 +4,8 @@
 
 use super::error::{Error, Result};
 use super::ffi_containers::{
-    any_equal, dict_set_view, map_get_view, new_map, read_map_view, release_all, type_name, view, with_list_view,
-    DictObj, FfiMapObj, ListObj, MapCell, SeqCell,
+    any_equal, arg, dict_set_arg, int_arg, map_find_arg, new_map, object_arg, read_map_arg, release_all, type_name,
+    view, with_list_arg, DictObj, FfiMapObj, ListObj,
 };
 use super::object::{release_any, type_index, ObjPtr, ObjectRef};
 use super::packed::{Args, PackedFunc, Value};
@@ -15,37 +15,19 @@ use parking_lot::Mutex;
 
 type Global = (&'static str, PackedFunc);
 
-/// The `ffi.List` argument `i`.
-fn list_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<ListObj>> {
-    let o = args.object(i)?;
-    o.downcast::<ListObj>()
-        .ok_or_else(|| Error::type_error(format!("argument {i}: expected ffi.List, got {}", type_name(&o))))
-}
-
-/// Runs `f` on the cell of the list in argument 0.
-fn on_list<R>(args: &Args<'_>, f: impl FnOnce(&mut SeqCell) -> Result<R>) -> Result<R> {
-    list_arg(args, 0)?.with(f)
-}
-
-/// View `i` of a call, or an error naming the missing argument.
-fn arg(views: &[TVMFFIAny], i: usize) -> Result<&TVMFFIAny> {
-    views.get(i).ok_or_else(|| Error::type_error(format!("missing argument {i}")))
-}
-
 /// View `i` as a position (an integer, not negative).
-fn position_view(views: &[TVMFFIAny], i: usize) -> Result<usize> {
-    let v = arg(views, i)?;
-    if v.type_index != fti::INT && v.type_index != fti::BOOL {
-        return Err(Error::type_error(format!("argument {i}: expected int, got type index {}", v.type_index)));
-    }
-    let n = v.as_i64();
+fn position_arg(views: &[TVMFFIAny], i: usize) -> Result<usize> {
+    let n = int_arg(views, i)?;
     usize::try_from(n).map_err(|_| Error::index(format!("argument {i}: index {n} is negative")))
 }
 
-/// Argument `i` as a position (not negative).
-fn position(args: &Args<'_>, i: usize) -> Result<usize> {
-    let v = args.int(i)?;
-    usize::try_from(v).map_err(|_| Error::index(format!("argument {i}: index {v} is negative")))
+/// The object view `i` holds (a new reference).
+fn object_of(views: &[TVMFFIAny], i: usize) -> Result<ObjectRef> {
+    // SAFETY: the caller's view, valid for the call.
+    match unsafe { Value::from_any_view(arg(views, i)?) }? {
+        Value::Object(o) => Ok(o),
+        v => Err(Error::type_error(format!("argument {i}: expected an object, got {}", v.type_name()))),
+    }
 }
 
 /// Element values of a list or array object (new references), read before any cell is locked.
@@ -65,15 +47,13 @@ fn list_globals() -> Vec<Global> {
         ("ffi.List", PackedFunc::from_ffi(|v| Ok(ListObj::from_views(v)?.into_any()))),
         (
             "ffi.ListSize",
-            PackedFunc::from_ffi(|v| {
-                with_list_view(arg(v, 0)?, |c| Ok(TVMFFIAny::int(fti::INT, c.items().len() as i64)))
-            }),
+            PackedFunc::from_ffi(|v| with_list_arg(v, 0, |c| Ok(TVMFFIAny::int(fti::INT, c.items().len() as i64)))),
         ),
         (
             "ffi.ListGetItem",
             PackedFunc::from_ffi(|v| {
-                let i = position_view(v, 1)?;
-                with_list_view(arg(v, 0)?, |c| {
+                let i = position_arg(v, 1)?;
+                with_list_arg(v, 0, |c| {
                     let n = c.items().len();
                     let item = c
                         .items()
@@ -87,10 +67,10 @@ fn list_globals() -> Vec<Global> {
         (
             "ffi.ListSetItem",
             PackedFunc::from_ffi(|v| {
-                let (i, item) = (position_view(v, 1)?, arg(v, 2)?);
+                let (i, item) = (position_arg(v, 1)?, arg(v, 2)?);
                 // SAFETY: the caller's view, valid for the call (made owned under the lock,
                 // which calls out to nothing; `replace` releases it on a bad index).
-                let old = with_list_view(arg(v, 0)?, |c| c.replace(i, unsafe { owned_any(item) }?))?;
+                let old = with_list_arg(v, 0, |c| c.replace(i, unsafe { owned_any(item) }?))?;
                 release_all(vec![old]);
                 Ok(TVMFFIAny::NONE)
             }),
@@ -100,91 +80,97 @@ fn list_globals() -> Vec<Global> {
             PackedFunc::from_ffi(|v| {
                 let item = arg(v, 1)?;
                 // SAFETY: as for `ffi.ListSetItem`.
-                with_list_view(arg(v, 0)?, |c| c.push(unsafe { owned_any(item) }?))?;
+                with_list_arg(v, 0, |c| c.push(unsafe { owned_any(item) }?))?;
                 Ok(TVMFFIAny::NONE)
             }),
         ),
         (
             "ffi.ListInsert",
-            PackedFunc::from_typed(|args| {
-                let (i, v) = (position(&args, 1)?, args.to_value(2)?.into_any());
-                on_list(&args, |c| c.insert(i, v)).map(|_| Value::Null)
+            PackedFunc::from_ffi(|v| {
+                let (i, item) = (position_arg(v, 1)?, arg(v, 2)?);
+                // SAFETY: as for `ffi.ListSetItem` (`insert` releases it on a bad position).
+                with_list_arg(v, 0, |c| c.insert(i, unsafe { owned_any(item) }?))?;
+                Ok(TVMFFIAny::NONE)
             }),
         ),
         (
             "ffi.ListPop",
             PackedFunc::from_ffi(|v| {
-                let i = position_view(v, 1)?;
-                let taken = with_list_view(arg(v, 0)?, |c| c.drain(i..i + 1))?;
+                let i = position_arg(v, 1)?;
+                let taken = with_list_arg(v, 0, |c| c.drain(i..i + 1))?;
                 // The element the list owned, ours now.
                 taken.into_iter().next().ok_or_else(|| Error::index(format!("index {i}: nothing to pop")))
             }),
         ),
         (
             "ffi.ListErase",
-            PackedFunc::from_typed(|args| {
-                let i = position(&args, 1)?;
-                release_all(on_list(&args, |c| c.drain(i..i + 1))?);
-                Ok(Value::Null)
+            PackedFunc::from_ffi(|v| {
+                let i = position_arg(v, 1)?;
+                release_all(with_list_arg(v, 0, |c| c.drain(i..i + 1))?);
+                Ok(TVMFFIAny::NONE)
             }),
         ),
         (
             "ffi.ListEraseRange",
-            PackedFunc::from_typed(|args| {
-                let (a, b) = (position(&args, 1)?, position(&args, 2)?);
-                release_all(on_list(&args, |c| c.drain(a..b))?);
-                Ok(Value::Null)
+            PackedFunc::from_ffi(|v| {
+                let (a, b) = (position_arg(v, 1)?, position_arg(v, 2)?);
+                release_all(with_list_arg(v, 0, |c| c.drain(a..b))?);
+                Ok(TVMFFIAny::NONE)
             }),
         ),
         (
             "ffi.ListReplaceSlice",
-            PackedFunc::from_typed(|args| {
-                let (a, b) = (position(&args, 1)?, position(&args, 2)?);
-                let new = sequence_values(&args.object(3)?)?;
-                let old = on_list(&args, |c| {
+            PackedFunc::from_ffi(|v| {
+                let (a, b) = (position_arg(v, 1)?, position_arg(v, 2)?);
+                let new = sequence_values(&object_of(v, 3)?)?;
+                let old = with_list_arg(v, 0, |c| {
                     let old = c.drain(a..b)?;
-                    for (k, v) in new.into_iter().enumerate() {
-                        c.insert(a + k, v)?;
+                    for (k, item) in new.into_iter().enumerate() {
+                        c.insert(a + k, item)?;
                     }
                     Ok(old)
                 })?;
                 release_all(old);
-                Ok(Value::Null)
+                Ok(TVMFFIAny::NONE)
             }),
         ),
         (
             "ffi.ListClear",
-            PackedFunc::from_typed(|args| {
-                release_all(on_list(&args, |c| c.drain(0..c.items().len()))?);
-                Ok(Value::Null)
+            PackedFunc::from_ffi(|v| {
+                release_all(with_list_arg(v, 0, |c| c.drain(0..c.items().len()))?);
+                Ok(TVMFFIAny::NONE)
             }),
         ),
         (
             "ffi.ListReserve",
-            PackedFunc::from_typed(|args| {
-                let n = position(&args, 1)?;
-                on_list(&args, |c| c.reserve(n)).map(|_| Value::Null)
+            PackedFunc::from_ffi(|v| {
+                let n = position_arg(v, 1)?;
+                with_list_arg(v, 0, |c| c.reserve(n))?;
+                Ok(TVMFFIAny::NONE)
             }),
         ),
         (
             "ffi.ListReverse",
-            PackedFunc::from_typed(|args| {
-                on_list(&args, |c| {
+            PackedFunc::from_ffi(|v| {
+                with_list_arg(v, 0, |c| {
                     c.reverse();
-                    Ok(Value::Null)
-                })
+                    Ok(())
+                })?;
+                Ok(TVMFFIAny::NONE)
             }),
         ),
         (
             "ffi.ListContains",
-            PackedFunc::from_typed(|args| {
-                let (items, v) = (sequence_values(&args.object(0)?)?, args.to_value(1)?);
+            PackedFunc::from_ffi(|v| {
+                let items = sequence_values(&object_of(v, 0)?)?;
+                // SAFETY: the caller's view, valid for the call.
+                let value = unsafe { Value::from_any_view(arg(v, 1)?) }?;
                 let mut found = false;
                 for a in &items {
-                    found = found || any_equal(&view(a)?, &v);
+                    found = found || any_equal(&view(a)?, &value);
                 }
                 release_all(items);
-                Ok(Value::Bool(found))
+                Ok(TVMFFIAny::int(fti::BOOL, found as i64))
             }),
         ),
     ]
@@ -207,8 +193,8 @@ impl Drop for Held {
 
 /// A function walking a snapshot of the map's entries: 0 gives the current key, 1 its value,
 /// 2 moves on and says whether an entry is left.
-fn forward_iter(map: &TVMFFIAny) -> Result<TVMFFIAny> {
-    let entries = read_map_view(map, |c| {
+fn forward_iter(views: &[TVMFFIAny]) -> Result<TVMFFIAny> {
+    let entries = read_map_arg(views, 0, |c| {
         // SAFETY: a live entry of the locked cell, copied out with its own reference.
         let held = |a: &TVMFFIAny| unsafe { owned_any(a) }.map(Held);
         // SAFETY: live entries of the locked cell.
@@ -219,13 +205,12 @@ fn forward_iter(map: &TVMFFIAny) -> Result<TVMFFIAny> {
     })?;
     let at = Mutex::new(0usize);
     let walk = PackedFunc::from_ffi(move |v| {
-        let command = arg(v, 0)?;
+        let command = int_arg(v, 0)?;
         let mut i = at.lock();
         let entry = entries.get(*i);
         // SAFETY: an owned value the function holds, copied out with its own reference.
         let copy = |h: &Held| unsafe { owned_any(&h.0) };
-        match (command.as_i64(), entry) {
-            _ if command.type_index != fti::INT => Err(Error::type_error("map iterator command: expected int")),
+        match (command, entry) {
             (0, Some((k, _))) => copy(k),
             (1, Some((_, v))) => copy(v),
             (2, _) => {
@@ -247,22 +232,21 @@ fn missing_key(key: &Value) -> Result<Value> {
 /// GetItemOrMissing, ForwardIterFunctor]`.
 fn map_reads(names: [&'static str; 5]) -> Vec<Global> {
     let [size, count, get_item, get_item_or_missing, forward_iter_functor] = names;
+    // SAFETY (of each use): a value of the map, live while it is read, copied out with its own
+    // reference.
+    let copy = |a: &TVMFFIAny| unsafe { owned_any(a) };
     vec![
-        (size, PackedFunc::from_ffi(|v| read_map_view(arg(v, 0)?, |c| Ok(TVMFFIAny::int(fti::INT, c.len() as i64))))),
+        (size, PackedFunc::from_ffi(|v| read_map_arg(v, 0, |c| Ok(TVMFFIAny::int(fti::INT, c.len() as i64))))),
         (
             count,
             PackedFunc::from_ffi(|v| {
-                let found = map_get_view(arg(v, 0)?, arg(v, 1)?)?;
-                if let Some(a) = &found {
-                    // SAFETY: the owned copy `map_get_view` made, released once.
-                    unsafe { release_any(a) };
-                }
-                Ok(TVMFFIAny::int(fti::INT, found.is_some() as i64))
+                let found = map_find_arg(v, |_| Ok(()))?.is_some();
+                Ok(TVMFFIAny::int(fti::INT, found as i64))
             }),
         ),
         (
             get_item,
-            PackedFunc::from_ffi(|v| match map_get_view(arg(v, 0)?, arg(v, 1)?)? {
+            PackedFunc::from_ffi(move |v| match map_find_arg(v, copy)? {
                 Some(a) => Ok(a),
                 // SAFETY: the caller's view, valid for the call.
                 None => missing_key(&unsafe { Value::from_any_view(arg(v, 1)?) }?).map(Value::into_any),
@@ -270,25 +254,21 @@ fn map_reads(names: [&'static str; 5]) -> Vec<Global> {
         ),
         (
             get_item_or_missing,
-            PackedFunc::from_ffi(|v| {
-                let found = map_get_view(arg(v, 0)?, arg(v, 1)?)?;
+            PackedFunc::from_ffi(move |v| {
+                let found = map_find_arg(v, copy)?;
                 Ok(found.unwrap_or_else(|| Value::Object(super::ffi_globals::missing()).into_any()))
             }),
         ),
-        (forward_iter_functor, PackedFunc::from_ffi(|v| forward_iter(arg(v, 0)?))),
+        (forward_iter_functor, PackedFunc::from_ffi(forward_iter)),
     ]
 }
 
-/// The dict in argument 0 (maps are not changed in place).
-fn dict_arg(args: &Args<'_>) -> Result<ObjPtr<DictObj>> {
-    let o = args.object(0)?;
-    o.downcast::<DictObj>()
-        .ok_or_else(|| Error::type_error(format!("argument 0: expected ffi.Dict, got {}", type_name(&o))))
-}
-
-/// Runs `f` on the cell of the dict in argument 0.
-fn on_dict<R>(args: &Args<'_>, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
-    dict_arg(args)?.with(f)
+/// The dict view 0 holds (a new reference).
+fn dict_arg(views: &[TVMFFIAny]) -> Result<ObjPtr<DictObj>> {
+    let header = object_arg(views, 0, type_index::DICT, "ffi.Dict")?;
+    // SAFETY: a live dict (checked above), kept alive by the caller for the call.
+    let d = unsafe { ObjectRef::from_borrowed(header) }.downcast::<DictObj>();
+    d.ok_or_else(|| Error::type_error("argument 0: expected ffi.Dict"))
 }
 
 fn dict_writes() -> Vec<Global> {
@@ -296,27 +276,30 @@ fn dict_writes() -> Vec<Global> {
         (
             "ffi.DictSetItem",
             PackedFunc::from_ffi(|v| {
-                dict_set_view(arg(v, 0)?, arg(v, 1)?, arg(v, 2)?)?;
+                dict_set_arg(v)?;
                 Ok(TVMFFIAny::NONE)
             }),
         ),
         (
             "ffi.DictErase",
-            PackedFunc::from_typed(|args| {
-                let key = args.to_value(1)?;
-                match super::ffi_containers::dict_erase(&dict_arg(&args)?, &key)? {
-                    true => Ok(Value::Null),
-                    false => missing_key(&key),
+            PackedFunc::from_ffi(|v| {
+                let d = dict_arg(v)?;
+                // SAFETY: the caller's view, valid for the call.
+                let key = unsafe { Value::from_any_view(arg(v, 1)?) }?;
+                match super::ffi_containers::dict_erase(&d, &key)? {
+                    true => Ok(TVMFFIAny::NONE),
+                    false => missing_key(&key).map(Value::into_any),
                 }
             }),
         ),
         (
             "ffi.DictClear",
-            PackedFunc::from_typed(|args| {
-                on_dict(&args, |c| {
+            PackedFunc::from_ffi(|v| {
+                dict_arg(v)?.with(|c| {
                     c.clear();
-                    Ok(Value::Null)
-                })
+                    Ok(())
+                })?;
+                Ok(TVMFFIAny::NONE)
             }),
         ),
     ]

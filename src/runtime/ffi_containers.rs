@@ -20,7 +20,7 @@
 //! map is read without it: it is not changed once shared.)
 
 use super::error::{Error, Result};
-use super::object::{release_any, InplaceObject, ObjPtr, ObjectRef, ObjectType};
+use super::object::{release_any, type_index as ti, InplaceObject, Obj, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
 use super::packed::Value;
 use crate::abi::TVMFFIAny;
 use parking_lot::{Mutex, MutexGuard};
@@ -634,75 +634,97 @@ pub fn map_cell<R>(o: &ObjectRef, f: impl FnOnce(&mut MapCell) -> Result<R>) -> 
     }
 }
 
-/// The object a call's view `v` holds when it has type index `index`, borrowed for the call
-/// (made here or by foreign code: containers share tvm-ffi's layouts); `what` names the type.
-fn object_view(v: &TVMFFIAny, index: u32, what: &str) -> Result<*mut super::object::ObjectHeader> {
-    let p = v.as_ptr() as *mut super::object::ObjectHeader;
-    if v.type_index != index as i32 || p.is_null() {
-        return Err(Error::type_error(format!("expected {what}, got type index {}", v.type_index)));
+/// View `i` of a call, or an error naming the missing argument.
+pub fn arg(views: &[TVMFFIAny], i: usize) -> Result<&TVMFFIAny> {
+    views.get(i).ok_or_else(|| Error::type_error(format!("missing argument {i}")))
+}
+
+/// The integer view `i` of a call holds (an int or a bool).
+pub fn int_arg(views: &[TVMFFIAny], i: usize) -> Result<i64> {
+    use crate::abi::ffi_type_index as fti;
+    match arg(views, i)? {
+        v if v.type_index == fti::INT || v.type_index == fti::BOOL => Ok(v.as_i64()),
+        v => Err(Error::type_error(format!("argument {i}: expected int, got type index {}", v.type_index))),
     }
-    super::live::check(p, "object")?;
+}
+
+/// The object view `i` of a call holds when it has type index `index`, borrowed for the call
+/// (made here or by foreign code: containers share tvm-ffi's layouts); `what` names the type.
+pub fn object_arg(views: &[TVMFFIAny], i: usize, index: u32, what: &str) -> Result<*mut ObjectHeader> {
+    let v = arg(views, i)?;
+    let p = v.as_ptr() as *mut ObjectHeader;
+    if v.type_index != index as i32 || p.is_null() {
+        return Err(Error::type_error(format!("argument {i}: expected {what}, got type index {}", v.type_index)));
+    }
+    super::live::check(p, "object").map_err(|e| e.context(format!("argument {i}")))?;
     Ok(p)
 }
 
-/// Runs `f` under the containers' lock on the cell of the map or dict a call's view holds.
-pub fn with_map_view<R>(v: &TVMFFIAny, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
-    use super::object::{type_index as ti, Obj};
-    let index = if v.type_index == ti::DICT as i32 { ti::DICT } else { ti::FFI_MAP };
-    let p = object_view(v, index, "ffi.Map or ffi.Dict")?;
+/// The map or dict view `i` of a call holds, borrowed for the call.
+fn map_arg(views: &[TVMFFIAny], i: usize) -> Result<&FfiMapObj> {
+    let index = if arg(views, i)?.type_index == ti::DICT as i32 { ti::DICT } else { ti::FFI_MAP };
+    let p = object_arg(views, i, index, "ffi.Map or ffi.Dict")?;
     // SAFETY: a live map or dict (`Map` and `Dict` share the cell, whoever made them), kept
     // alive by the caller for the call.
-    unsafe { &(*(p as *const Obj<FfiMapObj>)).data }.with(f)
+    Ok(unsafe { &(*(p as *const Obj<FfiMapObj>)).data })
 }
 
-/// Runs `f` on the cell of the map or dict a call's view holds, to read it: a dict's under the
+/// Runs `f` under the containers' lock on the cell of the map or dict view `i` holds.
+pub fn with_map_arg<R>(views: &[TVMFFIAny], i: usize, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
+    map_arg(views, i)?.with(f)
+}
+
+/// Runs `f` on the cell of the map or dict view `i` holds, to read it: a dict's under the
 /// containers' lock; a map's without it, since a map is not changed once shared (tvm-ffi's
 /// maps are copied on write, here and in C++: changed in place only by the holder of the one
 /// reference, whom no other reader can be racing).
-pub fn read_map_view<R>(v: &TVMFFIAny, f: impl FnOnce(&MapCell) -> Result<R>) -> Result<R> {
-    use super::object::{type_index as ti, Obj};
-    if v.type_index == ti::DICT as i32 {
-        return with_map_view(v, |c| f(c));
+pub fn read_map_arg<R>(views: &[TVMFFIAny], i: usize, f: impl FnOnce(&MapCell) -> Result<R>) -> Result<R> {
+    let map = map_arg(views, i)?;
+    if views[i].type_index == ti::DICT as i32 {
+        return map.with(|c| f(c));
     }
-    let p = object_view(v, ti::FFI_MAP, "ffi.Map or ffi.Dict")?;
-    // SAFETY: a live map (whoever made it), kept alive by the caller for the call, not changed
-    // while shared (above).
-    f(unsafe { &*(*(p as *const Obj<FfiMapObj>)).data.0.get() })
+    // SAFETY: a map (above), not changed while shared.
+    f(unsafe { &*map.0.get() })
 }
 
-/// Runs `f` under the containers' lock on the cell of the list a call's view holds.
-pub fn with_list_view<R>(v: &TVMFFIAny, f: impl FnOnce(&mut SeqCell) -> Result<R>) -> Result<R> {
-    let p = object_view(v, super::object::type_index::LIST, "ffi.List")?;
+/// Runs `f` under the containers' lock on the cell of the list view `i` holds.
+pub fn with_list_arg<R>(views: &[TVMFFIAny], i: usize, f: impl FnOnce(&mut SeqCell) -> Result<R>) -> Result<R> {
+    let p = object_arg(views, i, ti::LIST, "ffi.List")?;
     // SAFETY: a live list (tvm-ffi's sequence cell, whoever made it), kept alive by the caller.
-    unsafe { &(*(p as *const super::object::Obj<ListObj>)).data }.with(f)
+    unsafe { &(*(p as *const Obj<ListObj>)).data }.with(f)
 }
 
-/// The value the map or dict in view `map` holds for the key in view `key` (an owned value),
-/// if any: found in place under the containers' lock when the keys decide it themselves, else
-/// as [`map_get`] finds it.
-pub fn map_get_view(map: &TVMFFIAny, key: &TVMFFIAny) -> Result<Option<TVMFFIAny>> {
-    let quick = read_map_view(map, |c| {
+/// What `take` makes of the value the map or dict of view 0 holds for the key of view 1, if it
+/// holds one: found in place when the keys decide it themselves, else as [`map_get`] finds it.
+pub fn map_find_arg<R>(views: &[TVMFFIAny], take: impl Fn(&TVMFFIAny) -> Result<R>) -> Result<Option<R>> {
+    let key = arg(views, 1)?;
+    let quick = read_map_arg(views, 0, |c| {
         let (Some(at), Some((base, _))) = (quick_position(c, key), c.small_pairs()) else { return Ok(None) };
-        // SAFETY: entry `at` of the locked small map, its value copied out with a reference.
-        at.map(|i| unsafe { super::reflection::owned_any(&(*base.add(i)).value) }).transpose().map(Some)
+        // SAFETY: entry `at` of the small map, live while it is read.
+        at.map(|i| take(unsafe { &(*base.add(i)).value })).transpose().map(Some)
     })?;
     if let Some(found) = quick {
         return Ok(found);
     }
-    // SAFETY: the caller's views, valid for the call.
-    let (map, key) = unsafe { (Value::from_any_view(map)?, Value::from_any_view(key)?) };
-    let Value::Object(map) = map else { return Err(Error::type_error("expected ffi.Map or ffi.Dict")) };
-    Ok(map_get(&map, &key)?.map(Value::into_any))
+    // SAFETY: the caller's views, valid for the call (view 0 checked a map or dict above).
+    let (map, key) = unsafe { (ObjectRef::from_borrowed(views[0].as_ptr().cast()), Value::from_any_view(key)?) };
+    let Some(value) = map_get(&map, &key)? else { return Ok(None) };
+    let value = value.into_any();
+    let taken = take(&value);
+    // SAFETY: made owned just above, released once.
+    unsafe { release_any(&value) };
+    taken.map(Some)
 }
 
-/// Sets the key in view `key` to the value in view `value` in the dict in view `dict`.
-pub fn dict_set_view(dict: &TVMFFIAny, key: &TVMFFIAny, value: &TVMFFIAny) -> Result<()> {
-    let header = object_view(dict, super::object::type_index::DICT, "ffi.Dict")?;
+/// Sets the key of view 1 to the value of view 2 in the dict of view 0.
+pub fn dict_set_arg(views: &[TVMFFIAny]) -> Result<()> {
+    let header = object_arg(views, 0, ti::DICT, "ffi.Dict")?;
     // SAFETY: the caller's views, valid for the call.
-    let (k, v) = unsafe { (super::reflection::owned_any(key)?, super::reflection::owned_any(value)) };
+    let (k, v) =
+        unsafe { (super::reflection::owned_any(arg(views, 1)?)?, super::reflection::owned_any(arg(views, 2)?)) };
     let v = v.inspect_err(|_| release_all(vec![k]))?;
     let mut pair = Some((k, v));
-    with_map_view(dict, |c| match quick_position(c, &k) {
+    with_map_arg(views, 0, |c| match quick_position(c, &k) {
         Some(at) => {
             let (k, v) = pair.take().expect("the pair, once");
             c.set_at(at, k, v)

@@ -4,9 +4,8 @@
 
 use super::container::{FfiArrayObj, PlainObj};
 use super::error::{Error, Result};
-use super::ffi_containers::{any_equal, view};
-use super::live;
-use super::object::{type_index, Obj, ObjPtr, ObjectHeader, ObjectRef};
+use super::ffi_containers::{any_equal, arg, int_arg, object_arg, view};
+use super::object::{type_index, Obj, ObjPtr, ObjectRef};
 use super::packed::{Args, PackedFunc, Value};
 use super::reflection::owned_any;
 use crate::abi::{ffi_type_index as fti, TVMFFIAny};
@@ -14,24 +13,10 @@ use once_cell::sync::Lazy;
 
 /// The `ffi.Array` that view `i` holds, borrowed for the call (made here or by foreign code).
 fn array_view(views: &[TVMFFIAny], i: usize) -> Result<&FfiArrayObj> {
-    let v = views.get(i).ok_or_else(|| Error::type_error(format!("missing argument {i}")))?;
-    let p = v.as_ptr() as *mut ObjectHeader;
-    if v.type_index != type_index::FFI_ARRAY as i32 || p.is_null() {
-        return Err(Error::type_error(format!("argument {i}: expected ffi.Array, got type index {}", v.type_index)));
-    }
-    live::check(p, "object").map_err(|e| e.context(format!("argument {i}")))?;
+    let p = object_arg(views, i, type_index::FFI_ARRAY, "ffi.Array")?;
     // SAFETY: a live `ffi.Array` (its type index says so; its payload is tvm-ffi's sequence cell
     // whoever made it), kept alive by the caller for the call.
     Ok(unsafe { &(*(p as *const Obj<FfiArrayObj>)).data })
-}
-
-/// The integer view `i` holds (an int or a bool).
-fn int_view(views: &[TVMFFIAny], i: usize) -> Result<i64> {
-    match views.get(i) {
-        Some(v) if v.type_index == fti::INT || v.type_index == fti::BOOL => Ok(v.as_i64()),
-        Some(v) => Err(Error::type_error(format!("argument {i}: expected int, got type index {}", v.type_index))),
-        None => Err(Error::type_error(format!("missing argument {i}"))),
-    }
 }
 
 /// The missing-value and kwargs markers tvm-ffi's frontends compare objects against.
@@ -123,7 +108,7 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
         (
             "ffi.ArrayGetItem",
             PackedFunc::from_ffi(|args| {
-                let (items, i) = (array_view(args, 0)?.items(), int_view(args, 1)?);
+                let (items, i) = (array_view(args, 0)?.items(), int_arg(args, 1)?);
                 let item = usize::try_from(i).ok().and_then(|i| items.get(i)).ok_or_else(|| {
                     Error::index(format!("index {i} out of range for an array of size {}", items.len()))
                 })?;
@@ -139,9 +124,8 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
             "ffi.ArrayContains",
             PackedFunc::from_ffi(|args| {
                 let items = array_view(args, 0)?.items();
-                let v = args.get(1).ok_or_else(|| Error::type_error("missing argument 1"))?;
                 // SAFETY: the caller's view, valid for the call.
-                let v = unsafe { Value::from_any_view(v) }?;
+                let v = unsafe { Value::from_any_view(arg(args, 1)?) }?;
                 for x in items {
                     if any_equal(&view(x)?, &v) {
                         return Ok(TVMFFIAny::int(fti::BOOL, 1));

@@ -132,10 +132,16 @@ pub const MADE_HERE: u32 = 0x7276_6d74;
 /// always Ok.
 #[inline]
 pub fn check<P>(handle: *const P, kind: &str) -> Result<()> {
-    if checking() && !is_live(handle as usize) && !foreign_object(handle as usize) {
+    if checking() && !taken(handle as usize) {
         return Err(not_live(handle as usize, kind));
     }
     Ok(())
+}
+
+/// Whether the checked mode takes the object header at `addr`: a live object made here, or a
+/// [`foreign_object`].
+pub fn taken(addr: usize) -> bool {
+    is_live(addr) || foreign_object(addr)
 }
 
 /// Whether `addr` reads as the header of a live object that code compiled against tvm-ffi's

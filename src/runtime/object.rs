@@ -798,7 +798,7 @@ pub mod legacy {
     /// `kind`): tvm-ffi callers' objects reach the runtime's functions through this view too.
     pub fn checked_header(handle: *mut c_void, kind: &str) -> Result<*mut ObjectHeader> {
         let h = header(handle);
-        if live::checking() && !live::is_live(h as usize) && !live::foreign_object(h as usize) {
+        if live::checking() && !live::taken(h as usize) {
             return Err(live::not_live(handle as usize, kind));
         }
         Ok(h)
