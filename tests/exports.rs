@@ -195,12 +195,19 @@ fn library_can_be_opened_twice_and_beside_another_copy() {
 // last-error message. The literal must be the function's own name: it is what the message
 // reports.
 
-/// Exports with a deliberate fast path before their boundary. Each is a kernel hot path whose
-/// fast path (src/runtime/threading.rs `alloc_workspace_fast` / `free_workspace_fast`) returns
-/// before any fallible work; the slow path must still run inside `ffi_boundary!` with the
-/// export's own name, which is checked below.
-const FAST_PATH_BEFORE_BOUNDARY: &[&str] =
-    &["TVMBackendAllocWorkspace", "TVMBackendFreeWorkspace", "TVMFFIFunctionCall"];
+/// Exports with a deliberate fast path before their boundary. Each is a hot path whose fast path
+/// returns before any fallible work (src/runtime/threading.rs `alloc_workspace_fast` /
+/// `free_workspace_fast`; a tail call of a function object's C callable; a reference count,
+/// and a deleter, which is a C function: a Rust one aborts rather than unwind, boundary or
+/// not); the slow path must still run inside `ffi_boundary!` with the export's own name, which
+/// is checked below.
+const FAST_PATH_BEFORE_BOUNDARY: &[&str] = &[
+    "TVMBackendAllocWorkspace",
+    "TVMBackendFreeWorkspace",
+    "TVMFFIFunctionCall",
+    "TVMFFIObjectIncRef",
+    "TVMFFIObjectDecRef",
+];
 
 /// `src` with comments and char literals blanked to spaces, and brackets inside string literals
 /// too, keeping every byte offset: brackets and names there are not mistaken for code, while the

@@ -194,13 +194,23 @@ pub(crate) unsafe fn text_arg<'a>(a: *const crate::abi::TVMFFIByteArray, what: &
 /// `h` must be NULL or a live object (in the checked mode: or anything at all).
 pub(crate) unsafe fn ffi_header(h: *mut c_void, what: &str, type_index: u32, kind: &str) -> Result<*mut ObjectHeader> {
     if h.is_null() {
-        return Err(Error::value(format!("argument `{what}` is NULL")));
+        return Err(null_error(what));
     }
     live::check(h, kind)?;
     // SAFETY: a live object (caller contract; verified in the checked mode).
     let ti = unsafe { (*(h as *mut ObjectHeader)).type_index };
     if ti != type_index {
-        return Err(Error::type_error(format!("argument `{what}` is not an {kind} (type index {ti})")));
+        return Err(type_error(what, kind, ti));
     }
     Ok(h as *mut ObjectHeader)
+}
+
+#[cold]
+fn null_error(what: &str) -> Error {
+    Error::value(format!("argument `{what}` is NULL"))
+}
+
+#[cold]
+fn type_error(what: &str, kind: &str, ti: u32) -> Error {
+    Error::type_error(format!("argument `{what}` is not an {kind} (type index {ti})"))
 }

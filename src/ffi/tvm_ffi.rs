@@ -274,9 +274,15 @@ pub unsafe extern "C" fn TVMFFIGetVersion(out_version: *mut TVMFFIVersion) {
 /// `obj` must be NULL or a live object.
 #[no_mangle]
 pub unsafe extern "C" fn TVMFFIObjectIncRef(obj: *mut c_void) -> c_int {
+    if !obj.is_null() && UNCHECKED.load(Ordering::Relaxed) {
+        // SAFETY: a live object (caller contract). Nothing here can panic.
+        unsafe { object::retain(obj as *mut ObjectHeader) };
+        return 0;
+    }
     ffi_boundary!("TVMFFIObjectIncRef", {
         if !obj.is_null() {
             live::check(obj, "object")?;
+            UNCHECKED.store(live::known_unchecked(), Ordering::Relaxed);
             // SAFETY: a live object (caller contract; verified in the checked mode).
             unsafe { object::retain(obj as *mut ObjectHeader) };
         }
@@ -290,9 +296,16 @@ pub unsafe extern "C" fn TVMFFIObjectIncRef(obj: *mut c_void) -> c_int {
 /// `obj` must be NULL or a live object whose reference the caller owns and gives up.
 #[no_mangle]
 pub unsafe extern "C" fn TVMFFIObjectDecRef(obj: *mut c_void) -> c_int {
+    if !obj.is_null() && UNCHECKED.load(Ordering::Relaxed) {
+        // SAFETY: the caller's reference to a live object. A deleter is a C function (a Rust one
+        // aborts rather than unwind), so no panic could reach the boundary from here.
+        unsafe { object::release(obj as *mut ObjectHeader) };
+        return 0;
+    }
     ffi_boundary!("TVMFFIObjectDecRef", {
         if !obj.is_null() {
             live::check(obj, "object")?;
+            UNCHECKED.store(live::known_unchecked(), Ordering::Relaxed);
             // SAFETY: the caller's reference to a live object (verified in the checked mode).
             unsafe { object::release(obj as *mut ObjectHeader) };
         }
@@ -347,7 +360,7 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
     result: *mut TVMFFIAny,
 ) -> c_int {
     // Hot path: a live function object (not checked in the default mode, as in tvm-ffi).
-    if !func.is_null() && !result.is_null() && UNCHECKED_CALLS.load(Ordering::Relaxed) {
+    if !func.is_null() && !result.is_null() && UNCHECKED.load(Ordering::Relaxed) {
         // SAFETY: a live object (caller contract): its header is readable.
         if unsafe { (*(func as *mut ObjectHeader)).type_index } == type_index::PACKED_FUNC {
             // SAFETY: a function object, called by its own convention with the caller's arguments.
@@ -359,17 +372,18 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
         // SAFETY: the caller's contract.
         unsafe { ffi_header(func, "func", type_index::PACKED_FUNC, "ffi.Function")? };
         // The handle mode is decided by now, once for the process.
-        UNCHECKED_CALLS.store(live::known_unchecked(), Ordering::Relaxed);
+        UNCHECKED.store(live::known_unchecked(), Ordering::Relaxed);
         // SAFETY: as in the hot path. Non-zero: the callee raised its error on this thread; it
         // stays as raised.
         Ok(unsafe { cell_call(func)(func, args, num_args, result) })
     })
 }
 
-/// Whether `TVMFFIFunctionCall` may skip the handle checks: a copy of the handle mode private to
-/// this file, so the hot path reads it with one load (the mode itself is reachable from other
-/// crates, which costs a second load through the GOT). Set by the first checked call.
-static UNCHECKED_CALLS: AtomicBool = AtomicBool::new(false);
+/// Whether the hot paths (`TVMFFIFunctionCall`, `TVMFFIObjectIncRef`/`DecRef`) may skip the
+/// handle checks and the panic boundary: a copy of the handle mode private to this file, so a
+/// hot path reads it with one load (the mode itself is reachable from other crates, which costs
+/// a second load through the GOT). Set by the first call through a checked path.
+static UNCHECKED: AtomicBool = AtomicBool::new(false);
 
 /// Look up a global function: `*out` is an owned handle, or NULL when the name is unknown.
 ///

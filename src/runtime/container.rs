@@ -517,6 +517,12 @@ impl ShapeTupleObj {
     pub fn dims(&self) -> Result<&[i64]> {
         self.0.items("runtime.ShapeTuple")
     }
+
+    /// The address of the first dimension (TVM's `data` field), for a tuple made by `inline`:
+    /// its elements in the block, never NULL.
+    pub fn first(&self) -> *mut i64 {
+        self.0.data as *mut i64
+    }
 }
 
 impl ObjectType for ShapeTupleObj {

@@ -107,17 +107,36 @@ impl std::fmt::Display for DLDataType {
 
 /// Number of elements of a shape, or an error on a negative dim or overflow.
 pub fn num_elements(shape: &[i64]) -> Result<usize> {
-    shape.iter().try_fold(1usize, |acc, &d| {
-        let d = usize::try_from(d).map_err(|_| Error::value(format!("negative dimension {d} in shape {shape:?}")))?;
-        acc.checked_mul(d).ok_or_else(|| Error::value(format!("shape {shape:?} overflows")))
-    })
+    let mut n = 1usize;
+    for &d in shape {
+        match usize::try_from(d).ok().and_then(|d| n.checked_mul(d)) {
+            Some(m) => n = m,
+            None => return Err(shape_error(shape)),
+        }
+    }
+    Ok(n)
+}
+
+/// The error of a shape with a negative dimension or too many elements (out of the hot loop).
+#[cold]
+fn shape_error(shape: &[i64]) -> Error {
+    match shape.iter().find(|&&d| d < 0) {
+        Some(d) => Error::value(format!("negative dimension {d} in shape {shape:?}")),
+        None => Error::value(format!("shape {shape:?} overflows")),
+    }
 }
 
 /// Bytes of a compact tensor: `prod(shape) * element_bytes`, checked for overflow.
 pub fn data_size(shape: &[i64], dtype: DLDataType) -> Result<usize> {
-    num_elements(shape)?
-        .checked_mul(dtype.element_bytes())
-        .ok_or_else(|| Error::value(format!("tensor of shape {shape:?} and dtype {dtype} overflows")))
+    match num_elements(shape)?.checked_mul(dtype.element_bytes()) {
+        Some(n) => Ok(n),
+        None => Err(size_error(shape, dtype)),
+    }
+}
+
+#[cold]
+fn size_error(shape: &[i64], dtype: DLDataType) -> Error {
+    Error::value(format!("tensor of shape {shape:?} and dtype {dtype} overflows"))
 }
 
 #[cfg(test)]

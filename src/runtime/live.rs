@@ -132,10 +132,21 @@ pub const MADE_HERE: u32 = 0x7276_6d74;
 /// always Ok.
 #[inline]
 pub fn check<P>(handle: *const P, kind: &str) -> Result<()> {
-    if checking() && !taken(handle as usize) {
-        return Err(not_live(handle as usize, kind));
+    if checking() {
+        return check_taken(handle as usize, kind);
     }
     Ok(())
+}
+
+/// [`check`]'s checked mode, out of line (callers' hot paths stay small).
+#[cold]
+#[inline(never)]
+fn check_taken(addr: usize, kind: &str) -> Result<()> {
+    if taken(addr) {
+        Ok(())
+    } else {
+        Err(not_live(addr, kind))
+    }
 }
 
 /// Whether the checked mode takes the object header at `addr`: a live object made here, or a

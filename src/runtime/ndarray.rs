@@ -99,6 +99,7 @@ fn into_dims(dims: Box<[i64]>) -> *mut i64 {
 }
 
 impl Drop for NDArrayData {
+    #[inline]
     fn drop(&mut self) {
         if !self.shape_in_block {
             // SAFETY: a shared shape tuple's reference, ours, given up once (here).
@@ -200,6 +201,7 @@ enum Shape<'a> {
 }
 
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn build(
     data: *mut c_void,
     shape: Shape<'_>,
@@ -214,8 +216,9 @@ fn build(
         Shape::Copied(dims) => dims,
         Shape::Shared(tuple) => tuple.dims()?,
     };
-    let ndim = i32::try_from(dims.len()).map_err(|_| Error::value(format!("ndim {} is too large", dims.len())))?;
-    if matches!(&strides, Strides::Owned(s) if s.len() != dims.len()) {
+    let (n, first) = (dims.len(), dims.as_ptr() as *mut i64);
+    let ndim = i32::try_from(n).map_err(|_| Error::value(format!("ndim {n} is too large")))?;
+    if matches!(&strides, Strides::Owned(s) if s.len() != n) {
         return Err(Error::value("strides and shape differ in length"));
     }
     let (strides, owns_strides) = match strides {
@@ -223,14 +226,22 @@ fn build(
         Strides::Owned(s) => (into_dims(s), true),
         Strides::Borrowed(p) => (p, false),
     };
-    let data_of = |tuple: ObjPtr<ShapeTupleObj>, shape_in_block| {
-        let shape = tuple.dims().expect("a shape tuple made here or checked above").as_ptr() as *mut i64;
-        let dl_tensor = DLTensor { data, device, ndim, dtype, shape, strides, byte_offset };
-        let shape_tuple = ManuallyDrop::new(LegacyPtr::new(tuple));
-        NDArrayData { dl_tensor, manager_ctx, shape_tuple, shape_in_block, owner, owns_strides }
-    };
+    // The struct literals below are written straight into the object's block (no payload moved
+    // through the stack: that costs more than the rest of the construction).
+    let dl_tensor = DLTensor { data, device, ndim, dtype, shape: std::ptr::null_mut(), strides, byte_offset };
     Ok(match shape {
-        Shape::Shared(tuple) => NDArray::new(data_of(tuple, false)),
+        Shape::Shared(tuple) => {
+            let shape_tuple = ManuallyDrop::new(LegacyPtr::new(tuple));
+            let dl_tensor = DLTensor { shape: first, ..dl_tensor };
+            NDArray::new(NDArrayData {
+                dl_tensor,
+                manager_ctx,
+                shape_tuple,
+                shape_in_block: false,
+                owner,
+                owns_strides,
+            })
+        }
         Shape::Copied(dims) => {
             // SAFETY: `inline` writes the `ndim + 1` values it reports as its `tail_len`; the
             // array keeps the tuple's reference unreleased (`shape_in_block`).
@@ -238,7 +249,14 @@ fn build(
                 ObjPtr::new_with_companion(
                     dims.len() + 1,
                     |first| ShapeTupleObj::inline(dims, first),
-                    |t| data_of(t, true),
+                    |tuple| NDArrayData {
+                        dl_tensor: DLTensor { shape: tuple.first(), ..dl_tensor },
+                        manager_ctx,
+                        shape_tuple: ManuallyDrop::new(LegacyPtr::new(tuple)),
+                        shape_in_block: true,
+                        owner,
+                        owns_strides,
+                    },
                 )
             }
         }
@@ -413,6 +431,9 @@ impl NDArray {
     }
 
     /// An array over a producer's tensor `t`, which `owner` releases; nothing is taken over on error.
+    /// Inlined, so `owner` is made in place (passed through memory, its tag and pointer were
+    /// read back by one wider load, which stalls).
+    #[inline(always)]
     fn adopt_dlpack(
         t: TensorRef<'_>,
         align: usize,

@@ -235,7 +235,19 @@ unsafe extern "C" fn delete_with_companion<T: ObjectType, C: InplaceObject>(head
         }
         if flags & DELETE_WEAK != 0 {
             let (companion, _) = companion_offsets::<T, C>();
-            release((header as *mut u8).add(companion) as *mut ObjectHeader);
+            let companion = (header as *mut u8).add(companion) as *mut ObjectHeader;
+            // The usual case: nobody else holds the companion, which has nothing to drop; its
+            // release would only come back to free the block (`release`'s unshared test, and
+            // its own deleter's). Else it is released as any object.
+            let alone = (*companion).combined_ref_count.load(Ordering::Acquire) == BOTH_ONE
+                && !std::mem::needs_drop::<C>()
+                && !std::mem::needs_drop::<C::Elem>()
+                && !live::checking();
+            if alone {
+                free_block(header as *mut ObjectHeader);
+            } else {
+                release(companion);
+            }
         }
     }
 }
@@ -424,6 +436,7 @@ impl<T: InplaceObject> ObjPtr<T> {
     /// # Safety
     /// `init` writes the `n` elements and its payload reports `n` as its `tail_len`; the payload
     /// `make` returns holds the companion reference without releasing it when dropped.
+    #[inline(always)]
     pub unsafe fn new_with_companion<M: ObjectType>(
         n: usize,
         init: impl FnOnce(*mut T::Elem) -> T,
@@ -445,11 +458,16 @@ impl<T: InplaceObject> ObjPtr<T> {
             let data = init(c.add(elems_at) as *mut T::Elem);
             let c = c as *mut Obj<T>;
             c.write(Obj { header: ObjectHeader::new(T::TYPE_INDEX, delete_companion::<M, T>), data });
-            let main = make(Self::adopt(NonNull::new_unchecked(c)));
+            let main = make(ObjPtr { ptr: NonNull::new_unchecked(c), _marker: PhantomData });
             let m = header.cast::<Obj<M>>();
             m.as_ptr()
                 .write(Obj { header: ObjectHeader::new(M::TYPE_INDEX, delete_with_companion::<M, T>), data: main });
-            ObjPtr::adopt(m)
+            // Both taken at once (one test of the mode).
+            if live::checking() {
+                live::register(c as usize);
+                live::register(m.as_ptr() as usize);
+            }
+            ObjPtr { ptr: m, _marker: PhantomData }
         }
     }
 
@@ -623,28 +641,51 @@ pub unsafe fn release(header: *mut ObjectHeader) {
     // reference and revived by `try_retain`, which must see the count reach zero.
     // SAFETY: live by this function's contract.
     let unshared = count.load(Ordering::Acquire) == BOTH_ONE && unsafe { (*header).type_index } != type_index::MODULE;
-    let before = if unshared { BOTH_ONE } else { count.fetch_sub(STRONG_ONE, Ordering::Release) };
+    if unshared {
+        // SAFETY: ours was the only reference, so the object dies here, as below.
+        unsafe { die(header, DELETE_BOTH) };
+        return;
+    }
+    let before = count.fetch_sub(STRONG_ONE, Ordering::Release);
     if before & COUNT_MASK != STRONG_ONE {
         return;
     }
     // Ours was the last strong reference. Acquire load rather than a fence (same effect;
     // ThreadSanitizer understands it).
     count.load(Ordering::Acquire);
+    if before == BOTH_ONE {
+        // SAFETY: no weak reference but the strong ones' own: the object dies here.
+        unsafe { die(header, DELETE_BOTH) };
+        return;
+    }
+    // SAFETY: the payload goes now; the block when the last weak reference does. `header` is not
+    // touched after the call that frees it.
+    unsafe {
+        die(header, DELETE_STRONG);
+        if count.fetch_sub(WEAK_ONE, Ordering::Release) == WEAK_ONE {
+            count.load(Ordering::Acquire);
+            if let Some(deleter) = (*header).deleter {
+                deleter(header as *mut c_void, DELETE_WEAK);
+            }
+        }
+    }
+}
+
+/// The last strong reference to an object gone: it leaves the live set (checked mode) and its
+/// deleter runs with `flags` (the payload, and with `DELETE_BOTH` the block too).
+///
+/// # Safety
+/// `header` is an object whose strong count reached zero, its payload not yet deleted.
+#[inline(always)]
+unsafe fn die(header: *mut ObjectHeader, flags: c_int) {
     if live::checking() {
         live::unregister(header as usize);
     }
-    // SAFETY: the object is still allocated; the deleter installed with it is called as tvm-ffi's
-    // protocol says, and `header` is not touched after the call that frees it.
+    // SAFETY: still allocated (contract above); its own deleter, called as tvm-ffi's protocol
+    // says.
     unsafe {
-        let Some(deleter) = (*header).deleter else { return };
-        if before == BOTH_ONE {
-            deleter(header as *mut c_void, DELETE_BOTH);
-            return;
-        }
-        deleter(header as *mut c_void, DELETE_STRONG);
-        if count.fetch_sub(WEAK_ONE, Ordering::Release) == WEAK_ONE {
-            count.load(Ordering::Acquire);
-            deleter(header as *mut c_void, DELETE_WEAK);
+        if let Some(deleter) = (*header).deleter {
+            deleter(header as *mut c_void, flags);
         }
     }
 }
