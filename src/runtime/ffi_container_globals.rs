@@ -5,13 +5,12 @@
 use super::error::{Error, Result};
 use super::ffi_containers::{
     any_equal, arg, dict_set_arg, int_arg, map_find_arg, new_map, object_arg, read_map_arg, release_all, type_name,
-    view, with_list_arg, DictObj, FfiMapObj, ListObj,
+    view, with_list_arg, DictObj, FfiMapObj, ListObj, MapWalk,
 };
-use super::object::{release_any, type_index, ObjPtr, ObjectRef};
+use super::object::{type_index, ObjPtr, ObjectRef};
 use super::packed::{Args, PackedFunc, Value};
 use super::reflection::owned_any;
 use crate::abi::{ffi_type_index as fti, TVMFFIAny};
-use parking_lot::Mutex;
 
 type Global = (&'static str, PackedFunc);
 
@@ -176,52 +175,11 @@ fn list_globals() -> Vec<Global> {
     ]
 }
 
-/// An owned value kept by a function (released with it).
-struct Held(TVMFFIAny);
-
-// SAFETY: an owned value of a Send + Sync object or plain data; only read after construction.
-unsafe impl Send for Held {}
-// SAFETY: as above.
-unsafe impl Sync for Held {}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        // SAFETY: owned by this holder, released once.
-        unsafe { release_any(&self.0) };
-    }
-}
-
-/// A function walking a snapshot of the map's entries: 0 gives the current key, 1 its value,
-/// 2 moves on and says whether an entry is left.
+/// A function walking the map or dict ([`MapWalk`]): 0 gives the current key, 1 its value, 2
+/// moves on and says whether an entry is left.
 fn forward_iter(views: &[TVMFFIAny]) -> Result<TVMFFIAny> {
-    let entries = read_map_arg(views, 0, |c| {
-        // SAFETY: a live entry of the locked cell, copied out with its own reference.
-        let held = |a: &TVMFFIAny| unsafe { owned_any(a) }.map(Held);
-        // SAFETY: live entries of the locked cell.
-        c.entries()
-            .into_iter()
-            .map(|kv| unsafe { Ok((held(&(*kv).key)?, held(&(*kv).value)?)) })
-            .collect::<Result<Vec<_>>>()
-    })?;
-    let at = Mutex::new(0usize);
-    let walk = PackedFunc::from_ffi(move |v| {
-        let command = int_arg(v, 0)?;
-        let mut i = at.lock();
-        let entry = entries.get(*i);
-        // SAFETY: an owned value the function holds, copied out with its own reference.
-        let copy = |h: &Held| unsafe { owned_any(&h.0) };
-        match (command, entry) {
-            (0, Some((k, _))) => copy(k),
-            (1, Some((_, v))) => copy(v),
-            (2, _) => {
-                *i += 1;
-                Ok(TVMFFIAny::int(fti::BOOL, (*i < entries.len()) as i64))
-            }
-            (c @ (0 | 1), None) => Err(Error::index(format!("map iterator read ({c}) past the end"))),
-            (c, _) => Err(Error::value(format!("map iterator command {c} is not 0, 1 or 2"))),
-        }
-    });
-    Ok(Value::Func(walk).into_any())
+    let walk = MapWalk::new(views, 0)?;
+    Ok(PackedFunc::from_ffi(move |v| walk.step(int_arg(v, 0)?)).into_any())
 }
 
 fn missing_key(key: &Value) -> Result<Value> {

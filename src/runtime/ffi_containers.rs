@@ -309,22 +309,53 @@ impl MapCell {
 
     /// The entries, in iteration order (pointers into the cell, valid until it changes).
     pub fn entries(&self) -> Vec<*mut Kv> {
-        if let Some((base, n)) = self.small_pairs() {
-            // SAFETY: a small map's buffer holds `size` initialised pairs.
-            return (0..n).map(|i| unsafe { base.add(i) }).collect();
-        }
         let mut out = Vec::with_capacity(self.size as usize);
-        let mut i = self.iter_head;
-        while i != NO_INDEX && i < self.slots && out.len() < self.size as usize {
-            // SAFETY: the iteration list links occupied slots of this dense map.
-            let (_, item) = unsafe { self.dense_slot(i) };
-            // SAFETY: as above.
-            unsafe {
-                out.push(&mut (*item).kv as *mut Kv);
-                i = (*item).next;
+        let mut place = self.first_place();
+        while let Some(kv) = self.entry_at(place) {
+            if out.len() == self.size as usize {
+                break; // a foreign dense map whose list runs on (not ours to follow further)
             }
+            out.push(kv);
+            place = self.next_place(place);
         }
         out
+    }
+
+    /// The first place of the iteration order (a place is the small layout's index, the dense
+    /// layout's slot); past the end when the map is empty.
+    pub fn first_place(&self) -> u64 {
+        match self.is_small() {
+            true => 0,
+            false => self.iter_head,
+        }
+    }
+
+    /// The entry at `place`, or `None` past the end. A place the cell no longer has (a dict
+    /// changed since the place was read) is past the end too, never an address outside it.
+    pub fn entry_at(&self, place: u64) -> Option<*mut Kv> {
+        if let Some((base, n)) = self.small_pairs() {
+            // SAFETY: a small map's buffer holds `size` initialised pairs.
+            return (place < n as u64).then(|| unsafe { base.add(place as usize) });
+        }
+        if place >= self.capacity() {
+            return None;
+        }
+        // SAFETY: a slot of this dense map (checked above).
+        let (meta, item) = unsafe { self.dense_slot(place) };
+        // SAFETY: an occupied slot holds an item.
+        (meta != EMPTY_SLOT && meta != PROTECTED_SLOT).then(|| unsafe { &mut (*item).kv as *mut Kv })
+    }
+
+    /// The place after `place` (which must hold an entry, else past the end).
+    pub fn next_place(&self, place: u64) -> u64 {
+        if self.is_small() {
+            return place.saturating_add(1);
+        }
+        if self.entry_at(place).is_none() {
+            return NO_INDEX;
+        }
+        // SAFETY: an occupied slot of this dense map (checked above).
+        unsafe { (*self.dense_slot(place).1).next }
     }
 
     pub fn len(&self) -> usize {
@@ -679,12 +710,62 @@ pub fn with_map_arg<R>(views: &[TVMFFIAny], i: usize, f: impl FnOnce(&mut MapCel
 /// maps are copied on write, here and in C++: changed in place only by the holder of the one
 /// reference, whom no other reader can be racing).
 pub fn read_map_arg<R>(views: &[TVMFFIAny], i: usize, f: impl FnOnce(&MapCell) -> Result<R>) -> Result<R> {
-    let map = map_arg(views, i)?;
-    if views[i].type_index == ti::DICT as i32 {
+    read_map(map_arg(views, i)?, views[i].type_index == ti::DICT as i32, f)
+}
+
+/// [`read_map_arg`] on a map or dict the caller holds (`dict`: whether it is one).
+fn read_map<R>(map: &FfiMapObj, dict: bool, f: impl FnOnce(&MapCell) -> Result<R>) -> Result<R> {
+    if dict {
         return map.with(|c| f(c));
     }
-    // SAFETY: a map (above), not changed while shared.
+    // SAFETY: a map, not changed while shared (the caller's reference shares it).
     f(unsafe { &*map.0.get() })
+}
+
+/// tvm-ffi's forward iterator over a map or dict (`ffi.MapForwardIterFunctor`): it holds the
+/// map and a place in it; [`MapWalk::step`] reads the key (command 0) or the value (1) there,
+/// or moves on (2: whether an entry follows). A dict changed meanwhile reads from where the
+/// place lands in it, or past the end (an error), never outside it.
+pub struct MapWalk {
+    map: ObjectRef,
+    dict: bool,
+    place: std::sync::atomic::AtomicU64,
+}
+
+impl MapWalk {
+    /// A walk over the map or dict view `i` holds, from its first entry.
+    pub fn new(views: &[TVMFFIAny], i: usize) -> Result<MapWalk> {
+        let first = read_map_arg(views, i, |c| Ok(c.first_place()))?;
+        // SAFETY: a live map or dict (checked by `read_map_arg`), kept alive by the caller.
+        let map = unsafe { ObjectRef::from_borrowed(views[i].as_ptr().cast()) };
+        Ok(MapWalk { map, dict: views[i].type_index == ti::DICT as i32, place: first.into() })
+    }
+
+    /// Command 0, 1 or 2 at the current place; 0 and 1 give the caller an owned value.
+    pub fn step(&self, command: i64) -> Result<TVMFFIAny> {
+        use std::sync::atomic::Ordering::Relaxed;
+        // SAFETY: a map or dict (checked in `new`), alive while this walk holds it.
+        let map = unsafe { &(*(self.map.as_header() as *const Obj<FfiMapObj>)).data };
+        read_map(map, self.dict, |c| {
+            let at = self.place.load(Relaxed);
+            let read = |pick: fn(&Kv) -> &TVMFFIAny| match c.entry_at(at) {
+                // SAFETY: an entry of the cell, live while it is read, copied out with its own
+                // reference.
+                Some(kv) => unsafe { super::reflection::owned_any(pick(&*kv)) },
+                None => Err(Error::index(format!("map iterator read ({command}) past the end"))),
+            };
+            match command {
+                0 => read(|kv| &kv.key),
+                1 => read(|kv| &kv.value),
+                2 => {
+                    let next = c.next_place(at);
+                    self.place.store(next, Relaxed);
+                    Ok(TVMFFIAny::int(crate::abi::ffi_type_index::BOOL, c.entry_at(next).is_some() as i64))
+                }
+                _ => Err(Error::value(format!("map iterator command {command} is not 0, 1 or 2"))),
+            }
+        })
+    }
 }
 
 /// Runs `f` under the containers' lock on the cell of the list view `i` holds.
@@ -763,6 +844,103 @@ mod tests {
         assert_eq!(std::mem::offset_of!(MapCell, data_deleter), 24);
         assert_eq!(std::mem::offset_of!(MapCell, iter_head), 40);
         assert_eq!(std::mem::size_of::<DenseItem>(), 48);
+    }
+
+    /// The keys a [`MapWalk`] over `map` reads, in order, until it says none follows.
+    fn walk_keys(map: &ObjectRef) -> Vec<i64> {
+        let view = [TVMFFIAny::ptr(map.type_index() as i32, map.as_header() as *const c_void)];
+        let walk = MapWalk::new(&view, 0).unwrap();
+        let mut keys = Vec::new();
+        for _ in 0..map_len(map) {
+            keys.push(walk.step(0).unwrap().as_i64());
+            assert!(walk.step(1).is_ok());
+            if walk.step(2).unwrap().as_i64() == 0 {
+                break;
+            }
+        }
+        assert!(walk.step(0).is_err() && walk.step(1).is_err(), "past the end is an error");
+        assert!(walk.step(3).is_err(), "an unknown command is an error");
+        keys
+    }
+
+    /// A dense map cell over one block whose slots `order` hold keys `slot * 100` (int values),
+    /// linked in that order; the storage is the caller's to keep while the cell lives.
+    fn dense_cell(order: &[u64]) -> (Vec<u64>, MapCell) {
+        let block_bytes = BLOCK_CAP + BLOCK_CAP * std::mem::size_of::<DenseItem>();
+        let mut storage = vec![0u64; block_bytes / 8];
+        let mut cell = MapCell::new();
+        (cell.data, cell.size, cell.slots) =
+            (storage.as_mut_ptr() as *mut c_void, order.len() as u64, BLOCK_CAP as u64);
+        // SAFETY: the block's metadata bytes, then its items (initialised below).
+        unsafe { std::ptr::write_bytes(cell.data as *mut u8, EMPTY_SLOT, BLOCK_CAP) };
+        for (i, &slot) in order.iter().enumerate() {
+            let prev = if i == 0 { NO_INDEX } else { order[i - 1] };
+            let next = order.get(i + 1).copied().unwrap_or(NO_INDEX);
+            // SAFETY: slot `slot` of the one block.
+            unsafe {
+                let (_, item) = cell.dense_slot(slot);
+                *(cell.data as *mut u8).add(slot as usize) = 0;
+                item.write(DenseItem { kv: Kv { key: int(slot as i64 * 100), value: int(1) }, prev, next });
+            }
+        }
+        (cell.iter_head, cell.iter_tail) = (order[0], *order.last().unwrap());
+        (storage, cell)
+    }
+
+    fn map_len(map: &ObjectRef) -> usize {
+        // SAFETY: a live map or dict.
+        unsafe { &*(*(map.as_header() as *const Obj<FfiMapObj>)).data.0.get() }.len()
+    }
+
+    #[test]
+    fn the_forward_iterator_walks_small_and_dense_maps_in_order() {
+        for n in [0, 1, 3, 40] {
+            let map = new_map::<{ ti::FFI_MAP }>((0..n).map(|k| (int(k * 7), int(k))).collect()).unwrap();
+            assert_eq!(walk_keys(&map), (0..n).map(|k| k * 7).collect::<Vec<_>>(), "{n} entries");
+        }
+        // The dense layout (maps C++ code made with more than a few entries): slots in one
+        // block, linked in an order of their own.
+        let order = [5u64, 2, 9, 0, 15];
+        let (storage, cell) = dense_cell(&order);
+        let map = ObjPtr::new(HashObj::<{ ti::FFI_MAP }>(UnsafeCell::new(cell))).to_object_ref();
+        assert_eq!(walk_keys(&map), order.iter().map(|&slot| slot as i64 * 100).collect::<Vec<_>>());
+        drop((map, storage));
+        let d = DictObj::new((0..40).map(|k| (int(k), int(k))).collect()).unwrap();
+        d.with(|c| {
+            assert!(c.erase(&Value::Int(5))?);
+            c.put(int(100), int(0))
+        })
+        .unwrap();
+        let expected: Vec<i64> = (0..40).filter(|&k| k != 5).chain([100]).collect();
+        assert_eq!(walk_keys(&d.to_object_ref()), expected);
+    }
+
+    #[test]
+    fn a_dict_changed_under_its_iterator_reads_inside_it_or_past_the_end() {
+        let d = DictObj::new((0..40).map(|k| (int(k), int(k))).collect()).unwrap();
+        let view = [TVMFFIAny::ptr(ti::DICT as i32, d.as_header() as *const c_void)];
+        let walk = MapWalk::new(&view, 0).unwrap();
+        for _ in 0..30 {
+            walk.step(2).unwrap();
+        }
+        // Shrunk to 3 entries, then grown past its old size: the place the walk holds reads
+        // whatever entry lands there, or past the end, as the dict now is.
+        d.with(|c| {
+            for k in 3..40 {
+                c.erase(&Value::Int(k))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(walk.step(0).is_err(), "place 30 of a 3-entry dict is past the end");
+        d.with(|c| (100..200).try_for_each(|k| c.put(int(k), int(k)))).unwrap();
+        for _ in 0..200 {
+            let key = walk.step(0).map(|a| a.as_i64());
+            assert!(matches!(key, Ok(0..=2 | 100..=199) | Err(_)), "{key:?}");
+            if walk.step(2).unwrap().as_i64() == 0 {
+                break;
+            }
+        }
     }
 
     #[test]

@@ -185,6 +185,30 @@ unsafe extern "C" fn delete_obj<T>(header: *mut c_void, flags: c_int) {
     }
 }
 
+/// The tail of an object made by [`ObjPtr::new_with_tail`] with a payload `T` and a tail `X`.
+///
+/// # Safety
+/// `header` is such an object's header; the tail lives as long as the object.
+pub unsafe fn tail_of<T, X>(header: *mut c_void) -> *const X {
+    // SAFETY: the tail lies at this offset in the object's block (the caller's promise).
+    unsafe { (header as *const u8).add(block_layout::<T, X>(1).1) as *const X }
+}
+
+unsafe extern "C" fn delete_with_tail<T, X>(header: *mut c_void, flags: c_int) {
+    let obj = header as *mut Obj<T>;
+    // SAFETY: installed only by `ObjPtr::new_with_tail`; called as `delete_obj` is (payload,
+    // then tail, dropped once with the strong flag; the block freed once with the weak one).
+    unsafe {
+        if flags & DELETE_STRONG != 0 {
+            std::ptr::drop_in_place(std::ptr::addr_of_mut!((*obj).data));
+            std::ptr::drop_in_place(tail_of::<T, X>(header) as *mut X);
+        }
+        if flags & DELETE_WEAK != 0 {
+            free_block(header as *mut ObjectHeader);
+        }
+    }
+}
+
 unsafe extern "C" fn delete_inplace<T: InplaceObject>(header: *mut c_void, flags: c_int) {
     let obj = header as *mut Obj<T>;
     // SAFETY: installed only by `ObjPtr::<T>::new_inplace`, which wrote `tail_len()` elements
@@ -296,6 +320,23 @@ impl<T: ObjectType> ObjPtr<T> {
         let ptr = header.cast::<Obj<T>>();
         // SAFETY: a fresh block with room for `Obj<T>` at the header's place, suitably aligned.
         unsafe { ptr.as_ptr().write(Obj { header: ObjectHeader::new(index, delete_obj::<T>), data }) };
+        Self::adopt(ptr)
+    }
+
+    /// A new object whose block also holds `tail`, after the payload (a function's closure beside
+    /// its cell: one allocation where a box would make two). The tail is dropped after the
+    /// payload; [`tail_of`] finds it from the header.
+    pub fn new_with_tail<X: Send + Sync>(data: T, tail: X) -> Self {
+        const { assert!(align_of::<X>() <= 8, "a tail is 8-byte aligned at most, as the header is") };
+        let (layout, offset) = block_layout::<T, X>(1);
+        let header = alloc_block(layout);
+        let ptr = header.cast::<Obj<T>>();
+        // SAFETY: a fresh block with room for `Obj<T>` at the header and one `X` at `offset`
+        // after it, both aligned (the layout above).
+        unsafe {
+            (header.as_ptr() as *mut u8).add(offset).cast::<X>().write(tail);
+            ptr.as_ptr().write(Obj { header: ObjectHeader::new(T::TYPE_INDEX, delete_with_tail::<T, X>), data });
+        }
         Self::adopt(ptr)
     }
 

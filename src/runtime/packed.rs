@@ -11,7 +11,7 @@ use super::container::{ArrayObj, BytesObj, FfiArrayObj, StringObj};
 use super::cptr::{array_ptr_or_null, bytes_ptr};
 use super::error::{Error, Result};
 use super::ndarray::{NDArray, DLTENSOR_OFFSET};
-use super::object::{legacy, type_index, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
+use super::object::{legacy, tail_of, type_index, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
 use super::tensor::{RawTensor, TensorRef};
 use crate::abi::{
     ffi_type_index as fti, type_code as tc, DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc, TVMByteArray,
@@ -676,15 +676,15 @@ impl PackedFunc {
     where
         F: Fn(&[TVMFFIAny]) -> Result<TVMFFIAny> + Send + Sync + 'static,
     {
-        unsafe extern "C" fn drop_body<F>(body: *mut c_void) {
-            // SAFETY: the box `from_ffi` leaked, dropped once, when the function dies.
-            drop(unsafe { Box::from_raw(body as *mut F) });
-        }
-        let body = Box::into_raw(Box::new(f)) as *mut c_void;
-        PackedFunc::from_foreign(ForeignCallable {
-            call: ffi_body_call::<F>,
-            context: ForeignHandle { handle: body, deleter: Some(drop_body::<F>) },
-        })
+        let body = |_: Args<'_>, _: &mut Value| Err(Error::internal("a tvm-ffi function is called through its cell"));
+        // `f` beside the cell, which calls it directly (it gets the function object).
+        let cell = FuncObj {
+            safe_call: ffi_body_call::<F>,
+            cpp_call: std::ptr::null_mut(),
+            body: Box::new(body),
+            foreign: None,
+        };
+        PackedFunc::new_with_tail(cell, f)
     }
 
     /// Wrap a Rust closure that returns its result.
@@ -815,10 +815,10 @@ unsafe fn answer_safe_call(
 /// The `safe_call` of a [`PackedFunc::from_ffi`] body: tvm-ffi's convention, panics caught.
 ///
 /// # Safety
-/// `body` is the `F` that `from_ffi` boxed; `args` points to `num_args` valid views; `result` is
-/// writable.
+/// `handle` is a function made by `from_ffi` with `F`; `args` points to `num_args` valid views;
+/// `result` is writable.
 unsafe extern "C" fn ffi_body_call<F>(
-    body: *mut c_void,
+    handle: *mut c_void,
     args: *const TVMFFIAny,
     num_args: i32,
     result: *mut TVMFFIAny,
@@ -826,8 +826,8 @@ unsafe extern "C" fn ffi_body_call<F>(
 where
     F: Fn(&[TVMFFIAny]) -> Result<TVMFFIAny> + Send + Sync + 'static,
 {
-    // SAFETY: the caller's contract; `body` is the boxed `F`, alive while its function is.
-    unsafe { answer_safe_call(args, num_args, result, |views| (*(body as *const F))(views)) }
+    // SAFETY: the caller's contract; `F` is the function's tail, alive while it is.
+    unsafe { answer_safe_call(args, num_args, result, |views| (*tail_of::<FuncObj, F>(handle))(views)) }
 }
 
 /// Arguments a call from tvm-ffi converts on the stack.
