@@ -237,11 +237,17 @@ pub struct SeqCell {
 impl SeqCell {
     /// A cell owning `items` (each an owned value: its object reference passes to the cell).
     pub fn new(items: Vec<TVMFFIAny>) -> Result<Self> {
-        let mut cell = SeqCell { data: std::ptr::null_mut(), size: 0, capacity: 0, data_deleter: None };
-        cell.reserve(items.len())?;
+        let mut cell = SeqCell::with_capacity(items.len())?;
         for a in items {
             cell.push(a)?;
         }
+        Ok(cell)
+    }
+
+    /// An empty cell with room for `n` elements.
+    pub fn with_capacity(n: usize) -> Result<Self> {
+        let mut cell = SeqCell { data: std::ptr::null_mut(), size: 0, capacity: 0, data_deleter: None };
+        cell.reserve(n)?;
         Ok(cell)
     }
 
@@ -263,8 +269,10 @@ impl SeqCell {
         let cap = n.max(4).max(self.capacity as usize * 2);
         let buf = alloc_buffer::<TVMFFIAny>(cap)?;
         let len = self.items().len();
-        // SAFETY: the `len` live elements move bit for bit into the new buffer (room for `cap`).
-        unsafe { std::ptr::copy_nonoverlapping(self.data, buf, len) };
+        if len > 0 {
+            // SAFETY: the `len` live elements move bit for bit into the new buffer (room for `cap`).
+            unsafe { std::ptr::copy_nonoverlapping(self.data, buf, len) };
+        }
         if let (Some(free), false) = (self.data_deleter, self.data.is_null()) {
             // SAFETY: the old buffer's own deleter; its elements were moved out above.
             unsafe { free(self.data as *mut std::ffi::c_void) };
@@ -276,6 +284,12 @@ impl SeqCell {
 
     /// Appends an owned value.
     pub fn push(&mut self, a: TVMFFIAny) -> Result<()> {
+        if !self.data.is_null() && (0..self.capacity).contains(&self.size) {
+            // SAFETY: room for one more element after the `size` live ones.
+            unsafe { self.data.add(self.size as usize).write(a) };
+            self.size += 1;
+            return Ok(());
+        }
         self.insert(self.items().len(), a)
     }
 
@@ -290,7 +304,9 @@ impl SeqCell {
         self.reserve(n + 1)?;
         // SAFETY: room for n + 1 elements; later ones shift up one place.
         unsafe {
-            std::ptr::copy(self.data.add(i), self.data.add(i + 1), n - i);
+            if i < n {
+                std::ptr::copy(self.data.add(i), self.data.add(i + 1), n - i);
+            }
             self.data.add(i).write(a);
         }
         self.size += 1;

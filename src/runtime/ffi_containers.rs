@@ -124,6 +124,17 @@ fn inline_text(a: &TVMFFIAny) -> Option<&[u8]> {
 /// a string object's text, a type's own `__any_equal__`).
 fn quick_key_equal(a: &TVMFFIAny, b: &TVMFFIAny) -> Option<bool> {
     use crate::abi::ffi_type_index as fti;
+    // The common keys first: two of one plain type, two small strings (lengths, then the bytes
+    // of the text: the rest of the 8 need not be zero).
+    match (a.type_index, b.type_index) {
+        (fti::INT, fti::INT) | (fti::BOOL, fti::BOOL) | (fti::NONE, fti::NONE) => return Some(a.value == b.value),
+        (fti::SMALL_STR, fti::SMALL_STR) => {
+            let n = a.zero_padding.min(7) as usize;
+            let same = n == b.zero_padding.min(7) as usize && a.value.to_ne_bytes()[..n] == b.value.to_ne_bytes()[..n];
+            return Some(same);
+        }
+        _ => {}
+    }
     let plain = |t: i32| matches!(t, fti::NONE | fti::INT | fti::BOOL);
     let object = |t: i32| t >= fti::STATIC_OBJECT_BEGIN;
     if let (Some(x), Some(y)) = (inline_text(a), inline_text(b)) {
@@ -209,8 +220,7 @@ impl ListObj {
     /// A list of a call's views, each made an owned value straight into the list's buffer (on
     /// an error the values made so far are released with the cell).
     pub fn from_views(views: &[TVMFFIAny]) -> Result<ObjPtr<ListObj>> {
-        let mut cell = SeqCell::new(Vec::new())?;
-        cell.reserve(views.len())?;
+        let mut cell = SeqCell::with_capacity(views.len())?;
         for v in views {
             // SAFETY: the caller's views are valid for the call.
             cell.push(unsafe { super::reflection::owned_any(v) }?)?;
@@ -666,29 +676,42 @@ pub fn map_cell<R>(o: &ObjectRef, f: impl FnOnce(&mut MapCell) -> Result<R>) -> 
 }
 
 /// View `i` of a call, or an error naming the missing argument.
+#[inline]
 pub fn arg(views: &[TVMFFIAny], i: usize) -> Result<&TVMFFIAny> {
-    views.get(i).ok_or_else(|| Error::type_error(format!("missing argument {i}")))
+    match views.get(i) {
+        Some(v) => Ok(v),
+        None => Err(Error::type_error(format!("missing argument {i}"))),
+    }
 }
 
 /// The integer view `i` of a call holds (an int or a bool).
+#[inline]
 pub fn int_arg(views: &[TVMFFIAny], i: usize) -> Result<i64> {
     use crate::abi::ffi_type_index as fti;
-    match arg(views, i)? {
-        v if v.type_index == fti::INT || v.type_index == fti::BOOL => Ok(v.as_i64()),
-        v => Err(Error::type_error(format!("argument {i}: expected int, got type index {}", v.type_index))),
+    let v = arg(views, i)?;
+    match v.type_index {
+        fti::INT | fti::BOOL => Ok(v.as_i64()),
+        t => Err(wrong_arg(i, "int", t)),
     }
 }
 
 /// The object view `i` of a call holds when it has type index `index`, borrowed for the call
 /// (made here or by foreign code: containers share tvm-ffi's layouts); `what` names the type.
+#[inline]
 pub fn object_arg(views: &[TVMFFIAny], i: usize, index: u32, what: &str) -> Result<*mut ObjectHeader> {
     let v = arg(views, i)?;
     let p = v.as_ptr() as *mut ObjectHeader;
     if v.type_index != index as i32 || p.is_null() {
-        return Err(Error::type_error(format!("argument {i}: expected {what}, got type index {}", v.type_index)));
+        return Err(wrong_arg(i, what, v.type_index));
     }
     super::live::check(p, "object").map_err(|e| e.context(format!("argument {i}")))?;
     Ok(p)
+}
+
+/// The error of argument `i` not being a `what` (its type index `got`).
+#[cold]
+fn wrong_arg(i: usize, what: &str, got: i32) -> Error {
+    Error::type_error(format!("argument {i}: expected {what}, got type index {got}"))
 }
 
 /// The map or dict view `i` of a call holds, borrowed for the call.
@@ -1002,6 +1025,11 @@ mod tests {
             text("a long key"),
             shape,
             shape,
+            text("ab"),
+            text("abc"),
+            text(""),
+            // "a" with bytes past its length that are not zero (foreign code need not clear them)
+            TVMFFIAny { type_index: fti::SMALL_STR, zero_padding: 1, value: u64::from_ne_bytes(*b"a\0\xffxyzw\x01") },
         ];
         let raw = std::ffi::CString::new("a").unwrap();
         let raw = TVMFFIAny::ptr(fti::RAW_STR, raw.as_ptr().cast());
@@ -1018,6 +1046,8 @@ mod tests {
         }
         assert!(decided > 80, "most pairs decided in place: {decided} of {}", values.len() * values.len());
         assert_eq!(quick_key_equal(&values[7], &values[8]), None, "two string objects: by their text");
+        assert_eq!(quick_key_equal(&values[5], &values[14]), Some(true), "only the text's bytes count");
+        assert_eq!(quick_key_equal(&values[11], &values[12]), Some(false), "a prefix is another text");
         release_all(values[..10].to_vec());
     }
 

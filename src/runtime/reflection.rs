@@ -85,18 +85,33 @@ static REFLECTION: Lazy<Mutex<Reflection>> = Lazy::new(|| {
 /// # Safety
 /// `view` must be a valid view (its pointers valid, its object live; an rvalue reference points
 /// to a writable slot holding an owned object pointer or NULL).
+#[inline]
 pub unsafe fn owned_any(view: &TVMFFIAny) -> Result<TVMFFIAny> {
+    match view.type_index {
+        t if t >= fti::STATIC_OBJECT_BEGIN => {
+            if !view.as_ptr().is_null() {
+                // SAFETY: a live object (caller contract).
+                unsafe { object::retain(view.as_ptr() as *mut ObjectHeader) };
+            }
+            Ok(*view)
+        }
+        // SAFETY: the caller's contract.
+        fti::OBJECT_RVALUE_REF | fti::RAW_STR | fti::BYTE_ARRAY_PTR => unsafe { owned_any_made(view) },
+        _ => Ok(*view),
+    }
+}
+
+/// [`owned_any`] of the views whose value is made (a moved object taken, a text copied).
+///
+/// # Safety
+/// As [`owned_any`].
+unsafe fn owned_any_made(view: &TVMFFIAny) -> Result<TVMFFIAny> {
     Ok(match view.type_index {
         fti::OBJECT_RVALUE_REF => {
             // SAFETY: a valid rvalue reference (caller contract).
             let header = unsafe { take_moved_object(view)? };
             // SAFETY: a live object, whose reference is now ours.
             TVMFFIAny::ptr(unsafe { (*header).type_index } as i32, header as *const std::ffi::c_void)
-        }
-        t if t >= fti::STATIC_OBJECT_BEGIN && !view.as_ptr().is_null() => {
-            // SAFETY: a live object (caller contract).
-            unsafe { object::retain(view.as_ptr() as *mut ObjectHeader) };
-            *view
         }
         fti::RAW_STR if !view.as_ptr().is_null() => {
             // SAFETY: a NUL-terminated string (caller contract); a short one stays in the value.
