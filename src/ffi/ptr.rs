@@ -14,7 +14,7 @@ use std::mem::ManuallyDrop;
 /// A non-NULL `p` must be valid for writes of a `T` and unaliased for `'a`.
 pub(crate) unsafe fn out_param<'a, T>(p: *mut T, name: &str) -> Result<&'a mut T> {
     // SAFETY: the caller's contract covers a non-NULL `p`.
-    unsafe { p.as_mut() }.ok_or_else(|| Error::value(format!("argument `{name}` is NULL")))
+    unsafe { p.as_mut() }.ok_or_else(|| null_error(name))
 }
 
 /// The function type inside a nullable C function-pointer typedef (`Option<unsafe extern "C"
@@ -171,7 +171,7 @@ mod tests {
 /// `a` must be NULL or a valid byte array, whose bytes outlive the returned slice.
 pub(crate) unsafe fn bytes_arg<'a>(a: *const crate::abi::TVMFFIByteArray, what: &str) -> Result<&'a [u8]> {
     if a.is_null() {
-        return Err(Error::value(format!("argument `{what}` is NULL")));
+        return Err(null_error(what));
     }
     // SAFETY: a valid byte array (caller contract).
     Ok(unsafe { crate::runtime::packed::byte_array(&*a) })
@@ -205,6 +205,7 @@ pub(crate) unsafe fn ffi_header(h: *mut c_void, what: &str, type_index: u32, kin
     Ok(h as *mut ObjectHeader)
 }
 
+/// The error of a NULL pointer argument `what`.
 #[cold]
 fn null_error(what: &str) -> Error {
     Error::value(format!("argument `{what}` is NULL"))

@@ -141,7 +141,7 @@ fn quick_key_equal(a: &TVMFFIAny, b: &TVMFFIAny) -> Option<bool> {
         return Some(x == y);
     }
     match (a.type_index, b.type_index) {
-        (x, y) if x == y && plain(x) => Some(a.value == b.value),
+        // Two of one plain type are decided above: a plain value against anything else differs.
         (x, y) if plain(x) || plain(y) => Some(false),
         (x, y) if x == y && object(x) && a.value == b.value => Some(true),
         _ => None,
@@ -751,7 +751,6 @@ fn read_map<R>(map: &FfiMapObj, dict: bool, f: impl FnOnce(&MapCell) -> Result<R
 /// place lands in it, or past the end (an error), never outside it.
 pub struct MapWalk {
     map: ObjectRef,
-    dict: bool,
     place: std::sync::atomic::AtomicU64,
 }
 
@@ -761,7 +760,7 @@ impl MapWalk {
         let first = read_map_arg(views, i, |c| Ok(c.first_place()))?;
         // SAFETY: a live map or dict (checked by `read_map_arg`), kept alive by the caller.
         let map = unsafe { ObjectRef::from_borrowed(views[i].as_ptr().cast()) };
-        Ok(MapWalk { map, dict: views[i].type_index == ti::DICT as i32, place: first.into() })
+        Ok(MapWalk { map, place: first.into() })
     }
 
     /// Command 0, 1 or 2 at the current place; 0 and 1 give the caller an owned value.
@@ -769,7 +768,7 @@ impl MapWalk {
         use std::sync::atomic::Ordering::Relaxed;
         // SAFETY: a map or dict (checked in `new`), alive while this walk holds it.
         let map = unsafe { &(*(self.map.as_header() as *const Obj<FfiMapObj>)).data };
-        read_map(map, self.dict, |c| {
+        read_map(map, self.map.type_index() == ti::DICT, |c| {
             let at = self.place.load(Relaxed);
             let read = |pick: fn(&Kv) -> &TVMFFIAny| match c.entry_at(at) {
                 // SAFETY: an entry of the cell, live while it is read, copied out with its own
@@ -874,7 +873,7 @@ mod tests {
         let view = [TVMFFIAny::ptr(map.type_index() as i32, map.as_header() as *const c_void)];
         let walk = MapWalk::new(&view, 0).unwrap();
         let mut keys = Vec::new();
-        for _ in 0..map_len(map) {
+        for _ in 0..map_cell(map, |c| Ok(c.len())).unwrap() {
             keys.push(walk.step(0).unwrap().as_i64());
             assert!(walk.step(1).is_ok());
             if walk.step(2).unwrap().as_i64() == 0 {
@@ -908,11 +907,6 @@ mod tests {
         }
         (cell.iter_head, cell.iter_tail) = (order[0], *order.last().unwrap());
         (storage, cell)
-    }
-
-    fn map_len(map: &ObjectRef) -> usize {
-        // SAFETY: a live map or dict.
-        unsafe { &*(*(map.as_header() as *const Obj<FfiMapObj>)).data.0.get() }.len()
     }
 
     #[test]

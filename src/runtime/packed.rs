@@ -630,6 +630,15 @@ unsafe extern "C" fn forward_safe_call(
     }
 }
 
+impl FuncObj {
+    /// A function whose every caller goes through its cell's `safe_call` (Rust and TVM 0.18
+    /// callers too, converted: [`PackedFunc::call_into`]), so it has no Rust body of its own.
+    fn called_through_cell(safe_call: TVMFFISafeCallType, foreign: Option<ForeignCallable>) -> FuncObj {
+        let body = |_: Args<'_>, _: &mut Value| Err(Error::internal("a tvm-ffi function is called through its cell"));
+        FuncObj { safe_call, cpp_call: std::ptr::null_mut(), body: Box::new(body), foreign }
+    }
+}
+
 // SAFETY: `cpp_call` is always NULL (no C++ entry); the body is Send + Sync.
 unsafe impl Send for FuncObj {}
 // SAFETY: as above.
@@ -657,16 +666,11 @@ impl PackedFunc {
     /// A function over a foreign callable in tvm-ffi's convention: tvm-ffi callers reach it
     /// through the cell directly; TVM 0.18 and Rust callers through [`PackedFunc::call_into`].
     pub fn from_foreign(callable: ForeignCallable) -> PackedFunc {
-        let body = |_: Args<'_>, _: &mut Value| Err(Error::internal("a foreign function is called through its cell"));
         // With no context to pass, the cell holds the callable itself (it then gets the function
         // object as its first argument, as in tvm-ffi): one call less.
         let direct = callable.context.handle.is_null() && callable.context.deleter.is_none();
-        PackedFunc::new(FuncObj {
-            safe_call: if direct { callable.call } else { forward_safe_call },
-            cpp_call: std::ptr::null_mut(),
-            body: Box::new(body),
-            foreign: Some(callable),
-        })
+        let safe_call = if direct { callable.call } else { forward_safe_call };
+        PackedFunc::new(FuncObj::called_through_cell(safe_call, Some(callable)))
     }
 
     /// A function written in tvm-ffi's convention: `f` gets the caller's views and returns an
@@ -676,15 +680,8 @@ impl PackedFunc {
     where
         F: Fn(&[TVMFFIAny]) -> Result<TVMFFIAny> + Send + Sync + 'static,
     {
-        let body = |_: Args<'_>, _: &mut Value| Err(Error::internal("a tvm-ffi function is called through its cell"));
         // `f` beside the cell, which calls it directly (it gets the function object).
-        let cell = FuncObj {
-            safe_call: ffi_body_call::<F>,
-            cpp_call: std::ptr::null_mut(),
-            body: Box::new(body),
-            foreign: None,
-        };
-        PackedFunc::new_with_tail(cell, f)
+        PackedFunc::new_with_tail(FuncObj::called_through_cell(ffi_body_call::<F>, None), f)
     }
 
     /// Wrap a Rust closure that returns its result.
