@@ -6,6 +6,10 @@
 #
 #   bash scripts/tvm_ffi_suite.sh            # after `cargo build --release`
 #   bash scripts/tvm_ffi_suite.sh --min N    # also fail when fewer than N pass on this library
+#   bash scripts/tvm_ffi_suite.sh --jobs N   # N test files at a time (default 1)
+#   TVM_FFI_PYTHON=python3 bash scripts/tvm_ffi_suite.sh
+#       # an interpreter that already has apache-tvm-ffi 0.1.15.post2 and pytest (with torch
+#       # and a GPU, the suite's torch and CUDA tests run too) instead of the cached venv
 #
 # Each test file runs in its own process (a crash costs that file only). The venv and the sdist
 # are cached under target/ (first run: a minute of pip). The wheel's own library is put back
@@ -16,41 +20,54 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 min=0
-case "${1:-}" in
-  --min) min=${2:?--min needs a count} ;;
-  "") ;;
-  *) echo "usage: $0 [--min N]" >&2; exit 2 ;;
-esac
+jobs=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --min) min=${2:?--min needs a count}; shift 2 ;;
+    --jobs) jobs=${2:?--jobs needs a count}; shift 2 ;;
+    *) echo "usage: $0 [--min N] [--jobs N]" >&2; exit 2 ;;
+  esac
+done
 version=0.1.15.post2
 venv=target/tvm-ffi-venv
 sdist=target/tvm-ffi-sdist
 ours=target/release/libtvm_ffi.so
 [ -f "$ours" ] || cargo build --release
 # ninja: the tests that build C++ modules (tvm_ffi.cpp.load_inline, build) find it on PATH.
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tvm_ffi, pytest, numpy, ninja" 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "apache-tvm-ffi==$version" pytest numpy ninja
+python=${TVM_FFI_PYTHON:-}
+if [ -z "$python" ]; then
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tvm_ffi, pytest, numpy, ninja" 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "apache-tvm-ffi==$version" pytest numpy ninja
+  fi
+  export PATH="$root/$venv/bin:$PATH"
+  python=$root/$venv/bin/python
 fi
-export PATH="$root/$venv/bin:$PATH"
 if [ ! -d "$sdist/tests/python" ]; then
   rm -rf "$sdist" && mkdir -p "$sdist"
-  "$venv/bin/pip" download -q --disable-pip-version-check --no-deps --no-binary apache-tvm-ffi -d "$sdist" "apache-tvm-ffi==$version"
+  "$python" -m pip download -q --disable-pip-version-check --no-deps --no-binary apache-tvm-ffi -d "$sdist" "apache-tvm-ffi==$version"
   tar -xzf "$sdist"/apache_tvm_ffi-*.tar.gz -C "$sdist" --strip-components=1
 fi
-lib=$("$venv/bin/python" -c "import tvm_ffi, os; print(os.path.join(os.path.dirname(tvm_ffi.__file__), 'lib', 'libtvm_ffi.so'))")
+lib=$("$python" -c "import tvm_ffi, os; print(os.path.join(os.path.dirname(tvm_ffi.__file__), 'lib', 'libtvm_ffi.so'))")
 backup="$lib.real"
 [ -f "$backup" ] || cp "$lib" "$backup"
 trap 'cp "$backup" "$lib"' EXIT
 
-run() { # side [VAR=value...]: one junit xml per test file (a crash in one file costs that file alone)
+one_file() { # side file [VAR=value...]: one junit xml (a crash in one file costs that file alone)
+  local side=$1 f=$2
+  shift 2
+  (cd "$sdist" && env "$@" timeout 600 "$python" -m pytest -q -p no:cacheprovider -o addopts= \
+    --junitxml="$root/target/tvm-ffi-suite-$side/$(echo "${f%.py}" | tr / _).xml" "$f" >/dev/null 2>&1) || true
+}
+export -f one_file
+export root sdist python
+
+run() { # side [VAR=value...]: every test file, $jobs at a time
   local side=$1
   shift
   rm -rf "$root/target/tvm-ffi-suite-$side" && mkdir -p "$root/target/tvm-ffi-suite-$side"
-  (cd "$sdist" && find tests/python -name 'test_*.py' | sort) | while read -r f; do
-    name=$(echo "${f%.py}" | tr / _)
-    (cd "$sdist" && env "$@" timeout 600 "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts= \
-      --junitxml="$root/target/tvm-ffi-suite-$side/$name.xml" "$f" >/dev/null 2>&1) || true
-  done
+  (cd "$sdist" && find tests/python -name 'test_*.py' | sort) |
+    xargs -P "$jobs" -I{} bash -c 'one_file "$@"' _ "$side" {} "$@"
 }
 cp "$backup" "$lib"
 run real
@@ -61,7 +78,7 @@ run ours
 run checked TVM_RUNTIME_CHECK_HANDLES=1
 cp "$backup" "$lib"
 
-MIN=$min "$venv/bin/python" - <<'PY'
+MIN=$min "$python" - <<'PY'
 import collections, os, xml.etree.ElementTree as ET
 
 def cases(side):

@@ -5,28 +5,31 @@
 # medians of the runs, and ours / real.
 #
 #   bash benches/tvm_ffi/python_bench.sh [RUNS]     # after `cargo build --release`
+#   TVM_FFI_PYTHON=python3 bash benches/tvm_ffi/python_bench.sh [RUNS]
+#       # an interpreter that already has apache-tvm-ffi 0.1.15.post2 and numpy, not the venv
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=${1:-5}
 venv=target/tvm-ffi-venv
 ours=$PWD/target/release/libtvm_ffi.so
 [ -f "$ours" ] || cargo build --release
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tvm_ffi, numpy" 2>/dev/null; then
+python=${TVM_FFI_PYTHON:-$venv/bin/python}
+if [ -z "${TVM_FFI_PYTHON:-}" ] && { [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tvm_ffi, numpy" 2>/dev/null; }; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "apache-tvm-ffi==0.1.15.post2" pytest numpy
 fi
-lib=$("$venv/bin/python" -c "import importlib.util, os; print(os.path.join(importlib.util.find_spec('tvm_ffi').submodule_search_locations[0], 'lib', 'libtvm_ffi.so'))")
+lib=$("$python" -c "import importlib.util, os; print(os.path.join(importlib.util.find_spec('tvm_ffi').submodule_search_locations[0], 'lib', 'libtvm_ffi.so'))")
 backup="$lib.real"
 [ -f "$backup" ] || cp "$lib" "$backup"
 trap 'cp "$backup" "$lib"' EXIT
 out=$(mktemp -d)
 for i in $(seq "$runs"); do
   cp "$backup" "$lib"
-  "$venv/bin/python" benches/tvm_ffi/python_calls.py > "$out/real.$i.json"
+  "$python" benches/tvm_ffi/python_calls.py > "$out/real.$i.json"
   cp "$ours" "$lib"
-  "$venv/bin/python" benches/tvm_ffi/python_calls.py > "$out/ours.$i.json"
+  "$python" benches/tvm_ffi/python_calls.py > "$out/ours.$i.json"
 done
-"$venv/bin/python" - "$out" "$runs" <<'PY'
+"$python" - "$out" "$runs" <<'PY'
 import json, statistics, sys
 out, runs = sys.argv[1], int(sys.argv[2])
 load = lambda side: [json.load(open(f"{out}/{side}.{i}.json")) for i in range(1, runs + 1)]
