@@ -190,11 +190,17 @@ static void shapes_and_tensors(void) {
   TVMFFIObjectHandle f = NULL;
   REQUIRE_OK(TVMFFIFunctionGetGlobal(&name, &f));
   REQUIRE(f != NULL);
-  TVMFFIAny dims[3] = {int_any(2), int_any(3), int_any(5)}, out;
+  TVMFFIAny dims[3] = {int_any(2), int_any(3), int_any(5)}, out = {0};
   REQUIRE_OK(TVMFFIFunctionCall(f, dims, 3, &out));
   REQUIRE(out.type_index == kTVMFFIShape);
   const TVMFFIShapeCell* shape = (const TVMFFIShapeCell*)cell_of(out.v_obj);
   CHECK(shape->size == 3 && shape->data[0] == 2 && shape->data[1] == 3 && shape->data[2] == 5);
+  /* a result slot that still holds an object is refused (as tvm-ffi's own functions do) and
+     left as it was, the caller's reference in it */
+  TVMFFIAny held = out;
+  CHECK(TVMFFIFunctionCall(f, dims, 3, &out) == -1);
+  CHECK_CONTAINS(TVMGetLastError(), "InternalError: the result slot already holds an object");
+  CHECK(out.type_index == held.type_index && out.v_obj == held.v_obj && strong_count(out.v_obj) == 1);
   CHECK_OK(TVMFFIObjectDecRef(out.v_obj));
   CHECK_OK(TVMFFIObjectDecRef(f));
 
@@ -506,11 +512,11 @@ static void arrays(void) {
   /* the global names, through the functor tvm-ffi's frontends list them with */
   TVMFFIAny lister = call_global("ffi.FunctionListGlobalNamesFunctor", NULL, 0);
   REQUIRE(lister.type_index == kTVMFFIFunction);
-  TVMFFIAny minus_one = int_any(-1), count;
+  TVMFFIAny minus_one = int_any(-1), count = {0};
   REQUIRE_OK(TVMFFIFunctionCall(lister.v_obj, &minus_one, 1, &count));
   int found = 0;
   for (int64_t i = 0; i < count.v_int64; i++) {
-    TVMFFIAny idx = int_any(i), n;
+    TVMFFIAny idx = int_any(i), n = {0};
     if (!CHECK_OK(TVMFFIFunctionCall(lister.v_obj, &idx, 1, &n))) break;
     TVMFFIByteArray text = n.type_index == kTVMFFISmallStr ? (TVMFFIByteArray){n.v_bytes, n.small_str_len}
                                                            : *(const TVMFFIByteArray*)cell_of(n.v_obj);

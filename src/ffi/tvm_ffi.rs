@@ -17,7 +17,7 @@ use crate::runtime::packed::{byte_array, string_any, ForeignCallable, ForeignHan
 use crate::runtime::reflection::owned_any;
 use crate::runtime::registry;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The text of a C string argument (NULL reads as empty; invalid UTF-8 is replaced).
 ///
@@ -274,7 +274,7 @@ pub unsafe extern "C" fn TVMFFIGetVersion(out_version: *mut TVMFFIVersion) {
 /// `obj` must be NULL or a live object.
 #[no_mangle]
 pub unsafe extern "C" fn TVMFFIObjectIncRef(obj: *mut c_void) -> c_int {
-    if !obj.is_null() && UNCHECKED.load(Ordering::Relaxed) {
+    if fast(obj) {
         // SAFETY: a live object (caller contract). Nothing here can panic.
         unsafe { object::retain(obj as *mut ObjectHeader) };
         return 0;
@@ -282,7 +282,7 @@ pub unsafe extern "C" fn TVMFFIObjectIncRef(obj: *mut c_void) -> c_int {
     ffi_boundary!("TVMFFIObjectIncRef", {
         if !obj.is_null() {
             live::check(obj, "object")?;
-            UNCHECKED.store(live::known_unchecked(), Ordering::Relaxed);
+            note_mode();
             // SAFETY: a live object (caller contract; verified in the checked mode).
             unsafe { object::retain(obj as *mut ObjectHeader) };
         }
@@ -296,7 +296,7 @@ pub unsafe extern "C" fn TVMFFIObjectIncRef(obj: *mut c_void) -> c_int {
 /// `obj` must be NULL or a live object whose reference the caller owns and gives up.
 #[no_mangle]
 pub unsafe extern "C" fn TVMFFIObjectDecRef(obj: *mut c_void) -> c_int {
-    if !obj.is_null() && UNCHECKED.load(Ordering::Relaxed) {
+    if fast(obj) {
         // SAFETY: the caller's reference to a live object. A deleter is a C function (a Rust one
         // aborts rather than unwind), so no panic could reach the boundary from here.
         unsafe { object::release(obj as *mut ObjectHeader) };
@@ -305,7 +305,7 @@ pub unsafe extern "C" fn TVMFFIObjectDecRef(obj: *mut c_void) -> c_int {
     ffi_boundary!("TVMFFIObjectDecRef", {
         if !obj.is_null() {
             live::check(obj, "object")?;
-            UNCHECKED.store(live::known_unchecked(), Ordering::Relaxed);
+            note_mode();
             // SAFETY: the caller's reference to a live object (verified in the checked mode).
             unsafe { object::release(obj as *mut ObjectHeader) };
         }
@@ -360,7 +360,7 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
     result: *mut TVMFFIAny,
 ) -> c_int {
     // Hot path: a live function object (not checked in the default mode, as in tvm-ffi).
-    if !func.is_null() && !result.is_null() && UNCHECKED.load(Ordering::Relaxed) {
+    if fast(func) && !result.is_null() {
         // SAFETY: a live object (caller contract): its header is readable.
         if unsafe { (*(func as *mut ObjectHeader)).type_index } == type_index::PACKED_FUNC {
             // SAFETY: a function object, called by its own convention with the caller's arguments.
@@ -371,19 +371,30 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
         check_not_null!(result);
         // SAFETY: the caller's contract.
         unsafe { ffi_header(func, "func", type_index::PACKED_FUNC, "ffi.Function")? };
-        // The handle mode is decided by now, once for the process.
-        UNCHECKED.store(live::known_unchecked(), Ordering::Relaxed);
+        note_mode();
         // SAFETY: as in the hot path. Non-zero: the callee raised its error on this thread; it
         // stays as raised.
         Ok(unsafe { cell_call(func)(func, args, num_args, result) })
     })
 }
 
-/// Whether the hot paths (`TVMFFIFunctionCall`, `TVMFFIObjectIncRef`/`DecRef`) may skip the
-/// handle checks and the panic boundary: a copy of the handle mode private to this file, so a
-/// hot path reads it with one load (the mode itself is reachable from other crates, which costs
-/// a second load through the GOT). Set by the first call through a checked path.
-static UNCHECKED: AtomicBool = AtomicBool::new(false);
+/// The hot paths (`TVMFFIFunctionCall`, `TVMFFIObjectIncRef`/`DecRef`) skip the handle checks
+/// and the panic boundary for a handle above this address: 0 once the handle mode is known to be
+/// unchecked (so any handle but NULL), `usize::MAX` before and in the checked mode (none). One
+/// load and one comparison test both NULL and the mode; a copy of the mode private to this file
+/// (the mode itself is reachable from other crates, which costs a second load through the GOT).
+static FAST_ABOVE: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// Whether a hot path may take `handle` as it is (see [`FAST_ABOVE`]).
+#[inline(always)]
+fn fast(handle: *mut c_void) -> bool {
+    handle as usize > FAST_ABOVE.load(Ordering::Relaxed)
+}
+
+/// Record the handle mode for the hot paths, once a checked path has made it known.
+fn note_mode() {
+    FAST_ABOVE.store(if live::known_unchecked() { 0 } else { usize::MAX }, Ordering::Relaxed);
+}
 
 /// Look up a global function: `*out` is an owned handle, or NULL when the name is unknown.
 ///

@@ -791,6 +791,14 @@ unsafe fn answer_safe_call(
     body: impl FnOnce(&[TVMFFIAny]) -> Result<TVMFFIAny>,
 ) -> i32 {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: writable, so readable (caller contract).
+        let held = unsafe { (*result).type_index };
+        if held >= fti::STATIC_OBJECT_BEGIN {
+            // As tvm-ffi's own functions: writing the result would lose the caller's reference.
+            return Err(Error::internal(format!(
+                "the result slot already holds an object (type index {held}); a call's result must start empty"
+            )));
+        }
         let n = usize::try_from(num_args).map_err(|_| Error::value(format!("negative num_args {num_args}")))?;
         // SAFETY: `num_args` views (caller contract); NULL only with none.
         let views = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(args, n) } };
@@ -1274,6 +1282,18 @@ mod tests {
         assert!(e.message().contains("sum takes ints"), "{e}");
         let e = sum.call(&[Value::Int(1), Value::Int(2), Value::Int(3)]).unwrap_err();
         assert!(e.message().contains("three is too many"), "{e}");
+        // A result slot that holds an object is refused, as tvm-ffi's functions refuse it, and
+        // left as it was: the caller keeps its reference.
+        let held = sum.clone().into_any();
+        let mut out = held;
+        // SAFETY: as above.
+        let rc = unsafe { (sum.safe_call)(sum.as_header() as *mut c_void, args.as_ptr(), 2, &mut out) };
+        assert_eq!((rc, out.type_index, out.as_ptr()), (-1, type_index::PACKED_FUNC as i32, held.as_ptr()));
+        let msg = super::super::error::last_error_message().unwrap_or_default();
+        assert!(msg.contains("already holds an object"), "{msg}");
+        assert_eq!(sum.ref_count(), 2);
+        // SAFETY: the reference `into_any` made, released once.
+        unsafe { super::super::object::release_any(&held) };
     }
 
     #[test]
