@@ -9,6 +9,9 @@
 # tvm027_venv <dir> <apache-tvm-ffi version>
 #                 a venv with apache-tvm 0.27 over that apache-tvm-ffi (and what its RPC
 #                 tracker and server import), made once
+# use_ffi_library <python> <its tvm_ffi/lib/libtvm_ffi.so> ours|real
+#                 this runtime's libtvm_ffi.so in that package, or the package's own back
+#                 (`tvm-rt ffi-swap`, which keeps the original as libtvm_ffi.so.orig)
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
@@ -52,5 +55,14 @@ tvm027_venv() {
   if [ ! -x "$1/bin/python" ] || ! "$1/bin/python" -c 'import tvm, numpy, tornado, cloudpickle, psutil' 2>/dev/null; then
     python3 -m venv "$1"
     "$1/bin/pip" install -q apache-tvm==0.27.0.post1 "apache-tvm-ffi==$2" cloudpickle psutil tornado numpy
+  fi
+}
+
+use_ffi_library() {
+  local tvm_rt="$REPO/target/release/tvm-rt"
+  if [ "$3" = ours ]; then
+    "$tvm_rt" ffi-swap --python "$1" >/dev/null
+  elif [ -f "$2.orig" ]; then
+    "$tvm_rt" ffi-swap --python "$1" --restore >/dev/null
   fi
 }

@@ -12,8 +12,8 @@
 #       # and a GPU, the suite's torch and CUDA tests run too) instead of the cached venv
 #
 # Each test file runs in its own process (a crash costs that file only). The venv and the sdist
-# are cached under target/ (first run: a minute of pip). The wheel's own library is put back
-# afterwards, whatever happens. This library runs twice: as it is, and with handles checked
+# are cached under target/ (first run: a minute of pip). The libraries are swapped with
+# `tvm-rt ffi-swap`; the wheel's own is put back afterwards, whatever happens. This library runs twice: as it is, and with handles checked
 # (TVM_RUNTIME_CHECK_HANDLES=1). Prints a table and the totals; exits 0 unless --min is given
 # and either run of this library does not reach it (.ci/run keeps the count from going back).
 set -euo pipefail
@@ -31,8 +31,8 @@ done
 version=0.1.15.post2
 venv=target/tvm-ffi-venv
 sdist=target/tvm-ffi-sdist
-ours=target/release/libtvm_ffi.so
-[ -f "$ours" ] || cargo build --release
+source scripts/lib.sh
+[ -f target/release/libtvm_ffi.so ] && [ -x target/release/tvm-rt ] || cargo build --release
 # ninja: the tests that build C++ modules (tvm_ffi.cpp.load_inline, build) find it on PATH.
 python=${TVM_FFI_PYTHON:-}
 if [ -z "$python" ]; then
@@ -49,9 +49,7 @@ if [ ! -d "$sdist/tests/python" ]; then
   tar -xzf "$sdist"/apache_tvm_ffi-*.tar.gz -C "$sdist" --strip-components=1
 fi
 lib=$("$python" -c "import tvm_ffi, os; print(os.path.join(os.path.dirname(tvm_ffi.__file__), 'lib', 'libtvm_ffi.so'))")
-backup="$lib.real"
-[ -f "$backup" ] || cp "$lib" "$backup"
-trap 'cp "$backup" "$lib"' EXIT
+trap 'use_ffi_library "$python" "$lib" real' EXIT
 
 one_file() { # side file [VAR=value...]: one junit xml (a crash in one file costs that file alone)
   local side=$1 f=$2
@@ -69,14 +67,14 @@ run() { # side [VAR=value...]: every test file, $jobs at a time
   (cd "$sdist" && find tests/python -name 'test_*.py' | sort) |
     xargs -P "$jobs" -I{} bash -c 'one_file "$@"' _ "$side" {} "$@"
 }
-cp "$backup" "$lib"
+use_ffi_library "$python" "$lib" real
 run real
-cp "$ours" "$lib"
+use_ffi_library "$python" "$lib" ours
 run ours
 # once more with handles checked (docs/checking-handles.md): the C++ objects of tvm-ffi's testing
 # library and of the tests' own modules are foreign objects there
 run checked TVM_RUNTIME_CHECK_HANDLES=1
-cp "$backup" "$lib"
+use_ffi_library "$python" "$lib" real
 
 MIN=$min "$python" - <<'PY'
 import collections, os, xml.etree.ElementTree as ET

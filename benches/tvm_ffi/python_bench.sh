@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tvm-ffi's Python package on its own libtvm_ffi.so and on this runtime's put in its place (the
-# package opens its library by path; the wheel's own is put back on exit, whatever happens),
-# side by side: per-call nanoseconds of benches/tvm_ffi/python_calls.py, alternating processes,
-# medians of the runs, and ours / real.
+# package opens its library by path; `tvm-rt ffi-swap` swaps them, and the wheel's own is put
+# back on exit, whatever happens), side by side: per-call nanoseconds of
+# benches/tvm_ffi/python_calls.py, alternating processes, medians of the runs, and ours / real.
 #
 #   bash benches/tvm_ffi/python_bench.sh [RUNS]     # after `cargo build --release`
 #   TVM_FFI_PYTHON=python3 bash benches/tvm_ffi/python_bench.sh [RUNS]
@@ -11,22 +11,20 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=${1:-5}
 venv=target/tvm-ffi-venv
-ours=$PWD/target/release/libtvm_ffi.so
-[ -f "$ours" ] || cargo build --release
+source scripts/lib.sh
+[ -f target/release/libtvm_ffi.so ] && [ -x target/release/tvm-rt ] || cargo build --release
 python=${TVM_FFI_PYTHON:-$venv/bin/python}
 if [ -z "${TVM_FFI_PYTHON:-}" ] && { [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tvm_ffi, numpy" 2>/dev/null; }; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "apache-tvm-ffi==0.1.15.post2" pytest numpy
 fi
 lib=$("$python" -c "import importlib.util, os; print(os.path.join(importlib.util.find_spec('tvm_ffi').submodule_search_locations[0], 'lib', 'libtvm_ffi.so'))")
-backup="$lib.real"
-[ -f "$backup" ] || cp "$lib" "$backup"
-trap 'cp "$backup" "$lib"' EXIT
+trap 'use_ffi_library "$python" "$lib" real' EXIT
 out=$(mktemp -d)
 for i in $(seq "$runs"); do
-  cp "$backup" "$lib"
+  use_ffi_library "$python" "$lib" real
   "$python" benches/tvm_ffi/python_calls.py > "$out/real.$i.json"
-  cp "$ours" "$lib"
+  use_ffi_library "$python" "$lib" ours
   "$python" benches/tvm_ffi/python_calls.py > "$out/ours.$i.json"
 done
 "$python" - "$out" "$runs" <<'PY'
