@@ -13,9 +13,10 @@
 #
 # Each test file runs in its own process (a crash costs that file only). The venv and the sdist
 # are cached under target/ (first run: a minute of pip). The libraries are swapped with
-# `tvm-rt ffi-swap`; the wheel's own is put back afterwards, whatever happens. This library runs twice: as it is, and with handles checked
-# (TVM_RUNTIME_CHECK_HANDLES=1). Prints a table and the totals; exits 0 unless --min is given
-# and either run of this library does not reach it (.ci/run keeps the count from going back).
+# `tvm-rt ffi-swap`; the wheel's own is put back afterwards, whatever happens. This library
+# runs twice: as it is, and with handles checked (TVM_RUNTIME_CHECK_HANDLES=1). Prints a table
+# and the totals; exits 0 unless --min is given and either run of this library does not reach
+# it (.ci/run keeps the count from going back).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

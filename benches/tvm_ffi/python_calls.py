@@ -1,7 +1,8 @@
 """Per-call cost of tvm-ffi's Python package on whichever libtvm_ffi.so the process loaded.
 
 Run by benches/tvm_ffi/python_bench.sh, once on the wheel's own library and once with this
-runtime's libtvm_ffi.so in its place (`tvm-rt ffi-swap`), alternating, and compared there. Prints one JSON object: nanoseconds per call for each case (best of 5 batches).
+runtime's libtvm_ffi.so in its place (`tvm-rt ffi-swap`), alternating, and compared there.
+Prints one JSON object: nanoseconds per call for each case (best of 5 batches).
 """
 
 import json
