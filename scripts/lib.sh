@@ -9,6 +9,12 @@
 # tvm027_venv <dir> <apache-tvm-ffi version>
 #                 a venv with apache-tvm 0.27 over that apache-tvm-ffi (and what its RPC
 #                 tracker and server import), made once
+# tvm_ffi_venv   target/tvm-ffi-venv: apache-tvm-ffi 0.1.15.post2 with what its test suite and
+#                 examples need (pytest, numpy, ninja on PATH for C++ builds, scikit-build-core),
+#                 made once; prints the venv's python
+# tvm_ffi_sdist <python> <part>
+#                 target/tvm-ffi-sdist: that release's sdist unpacked, downloaded with <python>'s
+#                 pip unless <part> of it (tests/python, examples) is there already
 # use_ffi_library <python> <its tvm_ffi/lib/libtvm_ffi.so> ours|real
 #                 this runtime's libtvm_ffi.so in that package, or the package's own back
 #                 (`tvm-rt ffi-swap`, which keeps the original as libtvm_ffi.so.orig)
@@ -58,10 +64,34 @@ tvm027_venv() {
   fi
 }
 
+TVM_FFI_VERSION=0.1.15.post2
+
+tvm_ffi_venv() {
+  local venv="$REPO/target/tvm-ffi-venv"
+  if [ ! -x "$venv/bin/python" ] ||
+    ! "$venv/bin/python" -c "import tvm_ffi, pytest, numpy, ninja, scikit_build_core" 2>/dev/null; then
+    python3 -m venv "$venv" >&2
+    "$venv/bin/pip" install -q --disable-pip-version-check "apache-tvm-ffi==$TVM_FFI_VERSION" pytest numpy \
+      ninja scikit-build-core >&2
+  fi
+  echo "$venv/bin/python"
+}
+
+tvm_ffi_sdist() {
+  local sdist="$REPO/target/tvm-ffi-sdist"
+  if [ ! -d "$sdist/$2" ]; then
+    rm -rf "$sdist" && mkdir -p "$sdist"
+    "$1" -m pip download -q --disable-pip-version-check --no-deps --no-binary apache-tvm-ffi -d "$sdist" \
+      "apache-tvm-ffi==$TVM_FFI_VERSION"
+    tar -xzf "$sdist"/apache_tvm_ffi-*.tar.gz -C "$sdist" --strip-components=1
+  fi
+}
+
 use_ffi_library() {
   local tvm_rt="$REPO/target/release/tvm-rt"
   if [ "$3" = ours ]; then
     "$tvm_rt" ffi-swap --python "$1" >/dev/null
+    cmp -s "$2" "$REPO/target/release/libtvm_ffi.so" || { echo "error: $2 is not this runtime's" >&2; exit 1; }
   elif [ -f "$2.orig" ]; then
     "$tvm_rt" ffi-swap --python "$1" --restore >/dev/null
   fi

@@ -29,26 +29,16 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--min N] [--jobs N]" >&2; exit 2 ;;
   esac
 done
-version=0.1.15.post2
-venv=target/tvm-ffi-venv
 sdist=target/tvm-ffi-sdist
 source scripts/lib.sh
 [ -f target/release/libtvm_ffi.so ] && [ -x target/release/tvm-rt ] || cargo build --release
 # ninja: the tests that build C++ modules (tvm_ffi.cpp.load_inline, build) find it on PATH.
 python=${TVM_FFI_PYTHON:-}
 if [ -z "$python" ]; then
-  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tvm_ffi, pytest, numpy, ninja" 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check "apache-tvm-ffi==$version" pytest numpy ninja
-  fi
-  export PATH="$root/$venv/bin:$PATH"
-  python=$root/$venv/bin/python
+  python=$(tvm_ffi_venv)
+  export PATH="$(dirname "$python"):$PATH"
 fi
-if [ ! -d "$sdist/tests/python" ]; then
-  rm -rf "$sdist" && mkdir -p "$sdist"
-  "$python" -m pip download -q --disable-pip-version-check --no-deps --no-binary apache-tvm-ffi -d "$sdist" "apache-tvm-ffi==$version"
-  tar -xzf "$sdist"/apache_tvm_ffi-*.tar.gz -C "$sdist" --strip-components=1
-fi
+tvm_ffi_sdist "$python" tests/python
 lib=$("$python" -c "import tvm_ffi, os; print(os.path.join(os.path.dirname(tvm_ffi.__file__), 'lib', 'libtvm_ffi.so'))")
 trap 'use_ffi_library "$python" "$lib" real' EXIT
 

@@ -10,14 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=${1:-5}
-venv=target/tvm-ffi-venv
 source scripts/lib.sh
 [ -f target/release/libtvm_ffi.so ] && [ -x target/release/tvm-rt ] || cargo build --release
-python=${TVM_FFI_PYTHON:-$venv/bin/python}
-if [ -z "${TVM_FFI_PYTHON:-}" ] && { [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tvm_ffi, numpy" 2>/dev/null; }; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "apache-tvm-ffi==0.1.15.post2" pytest numpy
-fi
+python=${TVM_FFI_PYTHON:-$(tvm_ffi_venv)}
 lib=$("$python" -c "import importlib.util, os; print(os.path.join(importlib.util.find_spec('tvm_ffi').submodule_search_locations[0], 'lib', 'libtvm_ffi.so'))")
 trap 'use_ffi_library "$python" "$lib" real' EXIT
 out=$(mktemp -d)
