@@ -31,27 +31,20 @@ pub static FFI: Ffi = Ffi;
 /// The type index 0.18 sends objects under (`kRuntimeRPCObjectRefTypeIndex`).
 const TVM018_OBJECT_INDEX: u32 = 9;
 
-/// tvm-ffi type indices (`TVMFFITypeIndex`) as 0.2x hosts send them.
+/// tvm-ffi type indices (`TVMFFITypeIndex`) as 0.2x hosts send them: the ABI's own, as `i32`.
 pub mod index {
-    pub const NONE: i32 = 0;
-    pub const INT: i32 = 1;
-    pub const BOOL: i32 = 2;
-    pub const FLOAT: i32 = 3;
-    pub const OPAQUE_PTR: i32 = 4;
-    pub const DATA_TYPE: i32 = 5;
-    pub const DEVICE: i32 = 6;
-    pub const DLTENSOR_PTR: i32 = 7;
-    pub const RAW_STR: i32 = 8;
-    pub const BYTE_ARRAY_PTR: i32 = 9;
-    pub const SMALL_STR: i32 = 11;
-    pub const SMALL_BYTES: i32 = 12;
+    pub use crate::abi::ffi_type_index::{
+        BOOL, BYTE_ARRAY_PTR, DATA_TYPE, DEVICE, DLTENSOR_PTR, FLOAT, INT, NONE, OPAQUE_PTR, RAW_STR, SMALL_BYTES,
+        SMALL_STR,
+    };
+    use crate::runtime::object::type_index as object;
     /// First object index; objects carry a second `u32` index after it.
-    pub const OBJECT_BEGIN: i32 = 64;
-    pub const STR: i32 = 65;
-    pub const BYTES: i32 = 66;
-    pub const FUNCTION: i32 = 68;
-    pub const TENSOR: i32 = 70;
-    pub const MODULE: i32 = 73;
+    pub const OBJECT_BEGIN: i32 = crate::abi::ffi_type_index::STATIC_OBJECT_BEGIN;
+    pub const STR: i32 = object::STRING as i32;
+    pub const BYTES: i32 = object::BYTES as i32;
+    pub const FUNCTION: i32 = object::PACKED_FUNC as i32;
+    pub const TENSOR: i32 = object::NDARRAY as i32;
+    pub const MODULE: i32 = object::MODULE as i32;
     /// apache/tvm's `kRuntimeRPCObjectRef` (tvm-ffi's dynamic range begins at 128; 128 - 13).
     pub const RPC_OBJECT_REF: i32 = 115;
 }
