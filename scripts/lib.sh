@@ -15,6 +15,10 @@
 # tvm_ffi_sdist <python> <part>
 #                 target/tvm-ffi-sdist: that release's sdist unpacked, downloaded with <python>'s
 #                 pip unless <part> of it (tests/python, examples) is there already
+# ensure_ffi_release
+#                 target/release's libtvm_ffi.so and tvm-rt (which swaps it in), built unless there
+# tvm_ffi_library <python>
+#                 the libtvm_ffi.so <python>'s tvm_ffi package loads (found without importing it)
 # use_ffi_library <python> <its tvm_ffi/lib/libtvm_ffi.so> ours|real
 #                 this runtime's libtvm_ffi.so in that package, or the package's own back
 #                 (`tvm-rt ffi-swap`, which keeps the original as libtvm_ffi.so.orig)
@@ -85,6 +89,15 @@ tvm_ffi_sdist() {
       "apache-tvm-ffi==$TVM_FFI_VERSION"
     tar -xzf "$sdist"/apache_tvm_ffi-*.tar.gz -C "$sdist" --strip-components=1
   fi
+}
+
+ensure_ffi_release() {
+  [ -f "$REPO/target/release/libtvm_ffi.so" ] && [ -x "$REPO/target/release/tvm-rt" ] ||
+    (cd "$REPO" && cargo build --release)
+}
+
+tvm_ffi_library() {
+  "$1" -c "import importlib.util as u, os; print(os.path.join(u.find_spec('tvm_ffi').submodule_search_locations[0], 'lib', 'libtvm_ffi.so'))"
 }
 
 use_ffi_library() {

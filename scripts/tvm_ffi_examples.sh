@@ -16,11 +16,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-[ -f target/release/libtvm_ffi.so ] && [ -x target/release/tvm-rt ] || cargo build --release
+ensure_ffi_release
 python=$(tvm_ffi_venv)
 export PATH="$(dirname "$python"):$PATH" # tvm-ffi-config, cmake's ninja
 tvm_ffi_sdist "$python" examples
-lib=$("$python" -c "import tvm_ffi, os; print(os.path.join(os.path.dirname(tvm_ffi.__file__), 'lib', 'libtvm_ffi.so'))")
+lib=$(tvm_ffi_library "$python")
 trap 'use_ffi_library "$python" "$lib" real' EXIT
 use_ffi_library "$python" "$lib" real
 

@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
 done
 sdist=target/tvm-ffi-sdist
 source scripts/lib.sh
-[ -f target/release/libtvm_ffi.so ] && [ -x target/release/tvm-rt ] || cargo build --release
+ensure_ffi_release
 # ninja: the tests that build C++ modules (tvm_ffi.cpp.load_inline, build) find it on PATH.
 python=${TVM_FFI_PYTHON:-}
 if [ -z "$python" ]; then
@@ -39,7 +39,7 @@ if [ -z "$python" ]; then
   export PATH="$(dirname "$python"):$PATH"
 fi
 tvm_ffi_sdist "$python" tests/python
-lib=$("$python" -c "import tvm_ffi, os; print(os.path.join(os.path.dirname(tvm_ffi.__file__), 'lib', 'libtvm_ffi.so'))")
+lib=$(tvm_ffi_library "$python")
 trap 'use_ffi_library "$python" "$lib" real' EXIT
 
 one_file() { # side file [VAR=value...]: one junit xml (a crash in one file costs that file alone)

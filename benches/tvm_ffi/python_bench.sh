@@ -11,9 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=${1:-5}
 source scripts/lib.sh
-[ -f target/release/libtvm_ffi.so ] && [ -x target/release/tvm-rt ] || cargo build --release
+ensure_ffi_release
 python=${TVM_FFI_PYTHON:-$(tvm_ffi_venv)}
-lib=$("$python" -c "import importlib.util, os; print(os.path.join(importlib.util.find_spec('tvm_ffi').submodule_search_locations[0], 'lib', 'libtvm_ffi.so'))")
+lib=$(tvm_ffi_library "$python")
 trap 'use_ffi_library "$python" "$lib" real' EXIT
 out=$(mktemp -d)
 for i in $(seq "$runs"); do
