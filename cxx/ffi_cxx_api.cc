@@ -49,11 +49,21 @@ Function Global(const char* name) {
   return *f;
 }
 
+// The vtable a C++ object's first word points to (a polymorphic class's vptr, Itanium ABI).
+const void* VtableOf(const ModuleObj* m) { return *reinterpret_cast<const void* const*>(m); }
+
+// HostedModule's vtable, recorded by its constructor (NULL until one is made). HostedModule is
+// final, so a module is one exactly when its vptr is this: no dynamic_cast, which reads the
+// type info that C++ modules compiled without RTTI (TVM's LLVM module) do not have.
+std::atomic<const void*> hosted_vtable{nullptr};
+
 // A module made by the Rust side, seen by C++ code as a ModuleObj.
 class HostedModule final : public ModuleObj {
  public:
   explicit HostedModule(ObjectRef inner)
-      : inner_(std::move(inner)), kind_(Global("ffi.ModuleGetKind")(inner_).cast<String>()) {}
+      : inner_(std::move(inner)), kind_(Global("ffi.ModuleGetKind")(inner_).cast<String>()) {
+    hosted_vtable.store(VtableOf(this), std::memory_order_release);
+  }
 
   const char* kind() const final { return kind_.c_str(); }
   Optional<Function> GetFunction(const String& name) final { return Lookup(name, false); }
@@ -133,19 +143,21 @@ bool MadeByRuntime(const Object* obj) { return details::ObjectUnsafe::GetHeader(
 
 // The runtime's module behind `m`: `m` itself when the runtime made it (reached through an
 // unchecked cast), the module a HostedModule carries, else a null reference (a C++ module).
+const HostedModule* AsHosted(const ModuleObj* m) {
+  if (MadeByRuntime(m)) return nullptr;
+  const void* hosted = hosted_vtable.load(std::memory_order_acquire);
+  return hosted != nullptr && VtableOf(m) == hosted ? static_cast<const HostedModule*>(m) : nullptr;
+}
+
 ObjectRef RuntimeModule(const ModuleObj* m) {
   if (MadeByRuntime(m)) return GetRef<ObjectRef>(static_cast<const Object*>(m));
-  if (auto* hosted = dynamic_cast<const HostedModule*>(m)) return hosted->inner();
+  if (auto* hosted = AsHosted(m)) return hosted->inner();
   return ObjectRef(nullptr);
 }
 
 std::string KindOf(const ModuleObj* m) {
   if (!MadeByRuntime(m)) return m->kind();
   return Global("ffi.ModuleGetKind")(GetRef<ObjectRef>(static_cast<const Object*>(m))).cast<String>();
-}
-
-const HostedModule* AsHosted(const ModuleObj* m) {
-  return MadeByRuntime(m) ? nullptr : dynamic_cast<const HostedModule*>(m);
 }
 
 // Whether `target` is `from` or reachable from it through C++ import lists.

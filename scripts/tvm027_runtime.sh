@@ -2,7 +2,8 @@
 # apache-tvm 0.27's own Python runtime on this library: `import tvm` (apache-tvm's
 # libtvm_runtime.so, built on tvm-ffi, loaded over the libtvm_ffi.so of its tvm_ffi package),
 # then every case of tests/data/relax-0.27 through tvm.runtime.load_module and
-# relax.VirtualMachine, outputs against apache-tvm's recorded ones: first on the wheel's own
+# relax.VirtualMachine, outputs against apache-tvm's recorded ones, and apache-tvm's compiler
+# itself (tests/tvm027_runtime/compile_and_run.py: tvm.compile, run, against numpy): first on the wheel's own
 # library, then with this runtime's in its place, put there and back by `tvm-rt ffi-swap` (as a
 # user would; restored whatever happens), and once more with handles checked
 # (TVM_RUNTIME_CHECK_HANDLES=1: apache-tvm's C++ makes most objects itself, which the checked
@@ -18,8 +19,11 @@ swap() { target/release/tvm-rt ffi-swap --python "$venv/bin/python" "$@" >/dev/n
 trap 'swap --restore 2>/dev/null || true' EXIT
 echo "-- on the wheel's libtvm_ffi.so"
 "$venv/bin/python" tests/tvm027_runtime/run_relax_cases.py tests/data/relax-0.27 real
+"$venv/bin/python" tests/tvm027_runtime/compile_and_run.py real
 echo "-- on this library's libtvm_ffi.so (tvm-rt ffi-swap)"
 swap
 "$venv/bin/python" tests/tvm027_runtime/run_relax_cases.py tests/data/relax-0.27 ours
+"$venv/bin/python" tests/tvm027_runtime/compile_and_run.py ours
 echo "-- the same, handles checked"
 TVM_RUNTIME_CHECK_HANDLES=1 "$venv/bin/python" tests/tvm027_runtime/run_relax_cases.py tests/data/relax-0.27 ours
+TVM_RUNTIME_CHECK_HANDLES=1 "$venv/bin/python" tests/tvm027_runtime/compile_and_run.py ours

@@ -17,8 +17,9 @@ pub(crate) fn install() {
         for (name, f) in all() {
             registry::register_built_in(name, f);
         }
-        if let Err(e) =
-            super::ffi_record_methods::install().and_then(|_| super::ffi_container_globals::install_converters())
+        if let Err(e) = super::ffi_record_methods::install()
+            .and_then(|_| super::ffi_container_globals::install_converters())
+            .and_then(|_| super::ffi_structural_map::install_hooks())
         {
             // Only a broken method table gets here (the tvm-ffi tests call every method).
             eprintln!("tvm-runtime: registering tvm-ffi's own methods failed: {e}");
@@ -44,6 +45,7 @@ fn all() -> Vec<(&'static str, PackedFunc)> {
     all.extend(super::ffi_structural::globals());
     all.extend(super::ffi_structural_visit::globals());
     all.extend(super::ffi_structural_map::globals());
+    all.extend(super::ffi_visit_error::globals());
     all.extend(super::time_evaluator::globals());
     all
 }

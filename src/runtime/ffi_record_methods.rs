@@ -78,7 +78,7 @@ pub fn methods() -> Vec<(&'static str, &'static str, bool, PackedFunc)> {
 
 /// `ffi.reflection.AccessPath`'s methods: a path is a chain of `(parent, step, depth)` records
 /// from the root (no parent, no step, depth 0); a step is `(kind, key)`.
-mod access_path {
+pub(crate) mod access_path {
     use super::*;
     use crate::runtime::object::ObjectRef;
 
@@ -107,18 +107,18 @@ mod access_path {
         field(p, 40, Slot::I32)?.as_int()
     }
 
-    fn root() -> Result<ObjectRef> {
+    pub(crate) fn root() -> Result<ObjectRef> {
         Ok(new_record(KEY)?.to_object_ref())
     }
 
-    fn step(kind: i64, key: Value) -> Result<Value> {
+    pub(crate) fn step(kind: i64, key: Value) -> Result<Value> {
         let s = new_record("ffi.reflection.AccessStep")?;
         set_field(&s, "kind", Value::Int(kind))?;
         set_field(&s, "key", key)?;
         Ok(Value::Object(s.to_object_ref()))
     }
 
-    fn extend(p: &ObjectRef, step: Value) -> Result<Value> {
+    pub(crate) fn extend(p: &ObjectRef, step: Value) -> Result<Value> {
         let r = new_record(KEY)?;
         set_field(&r, "parent", Value::Object(p.clone()))?;
         set_field(&r, "step", step)?;

@@ -79,6 +79,11 @@ const STR: &str = r#"{"type":"ffi.String"}"#;
 const OBJECT_LIST: &str = r#"{"type":"ffi.List","args":[{"type":"ffi.Object"}]}"#;
 const OPT_OBJECT: &str = r#"{"type":"Optional","args":[{"type":"ffi.Object"}]}"#;
 
+/// `ffi.Module`'s `imports_`: the array of its imports, right after the header.
+pub const fn module_imports_field() -> FieldSpec {
+    field("imports_", 24, Slot::Obj, 71, r#"{"type":"ffi.Array","args":[{"type":"Any"}]}"#)
+}
+
 /// tvm-ffi's own reflected types, in the order its library registers them (so they get the
 /// same dynamic type indices in this table's order), and `ffi.VisitInterrupt`'s field.
 pub const SPECS: [TypeSpec; 11] = [

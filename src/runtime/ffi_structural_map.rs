@@ -18,6 +18,7 @@
 use super::container::FfiArrayObj;
 use super::error::{Error, Result};
 use super::ffi_containers::{map_cell, new_map, sequence_items, ListObj};
+use super::ffi_error::ErrorObj;
 use super::ffi_fields::{all_fields, get_field_any, set_field_any, DEF_PATTERN, DEF_SIMPLE, SEQ_HASH_IGNORE};
 use super::ffi_structural_visit::{
     entries, kind_of, matches, order_arg, Entries, DAG_NODE, FREE_VAR, REGION_NONE, REGION_PATTERN, REGION_SIMPLE,
@@ -28,6 +29,7 @@ use crate::abi::{ffi_type_index as fti, TVMFFIAny, TVMFFIFieldInfo};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// tvm-ffi's `Unchanged` marker, which a hook may return for "this value, as it was".
 const UNCHANGED: i32 = 13;
@@ -221,11 +223,15 @@ enum Policy {
     Mutate(MutateEntries),
 }
 
-/// Payload of an `ffi.StructuralMutator` made here: its policy, the current definition region,
-/// and the variable remap (by the key object's address; the key is held).
+/// Payload of an `ffi.StructuralMutator` made here. It starts as tvm-ffi's `StructuralMutatorObj`
+/// does (a hook compiled against tvm-ffi's headers reads it): the dispatch table through which
+/// hooks descend, and the current definition region, which they read and set in place. Then
+/// the policy and the variable remap (by the key object's address; the key is held).
+#[repr(C)]
 pub struct MutatorObj {
+    vtable: &'static MutatorVTable,
+    region: AtomicI32,
     policy: Policy,
-    region: Mutex<i64>,
     remap: Mutex<HashMap<usize, (ObjectRef, Owned)>>,
 }
 
@@ -248,7 +254,12 @@ fn mutator_index() -> Result<u32> {
 }
 
 fn new_mutator(policy: Policy) -> Result<Mutator> {
-    let obj = MutatorObj { policy, region: Mutex::new(REGION_NONE), remap: Mutex::new(HashMap::new()) };
+    let obj = MutatorObj {
+        vtable: &VTABLE,
+        region: AtomicI32::new(REGION_NONE as i32),
+        policy,
+        remap: Mutex::new(HashMap::new()),
+    };
     Ok(ObjPtr::new_as(obj, mutator_index()?))
 }
 
@@ -272,18 +283,19 @@ fn view_of(m: &Mutator) -> TVMFFIAny {
 }
 
 fn region(m: &Mutator) -> i64 {
-    *m.region.lock()
+    m.region.load(Ordering::Relaxed) as i64
 }
 
 /// Runs `f` in definition region `kind` (a pattern region stays one), restoring the region after.
+/// (A mutation runs on one thread; the region is atomic because hooks share the object.)
 fn in_region<R>(m: &Mutator, kind: i64, f: impl FnOnce() -> R) -> R {
-    let saved = {
-        let mut r = m.region.lock();
-        (*r != REGION_PATTERN).then(|| std::mem::replace(&mut *r, kind))
-    };
-    let Some(saved) = saved else { return f() };
+    let saved = region(m);
+    if saved == REGION_PATTERN {
+        return f();
+    }
+    m.region.store(kind as i32, Ordering::Relaxed);
     let out = f();
-    *m.region.lock() = saved;
+    m.region.store(saved as i32, Ordering::Relaxed);
     out
 }
 
@@ -371,8 +383,12 @@ fn hook(m: &Mutator, v: &Owned, o: &ObjectRef, sole: Sole) -> Result<Option<Out>
         match super::reflection::attr(name.as_bytes(), o.type_index()) {
             None | Some(Value::Null) => continue,
             Some(Value::Func(f)) => return Ok(Some(result_of(f.call_any(&[view_of(m), v.0])?))),
-            Some(Value::Handle(_)) => {
-                return Err(Error::unsupported(format!("structural mutation through a native {name} hook")))
+            Some(Value::Handle(p)) if !p.is_null() => {
+                // SAFETY: an opaque pointer in a `__s_mutate__` column is a hook of tvm-ffi's
+                // `FStructuralMutateABI` (its registrar's word, as tvm-ffi takes it); the mutator
+                // is laid out as its `StructuralMutatorObj`, `v` is live.
+                let f: NativeHook = unsafe { std::mem::transmute::<*mut c_void, NativeHook>(p) };
+                return native_result(unsafe { f(m.as_header() as *mut c_void, v.0) }).map(Some);
             }
             Some(_) => return Err(Error::type_error(format!("{name} must be a direct hook pointer or ffi.Function"))),
         }
@@ -407,11 +423,11 @@ fn new_seq(like: &ObjectRef, items: Vec<Owned>) -> Result<Owned> {
 }
 
 /// A sequence another may hold: mutated into a copy from its first changed item on.
-fn seq_copy(m: &Mutator, o: &ObjectRef) -> Result<Out> {
+fn seq_copy(m: &impl Descend, o: &ObjectRef) -> Result<Out> {
     let mut items = seq_items(o)?;
     let mut changed = false;
     for item in items.iter_mut() {
-        if let Some(r) = mutate(m, item, false)? {
+        if let Some(r) = m.descend(item, false)? {
             (*item, changed) = (r, true);
         }
     }
@@ -446,12 +462,12 @@ fn seq_set(o: &ObjectRef, i: usize, v: Owned) -> Result<()> {
 }
 
 /// A sequence the mutation alone holds: changed items written in place.
-fn seq_in_place(m: &Mutator, o: &ObjectRef) -> Result<()> {
+fn seq_in_place(m: &impl Descend, o: &ObjectRef) -> Result<()> {
     let mut i = 0;
     while let Some(item) = seq_item(o, i)? {
         // The sequence's reference and ours: no one else holds the item.
         let sole = item.refs() == 2;
-        if let Some(r) = mutate(m, &item, sole)? {
+        if let Some(r) = m.descend(&item, sole)? {
             seq_set(o, i, r)?;
         }
         i += 1;
@@ -471,11 +487,11 @@ fn map_entries(o: &ObjectRef) -> Result<Vec<(Owned, Owned)>> {
 }
 
 /// A map another may hold: mutated into a copy (same keys, same order) when a value changes.
-fn map_copy(m: &Mutator, o: &ObjectRef) -> Result<Out> {
+fn map_copy(m: &impl Descend, o: &ObjectRef) -> Result<Out> {
     let mut entries = map_entries(o)?;
     let mut changed = false;
     for (_, value) in entries.iter_mut() {
-        if let Some(r) = mutate(m, value, false)? {
+        if let Some(r) = m.descend(value, false)? {
             (*value, changed) = (r, true);
         }
     }
@@ -497,11 +513,11 @@ fn map_value(o: &ObjectRef, i: usize) -> Result<Option<Owned>> {
 }
 
 /// A map the mutation alone holds: changed values written in place.
-fn map_in_place(m: &Mutator, o: &ObjectRef) -> Result<()> {
+fn map_in_place(m: &impl Descend, o: &ObjectRef) -> Result<()> {
     let mut i = 0;
     while let Some(value) = map_value(o, i)? {
         let sole = value.refs() == 2;
-        if let Some(r) = mutate(m, &value, sole)? {
+        if let Some(r) = m.descend(&value, sole)? {
             let old = map_cell(o, |c| {
                 let kv = c.entries().get(i).copied().ok_or_else(|| Error::index("a map entry went away"))?;
                 // SAFETY: a live entry of the locked cell; its old value moves out to us.
@@ -510,6 +526,181 @@ fn map_in_place(m: &Mutator, o: &ObjectRef) -> Result<()> {
             drop(Owned(old));
         }
         i += 1;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// tvm-ffi's dispatch table and native hooks
+
+/// tvm-ffi's `FStructuralMutateABI`: a hook (or a mutator's entry) taking the mutator and a
+/// borrowed value, returning a replacement, the `Unchanged` marker or an error, owned.
+type NativeHook = unsafe extern "C" fn(*mut c_void, TVMFFIAny) -> TVMFFIAny;
+
+/// tvm-ffi's `StructuralMutatorVTable`, which code compiled against its headers calls a
+/// mutator's descent through.
+#[repr(C)]
+struct MutatorVTable {
+    mutate: NativeHook,
+    maybe_inplace_mutate: NativeHook,
+    var_remap_get: NativeHook,
+    var_remap_set: unsafe extern "C" fn(*mut c_void, TVMFFIAny, TVMFFIAny) -> TVMFFIAny,
+}
+
+static VTABLE: MutatorVTable = MutatorVTable {
+    mutate: entry_mutate,
+    maybe_inplace_mutate: entry_maybe_inplace_mutate,
+    var_remap_get: entry_var_remap_get,
+    var_remap_set: entry_var_remap_set,
+};
+
+/// Who mutates a container's children: a mutator made here, or any mutator through its
+/// dispatch table (a hook's caller, made by this library or by code built on tvm-ffi).
+trait Descend {
+    /// The child `v` mutated (`sole`: held by its parent alone, so it may change in place).
+    fn descend(&self, v: &Owned, sole: Sole) -> Result<Out>;
+}
+
+impl Descend for Mutator {
+    fn descend(&self, v: &Owned, sole: Sole) -> Result<Out> {
+        mutate(self, v, sole)
+    }
+}
+
+/// A `StructuralMutatorObj` that called one of the hooks below.
+struct Native(*mut c_void);
+
+impl Descend for Native {
+    fn descend(&self, v: &Owned, sole: Sole) -> Result<Out> {
+        // SAFETY: a live mutator (the hook's caller), laid out as tvm-ffi's: its table first.
+        let table = unsafe { *((self.0 as *const u8).add(size_of::<ObjectHeader>()) as *const *const MutatorVTable) };
+        // SAFETY: the caller's table, alive as long as the mutator; `v` is live for the call.
+        let r = unsafe {
+            if sole {
+                ((*table).maybe_inplace_mutate)(self.0, v.0)
+            } else {
+                ((*table).mutate)(self.0, v.0)
+            }
+        };
+        Ok(native_result(r)?.filter(|r| !r.same_as(v)))
+    }
+}
+
+/// A native hook's or entry's result: `None` for `Unchanged`; an error object as an error.
+fn native_result(r: TVMFFIAny) -> Result<Out> {
+    let r = Owned(r);
+    if r.0.type_index != ti::ERROR as i32 {
+        return Ok(result_of(r.into_raw()));
+    }
+    let text = r.as_object().and_then(|o| o.downcast::<ErrorObj>()).map(|e| e.text());
+    Err(Error::raw(text.unwrap_or_else(|| "TVMError: a structural mutation hook failed".into())))
+}
+
+/// A native hook's or entry's answer: the outcome, `Unchanged`, or the error as an object (a
+/// panic included: none crosses into C++).
+fn native_answer(body: impl FnOnce() -> Result<Out>) -> TVMFFIAny {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+    let e = match outcome {
+        Ok(Ok(Some(v))) => return v.into_raw(),
+        Ok(Ok(None)) => return TVMFFIAny { type_index: UNCHANGED, zero_padding: 0, value: 0 },
+        Ok(Err(e)) => e,
+        Err(p) => Error::internal(format!("panic in a structural mutation: {}", super::error::panic_message(&*p))),
+    };
+    Owned::of(ObjPtr::new(ErrorObj::from_text(&e.to_string()))).into_raw()
+}
+
+/// The mutator made here that `m` is.
+///
+/// # Safety
+/// `m` is a live mutator made by [`new_mutator`] (this table is installed only there).
+unsafe fn ours(m: *mut c_void) -> Mutator {
+    // SAFETY: the contract above.
+    unsafe { ObjPtr::from_borrowed(m as *mut ObjectHeader) }
+}
+
+unsafe extern "C" fn entry_mutate(m: *mut c_void, v: TVMFFIAny) -> TVMFFIAny {
+    // SAFETY: called through this table, so `m` is ours; `v` is a live view.
+    native_answer(|| mutate(&unsafe { ours(m) }, &unsafe { Owned::from_view(&v) }?, false))
+}
+
+unsafe extern "C" fn entry_maybe_inplace_mutate(m: *mut c_void, v: TVMFFIAny) -> TVMFFIAny {
+    // SAFETY: as in `entry_mutate`; the caller found `v` held by its parent alone.
+    native_answer(|| mutate(&unsafe { ours(m) }, &unsafe { Owned::from_view(&v) }?, true))
+}
+
+unsafe extern "C" fn entry_var_remap_get(m: *mut c_void, var: TVMFFIAny) -> TVMFFIAny {
+    native_answer(|| {
+        // SAFETY: as in `entry_mutate`.
+        let (m, var) = unsafe { (ours(m), Owned::from_view(&var)?) };
+        let key =
+            var.as_object().ok_or_else(|| Error::type_error("Variable-remap key must be an object-backed value"))?;
+        Ok(Some(remap_get(&m, &key).unwrap_or(Owned(TVMFFIAny::NONE))))
+    })
+}
+
+unsafe extern "C" fn entry_var_remap_set(m: *mut c_void, var: TVMFFIAny, value: TVMFFIAny) -> TVMFFIAny {
+    native_answer(|| {
+        // SAFETY: as in `entry_mutate`.
+        let (m, var, value) = unsafe { (ours(m), Owned::from_view(&var)?, Owned::from_view(&value)?) };
+        let key =
+            var.as_object().ok_or_else(|| Error::type_error("Variable-remap key must be an object-backed value"))?;
+        remap_set(&m, &key, value);
+        Ok(Some(Owned(TVMFFIAny::NONE)))
+    })
+}
+
+/// `__s_mutate__` of strings, bytes and big integers: nothing inside to change.
+unsafe extern "C" fn hook_leaf(_m: *mut c_void, _v: TVMFFIAny) -> TVMFFIAny {
+    TVMFFIAny { type_index: UNCHANGED, zero_padding: 0, value: 0 }
+}
+
+/// `__s_mutate__` of arrays, lists, maps and dicts: a copy when a child changes.
+unsafe extern "C" fn hook_container(m: *mut c_void, v: TVMFFIAny) -> TVMFFIAny {
+    // SAFETY: the caller's live mutator and value.
+    native_answer(|| unsafe { container(m, &v, false) })
+}
+
+/// `__s_maybe_inplace_mutate__` of the same: changed children written in place (the caller
+/// found the container held by its parent alone).
+unsafe extern "C" fn hook_container_in_place(m: *mut c_void, v: TVMFFIAny) -> TVMFFIAny {
+    // SAFETY: as in `hook_container`.
+    native_answer(|| unsafe { container(m, &v, true) })
+}
+
+/// A container hook's body: its children descended through the caller's mutator `m`.
+///
+/// # Safety
+/// `m` is a live mutator laid out as tvm-ffi's; `v` a live view of a container.
+unsafe fn container(m: *mut c_void, v: &TVMFFIAny, in_place: bool) -> Result<Out> {
+    // SAFETY: the contract above.
+    let o = unsafe { Owned::from_view(v) }?.as_object().ok_or_else(|| Error::type_error("expected a container"))?;
+    let map = matches!(o.type_index(), ti::FFI_MAP | ti::DICT);
+    match (map, in_place) {
+        (true, false) => map_copy(&Native(m), &o),
+        (false, false) => seq_copy(&Native(m), &o),
+        (true, true) => map_in_place(&Native(m), &o).map(|_| None),
+        (false, true) => seq_in_place(&Native(m), &o).map(|_| None),
+    }
+}
+
+/// Register the built-in types' structural mutation hooks, as tvm-ffi's library does: code
+/// built on its headers mutates containers through them (falling back to copying an object's
+/// reflected fields, which containers have none of).
+pub(crate) fn install_hooks() -> Result<()> {
+    let hook = |f: NativeHook| TVMFFIAny::ptr(fti::OPAQUE_PTR, f as *const c_void);
+    let leaf = hook(hook_leaf);
+    for index in [ti::STRING, ti::BYTES, ti::BIG_INT] {
+        for name in [&b"__s_mutate__"[..], b"__s_maybe_inplace_mutate__"] {
+            // SAFETY: a plain value.
+            unsafe { super::reflection::register_attr(index, name, &leaf)? };
+        }
+    }
+    for index in [ti::FFI_ARRAY, ti::LIST, ti::FFI_MAP, ti::DICT] {
+        // SAFETY: plain values.
+        unsafe {
+            super::reflection::register_attr(index, b"__s_mutate__", &hook(hook_container))?;
+            super::reflection::register_attr(index, b"__s_maybe_inplace_mutate__", &hook(hook_container_in_place))?;
+        }
     }
     Ok(())
 }
@@ -812,6 +1003,51 @@ mod tests {
         assert_eq!(taken.refs(), 1, "the caller's reference became the call's");
         // SAFETY: as above; the slot is empty now.
         assert!(unsafe { Owned::take(&arg) }.is_err());
+    }
+
+    /// Calls `f` as code built on tvm-ffi's headers calls a hook: the mutator and a view.
+    fn call_hook(f: NativeHook, m: &Mutator, v: &Owned) -> TVMFFIAny {
+        // SAFETY: a live mutator made here and a live value.
+        unsafe { f(m.as_header() as *mut c_void, v.0) }
+    }
+
+    #[test]
+    fn container_hooks_descend_through_the_mutators_table() {
+        let m = map_ints(add_one(), false);
+        let root = ints(&[1, 2]);
+        let out = Owned(call_hook(hook_container, &m, &root));
+        assert!(!out.same_as(&root), "a copy");
+        assert_eq!((read(&root), read(&out)), (vec![1, 2], vec![2, 3]));
+        let same = Owned(call_hook(hook_container, &map_ints(PackedFunc::from_typed(|a| a.to_value(0)), false), &root));
+        assert_eq!(same.0.type_index, UNCHANGED, "no child changed");
+        assert_eq!(call_hook(hook_leaf, &m, &Owned(Value::Str("text".into()).into_any())).type_index, UNCHANGED);
+
+        let only = ints(&[5]);
+        let r = call_hook(hook_container_in_place, &m, &only);
+        assert_eq!((r.type_index, read(&only)), (UNCHANGED, vec![6]), "changed in place");
+
+        let fail = PackedFunc::from_typed(|_| Err(Error::value("no ints here")));
+        let e = Owned(call_hook(hook_container, &map_ints(fail, false), &root));
+        assert_eq!(e.0.type_index, ti::ERROR as i32);
+        let text = e.as_object().unwrap().downcast::<ErrorObj>().unwrap().text();
+        assert_eq!(text, "ValueError: no ints here");
+    }
+
+    /// A hook as C++ code registers one: it descends into the int 1 through the mutator's table.
+    unsafe extern "C" fn descend_one(m: *mut c_void, _v: TVMFFIAny) -> TVMFFIAny {
+        native_answer(|| Native(m).descend(&Owned(Owned::int(1)), false))
+    }
+
+    #[test]
+    fn a_native_hook_is_called_with_a_mutator_made_here() {
+        let hook = TVMFFIAny::ptr(fti::OPAQUE_PTR, descend_one as NativeHook as *const c_void);
+        // SAFETY: a plain value. (Shapes have no hook otherwise; no other test mutates one.)
+        unsafe { super::super::reflection::register_attr(ti::SHAPE_TUPLE, b"__s_mutate__", &hook) }.unwrap();
+        let shape = Owned::object(super::super::container::shape_object(&[3]));
+        // Pre-order, so the callback does not map the hook's result again.
+        let out = run(&map_ints(add_one(), true), array(vec![shape])).unwrap();
+        let items = seq_items(&out.as_object().unwrap()).unwrap();
+        assert_eq!(items[0].0.as_i64(), 2, "the hook's result: 1 mapped by the mutator");
     }
 
     #[test]

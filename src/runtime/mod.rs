@@ -35,6 +35,7 @@ pub mod ffi_serialization;
 pub mod ffi_structural;
 pub mod ffi_structural_map;
 pub mod ffi_structural_visit;
+pub mod ffi_visit_error;
 pub mod handles;
 pub mod library;
 pub mod live;

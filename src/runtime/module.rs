@@ -111,6 +111,30 @@ mod tests {
         assert!(a.get_func_from_env("nothing.here").unwrap_err().message().contains("nothing.here"));
     }
 
+    /// The modules C++'s `imports_` (tvm-ffi's reflected field) lists for `m`.
+    fn reflected_imports(m: &Module) -> Vec<usize> {
+        let fields = super::super::ffi_fields::named_field_values(&m.to_object_ref()).unwrap();
+        let [(name, _, Value::Object(array))] = &fields[..] else { panic!("one field: {fields:?}") };
+        assert_eq!(name, "imports_");
+        let items = super::super::ffi_containers::sequence_items(array).unwrap().unwrap();
+        items.iter().map(|v| v.clone().into_module().unwrap().as_header() as usize).collect()
+    }
+
+    #[test]
+    fn the_reflected_imports_follow_the_import_list() {
+        let a = Module::from_node(Named("a".into(), &[]));
+        let b = Module::from_node(Named("b".into(), &[]));
+        let c = Module::from_node(Named("c".into(), &[]));
+        assert!(reflected_imports(&a).is_empty());
+        a.import(&b).unwrap();
+        let before = reflected_imports(&a);
+        a.import(&c).unwrap();
+        let header = |m: &Module| m.as_header() as usize;
+        assert_eq!((before, reflected_imports(&a)), (vec![header(&b)], vec![header(&b), header(&c)]));
+        a.clear_imports();
+        assert!(reflected_imports(&a).is_empty());
+    }
+
     #[test]
     fn load_from_file_dispatch() {
         let err = Module::load_from_file("model.weird", "").unwrap_err();

@@ -21,6 +21,7 @@ use parking_lot::{Mutex, RwLock};
 use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr, CString};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// Borrowed arguments of one call.
 #[derive(Clone, Copy)]
@@ -1134,15 +1135,21 @@ pub mod module_property {
     pub const COMPILATION_EXPORTABLE: i64 = 0b100;
 }
 
-/// Payload of a module object. It starts as a C++ `ModuleObj`'s data does (an `imports_` array,
-/// always empty here, and an unused lookup cache), since C++ code sees this object as one (see
-/// [`Module::from_node`]); the runtime keeps its imports in `imports`.
+/// Payload of a module object. It starts as a C++ `ModuleObj`'s data does (its `imports_` array,
+/// which C++ code and tvm-ffi's reflected field read, and an unused lookup cache), since C++
+/// code sees this object as one (see [`Module::from_node`]); the runtime keeps its imports in
+/// `imports`.
 #[repr(C)]
 pub struct ModuleObj {
-    cxx_imports: ObjectRef,
+    /// The imports as C++'s `imports_` array: an array of `import_arrays`, replaced whole on
+    /// each change (under [`IMPORT_LOCK`]).
+    cxx_imports: AtomicPtr<ObjectHeader>,
     cxx_lookup_cache: usize,
     node: Box<dyn ModuleNode>,
     imports: RwLock<Vec<Module>>,
+    /// Every array `cxx_imports` has pointed to, kept until the module dies, so a reader that
+    /// loaded one never sees it freed (imports change rarely: a few small arrays).
+    import_arrays: Mutex<Vec<ObjectRef>>,
     /// Functions handed to compiled code by `TVMBackendGetFuncFromEnv` (borrowed by it).
     pub(super) env_cache: Mutex<HashMap<String, PackedFunc>>,
 }
@@ -1177,10 +1184,11 @@ impl Module {
             empty.to_object_ref()
         });
         let m = Module::new(ModuleObj {
-            cxx_imports: EMPTY.clone(),
+            cxx_imports: AtomicPtr::new(EMPTY.as_header()),
             cxx_lookup_cache: 0,
             node: Box::new(node),
             imports: RwLock::new(Vec::new()),
+            import_arrays: Mutex::new(Vec::new()),
             env_cache: Mutex::new(HashMap::new()),
         });
         extern "C" {
@@ -1221,6 +1229,7 @@ impl Module {
             )));
         }
         self.imports.write().push(dep.clone());
+        self.publish_imports();
         Ok(())
     }
 
@@ -1229,6 +1238,16 @@ impl Module {
         let _guard = IMPORT_LOCK.lock();
         self.imports.write().clear();
         self.env_cache.lock().clear();
+        self.publish_imports();
+    }
+
+    /// Point `cxx_imports` at a new array of the current imports (the caller holds
+    /// [`IMPORT_LOCK`]).
+    fn publish_imports(&self) {
+        let items = self.imports().into_iter().map(|m| m.into_any()).collect();
+        let array = FfiArrayObj::new(items).to_object_ref();
+        self.cxx_imports.store(array.as_header(), Ordering::Release);
+        self.import_arrays.lock().push(array);
     }
 
     /// Look up `name` in this module, then (if asked) depth-first through its imports.

@@ -310,6 +310,13 @@ impl Reflection {
     /// The fields, methods and metadata of tvm-ffi's own reflected types (`ffi_records`).
     fn add_core_records(&mut self) -> Result<()> {
         use super::ffi_records::{creator_for, field_info, field_metadata, SPECS};
+        // `ffi.Module`'s one reflected field: its imports, read only (C++'s `imports_`).
+        let imports = super::ffi_records::module_imports_field();
+        let metadata = field_metadata(&imports);
+        let mut info = field_info(&imports, &metadata);
+        (info.flags, info.setter) = (info.flags & !1, std::ptr::null_mut());
+        // SAFETY: the info's texts are static strings and `metadata`, alive for the call.
+        unsafe { self.add_field(object::type_key_to_index("ffi.Module")?, &info)? };
         for (key, size) in [("ffi.Object", 24), ("ffi.Module", 48), ("ffi.BigInt", 32)] {
             let m = TVMFFITypeMetadata {
                 doc: TVMFFIByteArray { data: std::ptr::null(), size: 0 },
