@@ -683,9 +683,43 @@ unsafe fn container(m: *mut c_void, v: &TVMFFIAny, in_place: bool) -> Result<Out
     }
 }
 
-/// Register the built-in types' structural mutation hooks, as tvm-ffi's library does: code
-/// built on its headers mutates containers through them (falling back to copying an object's
-/// reflected fields, which containers have none of).
+/// `__s_visit__` of arrays, lists, maps and dicts (tvm-ffi's `FStructuralVisitABI`): each item
+/// (a map's values: keys are anchors) visited through the caller's visitor, whose table's one
+/// entry comes first after the header; its first error or interrupt ends the visit and is the
+/// result, else None. The children are taken out first, so a visit may touch the container.
+unsafe extern "C" fn hook_visit_container(visitor: *mut c_void, v: TVMFFIAny) -> TVMFFIAny {
+    let body = || -> Result<TVMFFIAny> {
+        // SAFETY: the caller's live value.
+        let o =
+            unsafe { Owned::from_view(&v) }?.as_object().ok_or_else(|| Error::type_error("expected a container"))?;
+        let children = match o.type_index() {
+            ti::FFI_MAP | ti::DICT => map_entries(&o)?.into_iter().map(|(_, value)| value).collect(),
+            _ => seq_items(&o)?,
+        };
+        // SAFETY: a live visitor laid out as tvm-ffi's: its table first after the header.
+        let table = unsafe { *((visitor as *const u8).add(size_of::<ObjectHeader>()) as *const *const NativeHook) };
+        for child in &children {
+            // SAFETY: the visitor's own entry, called with a live child.
+            let r = unsafe { (*table)(visitor, child.0) };
+            if r.type_index != fti::NONE {
+                return Ok(r);
+            }
+        }
+        Ok(TVMFFIAny::NONE)
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => Owned::of(ObjPtr::new(ErrorObj::from_text(&e.to_string()))).into_raw(),
+        Err(p) => {
+            let text = format!("InternalError: panic in a structural visit: {}", super::error::panic_message(&*p));
+            Owned::of(ObjPtr::new(ErrorObj::from_text(&text))).into_raw()
+        }
+    }
+}
+
+/// Register the built-in types' structural mutation and visit hooks, as tvm-ffi's library
+/// does: code built on its headers mutates and walks containers through them (falling back to
+/// an object's reflected fields, which containers have none of).
 pub(crate) fn install_hooks() -> Result<()> {
     let hook = |f: NativeHook| TVMFFIAny::ptr(fti::OPAQUE_PTR, f as *const c_void);
     let leaf = hook(hook_leaf);
@@ -700,6 +734,7 @@ pub(crate) fn install_hooks() -> Result<()> {
         unsafe {
             super::reflection::register_attr(index, b"__s_mutate__", &hook(hook_container))?;
             super::reflection::register_attr(index, b"__s_maybe_inplace_mutate__", &hook(hook_container_in_place))?;
+            super::reflection::register_attr(index, b"__s_visit__", &hook(hook_visit_container))?;
         }
     }
     Ok(())
@@ -1048,6 +1083,46 @@ mod tests {
         let out = run(&map_ints(add_one(), true), array(vec![shape])).unwrap();
         let items = seq_items(&out.as_object().unwrap()).unwrap();
         assert_eq!(items[0].0.as_i64(), 2, "the hook's result: 1 mapped by the mutator");
+    }
+
+    thread_local! {
+        static VISITED: std::cell::RefCell<Vec<i64>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    /// A visitor's entry as C++ code's: records ints, and stops at 3 (its result ends the visit).
+    unsafe extern "C" fn record_until_three(_visitor: *mut c_void, v: TVMFFIAny) -> TVMFFIAny {
+        VISITED.with(|s| s.borrow_mut().push(v.as_i64()));
+        if v.as_i64() == 3 {
+            v
+        } else {
+            TVMFFIAny::NONE
+        }
+    }
+
+    #[test]
+    fn the_visit_hook_walks_items_and_map_values_until_stopped() {
+        /// A visitor laid out as tvm-ffi's: a header, then its table (one entry).
+        #[repr(C)]
+        struct Visitor {
+            header: [u8; 24],
+            table: *const NativeHook,
+        }
+        static TABLE: NativeHook = record_until_three;
+        let mut visitor = Visitor { header: [0; 24], table: &TABLE };
+        let me = &mut visitor as *mut Visitor as *mut c_void;
+        // SAFETY: a visitor of tvm-ffi's layout and a live array.
+        let r = unsafe { hook_visit_container(me, ints(&[1, 2, 3, 4]).0) };
+        assert_eq!((r.type_index, r.as_i64()), (fti::INT, 3), "the stopping result");
+        assert_eq!(VISITED.with(|s| s.take()), vec![1, 2, 3]);
+
+        let pairs = vec![(Owned::int(10), Owned::int(1)), (Owned::int(20), Owned::int(2))];
+        let map = Owned::object(new_map::<{ ti::FFI_MAP }>(pairs).unwrap());
+        // SAFETY: as above.
+        let r = unsafe { hook_visit_container(me, map.0) };
+        assert_eq!(r.type_index, fti::NONE, "visited to the end");
+        let mut seen = VISITED.with(|s| s.take());
+        seen.sort();
+        assert_eq!(seen, vec![1, 2], "values only: keys are anchors");
     }
 
     #[test]

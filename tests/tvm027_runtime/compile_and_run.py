@@ -4,8 +4,9 @@ objects, containers, reflection and structural mutation, then the result run by 
 
     python compile_and_run.py ours|real
 
-Each case is built with `tvm.compile` from Relax or from a tensor expression
-(`te.create_prim_func`), run on the CPU, and compared with numpy; the compiled module's import
+Each case is built with `tvm.compile` from Relax (a matmul, a tuple, a convolution with
+pooling, a dynamic shape) or from a tensor expression (`te.create_prim_func`), run on the CPU,
+and compared with numpy; the compiled module's import
 tree (`Module.imports`, the reflected `imports_` field) is walked as `relax.VirtualMachine`
 does. Prints a line per case; exits non-zero on any failure.
 """
@@ -42,6 +43,27 @@ class AddTuple:
         return (s, m)
 
 
+@I.ir_module
+class ConvPool:
+    @R.function
+    def main(x: R.Tensor((1, 3, 8, 8), "float32"), w: R.Tensor((4, 3, 3, 3), "float32")):
+        with R.dataflow():
+            y = R.nn.relu(R.nn.conv2d(x, w, padding=1))
+            p = R.nn.max_pool2d(y, pool_size=[2, 2], strides=[2, 2])
+            R.output(p)
+        return p
+
+
+@I.ir_module
+class DynamicRows:
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32")):
+        with R.dataflow():
+            s = R.sum(R.exp(x), axis=1)
+            R.output(s)
+        return s
+
+
 def run_relax(mod, inputs):
     ex = tvm.compile(mod, target="llvm")
     vm = relax.VirtualMachine(ex, tvm.cpu())
@@ -63,6 +85,26 @@ def case_tuple_output(rng):
     return [x + y, (x + y) * x], outs, kinds == ["llvm"]
 
 
+def case_conv_pool(rng):
+    x, w = rng.standard_normal((1, 3, 8, 8), "float32"), rng.standard_normal((4, 3, 3, 3), "float32")
+    outs, kinds = run_relax(ConvPool, [x, w])
+    padded = np.pad(x[0], ((0, 0), (1, 1), (1, 1)))
+    conv = np.zeros((4, 8, 8), "float32")
+    for i in range(8):
+        for j in range(8):
+            conv[:, i, j] = np.tensordot(w, padded[:, i : i + 3, j : j + 3], axes=([1, 2, 3], [0, 1, 2]))
+    pooled = np.maximum(conv, 0).reshape(4, 4, 2, 4, 2).max(axis=(2, 4))
+    return [pooled[None]], outs, kinds == ["llvm"]
+
+
+def case_dynamic_shape(rng):
+    ex = tvm.compile(DynamicRows, target="llvm")
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    xs = [rng.standard_normal((n, 4), "float32") for n in (1, 5)]
+    outs = [vm["main"](tvm.runtime.tensor(x)).numpy() for x in xs]
+    return [np.exp(x).sum(axis=1) for x in xs], outs, True
+
+
 def case_tensor_expression(rng):
     a = te.placeholder((6, 4), "float32", name="a")
     b = topi.nn.relu(topi.add(a, te.const(1.0, "float32")))
@@ -82,17 +124,21 @@ def main():
         return 1
     rng = np.random.default_rng(7)
     failed = 0
-    for name, case in [
+    cases = [
         ("matmul_relu", case_matmul_relu),
         ("tuple_output", case_tuple_output),
+        ("conv_pool", case_conv_pool),
+        ("dynamic_shape", case_dynamic_shape),
         ("tensor_expression", case_tensor_expression),
-    ]:
+    ]
+    total = len(cases)
+    for name, case in cases:
         wants, outs, imports_ok = case(rng)
         ok = imports_ok and len(wants) == len(outs)
         ok = ok and all(np.allclose(o, w, rtol=1e-5, atol=1e-5) for o, w in zip(outs, wants))
         print(f"{name}: {'ok' if ok else 'MISMATCH'}")
         failed += not ok
-    print(f"{3 - failed} of 3 compiled cases match")
+    print(f"{total - failed} of {total} compiled cases match")
     return 1 if failed else 0
 
 
