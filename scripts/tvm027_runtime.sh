@@ -15,15 +15,17 @@ source scripts/lib.sh
 venv=target/tvm027-venv
 tvm027_venv "$venv" 0.1.15.post2
 [ -f target/release/libtvm_ffi.so ] && [ -x target/release/tvm-rt ] || cargo build --release
+# The real library's structural walks and mutations of TVM's IR, which ours must repeat.
+trace=target/tvm027-structure-trace.json
 swap() { target/release/tvm-rt ffi-swap --python "$venv/bin/python" "$@" >/dev/null; }
 trap 'swap --restore 2>/dev/null || true' EXIT
 echo "-- on the wheel's libtvm_ffi.so"
 "$venv/bin/python" tests/tvm027_runtime/run_relax_cases.py tests/data/relax-0.27 real
-"$venv/bin/python" tests/tvm027_runtime/compile_and_run.py real
+"$venv/bin/python" tests/tvm027_runtime/compile_and_run.py real "$trace"
 echo "-- on this library's libtvm_ffi.so (tvm-rt ffi-swap)"
 swap
 "$venv/bin/python" tests/tvm027_runtime/run_relax_cases.py tests/data/relax-0.27 ours
-"$venv/bin/python" tests/tvm027_runtime/compile_and_run.py ours
+"$venv/bin/python" tests/tvm027_runtime/compile_and_run.py ours "$trace"
 echo "-- the same, handles checked"
 TVM_RUNTIME_CHECK_HANDLES=1 "$venv/bin/python" tests/tvm027_runtime/run_relax_cases.py tests/data/relax-0.27 ours
-TVM_RUNTIME_CHECK_HANDLES=1 "$venv/bin/python" tests/tvm027_runtime/compile_and_run.py ours
+TVM_RUNTIME_CHECK_HANDLES=1 "$venv/bin/python" tests/tvm027_runtime/compile_and_run.py ours "$trace"

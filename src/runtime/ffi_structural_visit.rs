@@ -11,8 +11,9 @@ use super::error::{Error, Result};
 use super::ffi_containers::{map_items, sequence_items};
 use super::object::{self, type_index as ti, ObjPtr, ObjectRef, ObjectType};
 use super::packed::{PackedFunc, Value};
-use crate::abi::ffi_type_index as fti;
-use parking_lot::Mutex;
+use crate::abi::{ffi_type_index as fti, TVMFFIAny};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use super::ffi_fields::{DEF_PATTERN, DEF_SIMPLE, SEQ_HASH_IGNORE};
 /// `TVMFFIDefRegionKind`: none, pattern, simple.
@@ -142,32 +143,57 @@ impl Walk {
         Ok(Step::Go)
     }
 
-    fn walk(&self, v: &Value, region: i64) -> Result<Option<Value>> {
+    /// The walk's step at `value`: its callback before or after the default descent.
+    fn visit(&self, v: &Visitor, value: &Value) -> Result<Value> {
         if self.pre_order {
-            match self.dispatch(v, region)? {
-                Step::Stop(i) => return Ok(Some(i)),
-                Step::Skip => return Ok(None),
+            match self.dispatch(value, region(v))? {
+                Step::Stop(i) => return Ok(i),
+                Step::Skip => return Ok(Value::Null),
                 Step::Go => {}
             }
         }
-        for (c, r) in children(v, region)? {
-            if let Some(i) = self.walk(&c, r)? {
-                return Ok(Some(i));
-            }
+        let inner = default_visit(v, value)?;
+        if !matches!(inner, Value::Null) {
+            return Ok(inner);
         }
         if !self.pre_order {
-            if let Step::Stop(i) = self.dispatch(v, region)? {
-                return Ok(Some(i));
+            if let Step::Stop(i) = self.dispatch(value, region(v))? {
+                return Ok(i);
             }
         }
-        Ok(None)
+        Ok(Value::Null)
     }
 }
 
-/// Payload of an `ffi.StructuralVisitor` made by a visit: its callbacks and current region.
+/// How a visitor treats the values it meets.
+enum Policy {
+    /// `ffi.StructuralWalk`: callbacks before or after each value's descent.
+    Walk(Walk),
+    /// `ffi.StructuralVisit`: a matched callback owns the value's visit (with the visitor).
+    Visit(Entries),
+}
+
+/// tvm-ffi's `FStructuralVisitABI`: a hook (or a visitor's entry) taking the visitor and a
+/// borrowed value, returning None to go on, a `VisitInterrupt` to stop, or an error, owned.
+type NativeVisit = unsafe extern "C" fn(*mut c_void, TVMFFIAny) -> TVMFFIAny;
+
+/// tvm-ffi's `StructuralVisitorVTable`, which a hook compiled against its headers descends
+/// through.
+#[repr(C)]
+struct VisitVTable {
+    visit: NativeVisit,
+}
+
+static VTABLE: VisitVTable = VisitVTable { visit: entry_visit };
+
+/// Payload of an `ffi.StructuralVisitor` made by a walk or a visit here. It starts as tvm-ffi's
+/// `StructuralVisitorObj` does (a hook compiled against tvm-ffi's headers reads it): the
+/// dispatch table, and the current definition region, which hooks read and set in place.
+#[repr(C)]
 pub struct VisitorObj {
-    entries: Entries,
-    region: Mutex<i64>,
+    vtable: &'static VisitVTable,
+    region: AtomicI32,
+    policy: Policy,
 }
 
 impl ObjectType for VisitorObj {
@@ -175,40 +201,138 @@ impl ObjectType for VisitorObj {
     const TYPE_INDEX: u32 = ti::ROOT;
 }
 
+type Visitor = ObjPtr<VisitorObj>;
+
 fn visitor_index() -> Result<u32> {
     object::type_key_to_index("ffi.StructuralVisitor")
 }
 
+fn new_visitor(policy: Policy) -> Result<Visitor> {
+    let obj = VisitorObj { vtable: &VTABLE, region: AtomicI32::new(REGION_NONE as i32), policy };
+    Ok(ObjPtr::new_as(obj, visitor_index()?))
+}
+
 /// The visitor in argument `i` (one made by a visit here).
-fn visitor_arg(args: &super::packed::Args<'_>, i: usize) -> Result<ObjPtr<VisitorObj>> {
+fn visitor_arg(args: &super::packed::Args<'_>, i: usize) -> Result<Visitor> {
     let o = args.object(i)?;
     if o.type_index() != visitor_index()? || !o.made_here() {
         return Err(Error::type_error(format!("argument {i}: expected a StructuralVisitor of an active visit")));
     }
-    // SAFETY: objects of this index made here are made by `visit` below, with this payload.
+    // SAFETY: objects of this index made here are made by `new_visitor`, with this payload.
     Ok(unsafe { ObjPtr::from_borrowed(o.as_header()) })
 }
 
-fn visit(v: &ObjPtr<VisitorObj>, value: &Value) -> Result<Value> {
-    let t = index_of(value);
-    match v.entries.iter().find(|(k, _)| matches(t, *k)) {
-        Some((_, f)) => f.call(&[value.clone(), Value::Object(v.to_object_ref())]),
-        None => default_visit(v, value),
+fn region(v: &Visitor) -> i64 {
+    v.region.load(Ordering::Relaxed) as i64
+}
+
+/// Runs `f` in definition region `kind`, restoring the region after (a visit runs on one
+/// thread; the region is atomic because hooks share the object). A pattern region stays one,
+/// as tvm-ffi's `WithDefRegionKind` keeps it.
+fn in_region<R>(v: &Visitor, kind: i64, f: impl FnOnce() -> R) -> R {
+    if region(v) == REGION_PATTERN {
+        return f();
+    }
+    let saved = v.region.swap(kind as i32, Ordering::Relaxed);
+    let out = f();
+    v.region.store(saved, Ordering::Relaxed);
+    out
+}
+
+/// Visits `value` as the visitor's policy says: None to go on, anything else stops. None
+/// itself is passed over, callbacks not called, as tvm-ffi's engines do.
+fn visit(v: &Visitor, value: &Value) -> Result<Value> {
+    if matches!(value, Value::Null) {
+        return Ok(Value::Null);
+    }
+    match &v.policy {
+        Policy::Walk(w) => w.visit(v, value),
+        Policy::Visit(entries) => {
+            let t = index_of(value);
+            match entries.iter().find(|(k, _)| matches(t, *k)) {
+                Some((_, f)) => f.call(&[value.clone(), Value::Object(v.to_object_ref())]),
+                None => default_visit(v, value),
+            }
+        }
     }
 }
 
-fn default_visit(v: &ObjPtr<VisitorObj>, value: &Value) -> Result<Value> {
-    let region = *v.region.lock();
-    for (c, r) in children(value, region)? {
-        let saved = std::mem::replace(&mut *v.region.lock(), r);
-        let out = visit(v, &c);
-        *v.region.lock() = saved;
-        match out? {
-            Value::Null => {}
-            stop => return Ok(stop),
+/// Default descent: an object's type's `__s_visit__` hook when it registered one (other than
+/// the containers', whose children are taken directly), else its structural children.
+fn default_visit(v: &Visitor, value: &Value) -> Result<Value> {
+    if let Value::Object(o) = value {
+        if let Some(out) = hook(v, value, o)? {
+            return Ok(out);
+        }
+    }
+    for (c, r) in children(value, region(v))? {
+        let out = in_region(v, r, || visit(v, &c))?;
+        if !matches!(out, Value::Null) {
+            return Ok(out);
         }
     }
     Ok(Value::Null)
+}
+
+/// The outcome of `o`'s `__s_visit__` hook, called with this visitor; `None` without one.
+fn hook(v: &Visitor, value: &Value, o: &ObjectRef) -> Result<Option<Value>> {
+    if matches!(o.type_index(), ti::FFI_ARRAY | ti::LIST | ti::FFI_MAP | ti::DICT) {
+        return Ok(None);
+    }
+    let me = v.as_header() as *mut c_void;
+    let arg = value.clone().into_any();
+    let r = match super::reflection::attr(b"__s_visit__", o.type_index()) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Handle(p)) if !p.is_null() => {
+            // SAFETY: an opaque pointer in the `__s_visit__` column is a hook of tvm-ffi's
+            // `FStructuralVisitABI` (its registrar's word, as tvm-ffi takes it); the visitor is
+            // laid out as its `StructuralVisitorObj`; `arg` is live.
+            let f = unsafe { std::mem::transmute::<*mut c_void, NativeVisit>(p) };
+            // SAFETY: as above.
+            outcome(unsafe { f(me, arg) }).map(Some)
+        }
+        Some(Value::Func(f)) => {
+            let view = TVMFFIAny::ptr(visitor_index()? as i32, me as *const c_void);
+            f.call_any(&[view, arg]).and_then(outcome).map(Some)
+        }
+        Some(_) => Err(Error::type_error("__s_visit__ must be an opaque function pointer or ffi.Function")),
+    };
+    // SAFETY: owned above, released once.
+    unsafe { object::release_any(&arg) };
+    r
+}
+
+/// A hook's or entry's owned result: None, an interrupt, or an error object (as an error).
+fn outcome(r: TVMFFIAny) -> Result<Value> {
+    // SAFETY: an owned value, taken over.
+    let v = unsafe { Value::from_any_view(&r) };
+    // SAFETY: owned by the caller and converted above (the value holds its own reference).
+    unsafe { object::release_any(&r) };
+    match v? {
+        Value::Object(o) if o.type_index() == ti::ERROR => {
+            let text = o.downcast::<super::ffi_error::ErrorObj>().map(|e| e.text());
+            Err(Error::raw(text.unwrap_or_else(|| "TVMError: a structural visit hook failed".into())))
+        }
+        other => Ok(other),
+    }
+}
+
+/// The visitor's entry in its table: a hook descending into `value` through it.
+unsafe extern "C" fn entry_visit(visitor: *mut c_void, value: TVMFFIAny) -> TVMFFIAny {
+    let body = || -> Result<TVMFFIAny> {
+        // SAFETY: called through this table, so `visitor` is a live visitor made here; `value`
+        // is a live view.
+        let (v, value) =
+            unsafe { (ObjPtr::<VisitorObj>::from_borrowed(visitor as *mut _), Value::from_any_view(&value)?) };
+        Ok(visit(&v, &value)?.into_any())
+    };
+    let e = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(Ok(r)) => return r,
+        Ok(Err(e)) => e,
+        Err(p) => Error::internal(format!("panic in a structural visit: {}", super::error::panic_message(&*p))),
+    };
+    let err = ObjPtr::new(super::ffi_error::ErrorObj::from_text(&e.to_string()));
+    TVMFFIAny::ptr(ti::ERROR as i32, err.into_raw() as *const c_void)
 }
 
 /// Whether a walk order argument (`WalkOrder`) asks for pre-order.
@@ -230,17 +354,13 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
                     with_region: entries(&args.to_value(2)?)?,
                     pre_order: order_arg(args.to_value(3)?)?,
                 };
-                Ok(walk.walk(&args.to_value(0)?, REGION_NONE)?.unwrap_or(Value::Null))
+                visit(&new_visitor(Policy::Walk(walk))?, &args.to_value(0)?)
             }),
         ),
         (
             "ffi.StructuralVisit",
             PackedFunc::from_typed(|args| {
-                let v = ObjPtr::new_as(
-                    VisitorObj { entries: entries(&args.to_value(1)?)?, region: Mutex::new(REGION_NONE) },
-                    visitor_index()?,
-                );
-                visit(&v, &args.to_value(0)?)
+                visit(&new_visitor(Policy::Visit(entries(&args.to_value(1)?)?))?, &args.to_value(0)?)
             }),
         ),
         (
@@ -253,7 +373,7 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
         ),
         (
             "ffi.StructuralVisitorDefRegionKind",
-            PackedFunc::from_typed(|args| Ok(Value::Int(*visitor_arg(&args, 0)?.region.lock()))),
+            PackedFunc::from_typed(|args| Ok(Value::Int(region(&visitor_arg(&args, 0)?)))),
         ),
         (
             "ffi.StructuralVisitorWithDefRegionKind",
@@ -261,10 +381,7 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
                 let v = visitor_arg(&args, 0)?;
                 let (kind, f) = (args.int(1)?, args.to_value(2)?);
                 let Value::Func(f) = f else { return Err(Error::type_error("argument 2: expected a function")) };
-                let saved = std::mem::replace(&mut *v.region.lock(), kind);
-                let out = f.call(&[]);
-                *v.region.lock() = saved;
-                out
+                in_region(&v, kind, || f.call(&[]))
             }),
         ),
     ]
@@ -273,7 +390,12 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parking_lot::Mutex;
     use std::sync::Arc;
+
+    fn run(walk: Walk, root: &Value) -> Value {
+        visit(&new_visitor(Policy::Walk(walk)).unwrap(), root).unwrap()
+    }
 
     fn list(items: Vec<Value>) -> Value {
         let items = items.into_iter().map(Value::into_any).collect();
@@ -295,7 +417,7 @@ mod tests {
         for (pre, want) in [(true, vec![-1, 1, -1, 2, 3]), (false, vec![1, 2, -1, 3, -1])] {
             seen.lock().clear();
             let walk = Walk { plain: vec![(-1, record.clone())], with_region: Vec::new(), pre_order: pre };
-            assert!(walk.walk(&root, REGION_NONE).unwrap().is_none());
+            assert!(matches!(run(walk, &root), Value::Null));
             assert_eq!(*seen.lock(), want, "pre-order {pre}");
         }
         let stop = PackedFunc::from_typed(|a| match a.to_value(0)? {
@@ -307,6 +429,35 @@ mod tests {
             _ => Ok(Value::Null),
         });
         let walk = Walk { plain: vec![(fti::INT, stop)], with_region: Vec::new(), pre_order: true };
-        assert!(walk.walk(&root, REGION_NONE).unwrap().is_some(), "the interrupt ends the walk");
+        assert!(!matches!(run(walk, &root), Value::Null), "the interrupt ends the walk");
+    }
+
+    /// A `__s_visit__` hook as C++ code registers one: it visits the int 5 through the
+    /// visitor's table (what a hook does for a child it chooses).
+    unsafe extern "C" fn visit_five(visitor: *mut c_void, _v: TVMFFIAny) -> TVMFFIAny {
+        // SAFETY: a visitor laid out as tvm-ffi's: its table first after the header.
+        unsafe {
+            let table = *((visitor as *const u8).add(24) as *const *const VisitVTable);
+            ((*table).visit)(visitor, TVMFFIAny::int(fti::INT, 5))
+        }
+    }
+
+    #[test]
+    fn a_types_native_hook_descends_under_a_walk_made_here() {
+        let hook = TVMFFIAny::ptr(fti::OPAQUE_PTR, visit_five as NativeVisit as *const c_void);
+        // SAFETY: a plain value. (Shapes have no visit hook otherwise; no other test visits one.)
+        unsafe { super::super::reflection::register_attr(ti::SHAPE_TUPLE, b"__s_visit__", &hook) }.unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = {
+            let seen = seen.clone();
+            PackedFunc::from_typed(move |a| {
+                seen.lock().push(a.int(0)?);
+                Ok(Value::Null)
+            })
+        };
+        let root = list(vec![Value::Int(1), Value::Object(super::super::container::shape_object(&[7]))]);
+        let walk = Walk { plain: vec![(fti::INT, record)], with_region: Vec::new(), pre_order: true };
+        assert!(matches!(run(walk, &root), Value::Null));
+        assert_eq!(*seen.lock(), vec![1, 5], "the shape's hook chose what to visit");
     }
 }

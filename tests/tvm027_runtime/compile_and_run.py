@@ -2,19 +2,23 @@
 C++ (its passes, tensor expressions, LLVM code generation, the VM's linker) over that library's
 objects, containers, reflection and structural mutation, then the result run by 0.27's VM.
 
-    python compile_and_run.py ours|real
+    python compile_and_run.py ours|real [TRACE_FILE]
 
 Each case is built with `tvm.compile` from Relax (a matmul, a tuple, a convolution with
 pooling, a dynamic shape) or from a tensor expression (`te.create_prim_func`), run on the CPU,
 and compared with numpy; the compiled module's import
 tree (`Module.imports`, the reflected `imports_` field) is walked as `relax.VirtualMachine`
-does. Prints a line per case; exits non-zero on any failure.
+does. With TRACE_FILE, tvm-ffi's structural walks and mutations over TVM's IR are traced too:
+the real library's trace is written there and ours must equal it. Prints a line per case; exits
+non-zero on any failure.
 """
 
+import json
 import sys
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import relax, te, topi
 from tvm.script import ir as I
 from tvm.script import relax as R
@@ -116,6 +120,41 @@ def case_tensor_expression(rng):
     return [np.maximum(x + 1, 0)], [out.numpy()], True
 
 
+def structure_trace():
+    """What tvm-ffi's structural walks and mutations do over TVM's IR: the kinds of node a walk
+    meets, in order, both ways, and the integers of a module whose int64 8s a mutation turned
+    into 9s (through TVM's own types' native hooks as well as the containers')."""
+    legalized = relax.transform.LegalizeOps()(ConvPool)
+    trace = {}
+    for order in ("pre", "post"):
+        seen = []
+        tvm_ffi.structural_walk(legalized, lambda v: seen.append(type(v).__name__), order=order)
+        trace[f"walk_{order}"] = seen
+
+    def nine(v, _mutator):
+        if v.value == 8 and str(v.ty) == str(tvm.tirx.IntImm("int64", 8).ty):
+            return tvm.tirx.IntImm("int64", 9)
+        return v
+
+    trace["unchanged_is_same"] = tvm_ffi.structural_mutate(legalized, []).same_as(legalized)
+    mutated = tvm_ffi.structural_mutate(legalized, [(tvm.tirx.IntImm, nine)])
+    ints = []
+    tvm_ffi.structural_walk(mutated, [(tvm.tirx.IntImm, lambda v: ints.append(v.value))], order="pre")
+    trace["mutated_ints"] = ints
+    return trace
+
+
+def compare_structure(want, trace_file):
+    """Writes the trace (real library) or compares with the one written (ours)."""
+    trace = structure_trace()
+    if want == "real":
+        with open(trace_file, "w") as f:
+            json.dump(trace, f)
+        return True
+    with open(trace_file) as f:
+        return json.load(f) == trace
+
+
 def main():
     want = sys.argv[1]
     have = library_in_use()
@@ -137,6 +176,11 @@ def main():
         ok = imports_ok and len(wants) == len(outs)
         ok = ok and all(np.allclose(o, w, rtol=1e-5, atol=1e-5) for o, w in zip(outs, wants))
         print(f"{name}: {'ok' if ok else 'MISMATCH'}")
+        failed += not ok
+    if len(sys.argv) > 2:
+        total += 1
+        ok = compare_structure(want, sys.argv[2])
+        print(f"structural walks and mutations of TVM's IR: {'ok' if ok else 'MISMATCH'}")
         failed += not ok
     print(f"{total - failed} of {total} compiled cases match")
     return 1 if failed else 0
