@@ -13,6 +13,7 @@ use crate::abi::TVMFFIMethodInfo;
 
 /// Register the methods (once, from the crate's init).
 pub(crate) fn install() -> Result<()> {
+    access_path::install_reprs()?;
     for (key, name, is_static, f) in methods() {
         let index = object::type_key_to_index(key)?;
         let text = |s: &str| TVMFFIByteArray { data: s.as_ptr() as *const _, size: s.len() };
@@ -153,6 +154,40 @@ pub(crate) mod access_path {
 
     fn stepper(kind: i64) -> PackedFunc {
         PackedFunc::from_typed(move |args| extend(&path_arg(&args, 0)?, step(kind, args.to_value(1)?)?))
+    }
+
+    /// A step as tvm-ffi writes it in a path: `.name`, `[index]`, `[repr(key)]`, and the
+    /// missing kinds as `[<missing:...>]`. `nested` is the repr of a value.
+    fn step_text(step: &ObjectRef, nested: &PackedFunc) -> Result<String> {
+        let key = field(step, 32, Slot::Any)?;
+        let repr = |v: Value| -> Result<String> { nested.call(&[v])?.into_string() };
+        Ok(match field(step, 24, Slot::I32)?.as_int()? {
+            0 => format!(".{}", key.into_string()?),
+            1 => format!("[{}]", key.as_int()?),
+            2 => format!("[{}]", repr(key)?),
+            4 => format!("[<missing:{}>]", key.as_int()?),
+            3 | 5 => format!("[<missing:{}>]", repr(key)?),
+            k => return Err(Error::value(format!("unknown access step kind {k}"))),
+        })
+    }
+
+    /// `__ffi_repr__` of steps and paths (`<root>` and its steps), as tvm-ffi registers them.
+    pub(super) fn install_reprs() -> Result<()> {
+        let step = PackedFunc::from_typed(|a| {
+            let Value::Func(nested) = a.to_value(1)? else { return Err(Error::type_error("argument 1: a function")) };
+            Ok(Value::Str(step_text(&a.object(0)?, &nested)?))
+        });
+        let path = PackedFunc::from_typed(|a| {
+            let Value::Func(nested) = a.to_value(1)? else { return Err(Error::type_error("argument 1: a function")) };
+            let mut text = String::from("<root>");
+            for s in steps(&path_arg(&a, 0)?)? {
+                text.push_str(&nested.call(&[s])?.into_string()?);
+            }
+            Ok(Value::Str(text))
+        });
+        let step_index = object::type_key_to_index("ffi.reflection.AccessStep")?;
+        crate::runtime::reflection::register_func_attr(step_index, b"__ffi_repr__", step)?;
+        crate::runtime::reflection::register_func_attr(object::type_key_to_index(KEY)?, b"__ffi_repr__", path)
     }
 
     pub(super) fn methods() -> Vec<(&'static str, &'static str, bool, PackedFunc)> {

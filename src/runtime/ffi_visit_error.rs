@@ -60,6 +60,13 @@ impl Finder {
     }
 
     fn visit_object(&mut self, o: &ObjectRef) -> Result<()> {
+        // As tvm-ffi's finder: a type without reflection metadata (a string, say) is neither
+        // matched nor descended.
+        let info = super::reflection::type_info(o.type_index())?;
+        // SAFETY: type information stays valid for the process.
+        if unsafe { (*info).metadata.is_null() } {
+            return Ok(());
+        }
         let next = self.records.len().checked_sub(self.matched + 1).map(|i| &self.records[i]);
         let matched = next.is_some_and(|r| r.as_header() == o.as_header());
         if matched {
@@ -187,5 +194,19 @@ mod tests {
         // (here `inner`, under the matched `outer`), as tvm-ffi's finder does.
         assert_eq!(find(&root, &context(&[&elsewhere, &outer]), true), want, "a prefix");
         assert!(find(&root, &context(&[]), true).is_empty());
+    }
+
+    #[test]
+    fn paths_are_written_as_tvm_ffi_writes_them() {
+        crate::init();
+        let inner = node(Value::Int(7));
+        let outer = node(Value::Object(inner.clone()));
+        let items = vec![Value::Str("x".into()).into_any(), Value::Object(outer.clone()).into_any()];
+        let root = Value::Object(crate::runtime::container::FfiArrayObj::new(items).to_object_ref());
+        let Value::Object(found) = find_access_paths(root, &context(&[&inner, &outer]), false).unwrap() else {
+            panic!("an array")
+        };
+        let paths = sequence_items(&found).unwrap().unwrap();
+        assert_eq!(super::super::ffi_repr::repr(&paths[0]).unwrap(), "<root>[1].key");
     }
 }

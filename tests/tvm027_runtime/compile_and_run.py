@@ -122,8 +122,9 @@ def case_tensor_expression(rng):
 
 def structure_trace():
     """What tvm-ffi's structural walks and mutations do over TVM's IR: the kinds of node a walk
-    meets, in order, both ways, and the integers of a module whose int64 8s a mutation turned
-    into 9s (through TVM's own types' native hooks as well as the containers')."""
+    meets, in order, both ways, the integers of a module whose int64 8s a mutation turned into
+    9s (through TVM's own types' native hooks as well as the containers'), and the access paths
+    an error's visit context resolves to."""
     legalized = relax.transform.LegalizeOps()(ConvPool)
     trace = {}
     for order in ("pre", "post"):
@@ -141,7 +142,27 @@ def structure_trace():
     ints = []
     tvm_ffi.structural_walk(mutated, [(tvm.tirx.IntImm, lambda v: ints.append(v.value))], order="pre")
     trace["mutated_ints"] = ints
+    trace["access_paths"] = access_paths()
     return trace
+
+
+def access_paths():
+    """Where an error raised in a visit of TVM's IR is reported: the paths
+    `ffi.VisitErrorContext.FindAccessPaths` finds for a chain of visited nodes (a whole chain,
+    the same as a prefix, and a broken one as a prefix), written as tvm-ffi writes paths."""
+    find = tvm_ffi.get_global_func("ffi.VisitErrorContext.FindAccessPaths")
+    make = tvm_ffi.get_global_func("ffi.MakeObjectFromPackedArgs")
+    func = AddTuple["main"]
+    block = func.body.blocks[0]
+    binding = block.bindings[1]
+
+    def context(*innermost_first):
+        pattern = tvm_ffi.List(list(innermost_first))
+        return make("ffi.VisitErrorContext", "reverse_visit_pattern", pattern, "prev_error_context", None)
+
+    chain = context(binding.value, binding, binding, block)
+    cases = [(chain, False), (chain, True), (context(binding.value, func), True)]
+    return [[str(p) for p in find(AddTuple, ctx, prefix)] for ctx, prefix in cases]
 
 
 def compare_structure(want, trace_file):
