@@ -592,21 +592,35 @@ fn native_result(r: TVMFFIAny) -> Result<Out> {
     if r.0.type_index != ti::ERROR as i32 {
         return Ok(result_of(r.into_raw()));
     }
-    let text = r.as_object().and_then(|o| o.downcast::<ErrorObj>()).map(|e| e.text());
-    Err(Error::raw(text.unwrap_or_else(|| "TVMError: a structural mutation hook failed".into())))
+    let Some(e) = r.as_object().and_then(|o| o.downcast::<ErrorObj>()) else {
+        return Err(Error::raw("TVMError: a structural mutation hook failed"));
+    };
+    let text = e.text();
+    HOOK_ERROR.with(|slot| *slot.borrow_mut() = Some(e));
+    Err(Error::raw(text))
+}
+
+thread_local! {
+    /// The error object a hook or entry last returned on this thread, so that when the error
+    /// comes back out of a hook of ours unchanged, the object goes on (with the visit context
+    /// C++ code records in it) rather than a copy of its text.
+    static HOOK_ERROR: std::cell::RefCell<Option<ObjPtr<ErrorObj>>> = const { std::cell::RefCell::new(None) };
 }
 
 /// A native hook's or entry's answer: the outcome, `Unchanged`, or the error as an object (a
 /// panic included: none crosses into C++).
 fn native_answer(body: impl FnOnce() -> Result<Out>) -> TVMFFIAny {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+    let seen = HOOK_ERROR.with(|slot| slot.borrow_mut().take());
     let e = match outcome {
         Ok(Ok(Some(v))) => return v.into_raw(),
         Ok(Ok(None)) => return TVMFFIAny { type_index: UNCHANGED, zero_padding: 0, value: 0 },
         Ok(Err(e)) => e,
         Err(p) => Error::internal(format!("panic in a structural mutation: {}", super::error::panic_message(&*p))),
     };
-    Owned::of(ObjPtr::new(ErrorObj::from_text(&e.to_string()))).into_raw()
+    let text = e.to_string();
+    let object = seen.filter(|o| o.text() == text).unwrap_or_else(|| ObjPtr::new(ErrorObj::from_text(&text)));
+    Owned::of(object).into_raw()
 }
 
 /// The mutator made here that `m` is.
@@ -1066,6 +1080,39 @@ mod tests {
         assert_eq!(e.0.type_index, ti::ERROR as i32);
         let text = e.as_object().unwrap().downcast::<ErrorObj>().unwrap().text();
         assert_eq!(text, "ValueError: no ints here");
+    }
+
+    thread_local! {
+        static CHILD_ERROR: std::cell::RefCell<Option<Owned>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// A mutator's entry as C++ code's that fails: it returns (a new reference to) one error
+    /// object, the one the test keeps.
+    unsafe extern "C" fn fail_with_kept_error(_m: *mut c_void, _v: TVMFFIAny) -> TVMFFIAny {
+        CHILD_ERROR.with(|e| e.borrow().clone().unwrap().into_raw())
+    }
+
+    #[test]
+    fn a_childs_error_object_comes_back_out_of_a_container_hook() {
+        let kept = Owned::of(ObjPtr::new(ErrorObj::from_text("ValueError: bad child")));
+        CHILD_ERROR.with(|e| *e.borrow_mut() = Some(kept.clone()));
+        /// A mutator laid out as tvm-ffi's: a header, then its table.
+        #[repr(C)]
+        struct Mutator {
+            header: [u8; 24],
+            table: *const MutatorVTable,
+        }
+        static TABLE: MutatorVTable = MutatorVTable {
+            mutate: fail_with_kept_error,
+            maybe_inplace_mutate: fail_with_kept_error,
+            var_remap_get: fail_with_kept_error,
+            var_remap_set: entry_var_remap_set,
+        };
+        let mut m = Mutator { header: [0; 24], table: &TABLE };
+        // SAFETY: a mutator of tvm-ffi's layout and a live array.
+        let r = Owned(unsafe { hook_container(&mut m as *mut Mutator as *mut c_void, ints(&[1]).0) });
+        assert!(r.same_as(&kept), "the child's error object itself, not a copy of its text");
+        CHILD_ERROR.with(|e| e.borrow_mut().take());
     }
 
     /// A hook as C++ code registers one: it descends into the int 1 through the mutator's table.

@@ -123,8 +123,8 @@ def case_tensor_expression(rng):
 def structure_trace():
     """What tvm-ffi's structural walks and mutations do over TVM's IR: the kinds of node a walk
     meets, in order, both ways, the integers of a module whose int64 8s a mutation turned into
-    9s (through TVM's own types' native hooks as well as the containers'), and the access paths
-    an error's visit context resolves to."""
+    9s (through TVM's own types' native hooks as well as the containers'), the access paths
+    an error's visit context resolves to, and a failing pass's report."""
     legalized = relax.transform.LegalizeOps()(ConvPool)
     trace = {}
     for order in ("pre", "post"):
@@ -143,7 +143,25 @@ def structure_trace():
     tvm_ffi.structural_walk(mutated, [(tvm.tirx.IntImm, lambda v: ints.append(v.value))], order="pre")
     trace["mutated_ints"] = ints
     trace["access_paths"] = access_paths()
+    trace["pass_error"] = pass_error()
     return trace
+
+
+def pass_error():
+    """How a failing pass reports its error: an add with one argument, which Normalize rejects
+    (TVM's type inference raises it inside a visit), reported at its access path and
+    underlined in the printed function."""
+    x = relax.Var("x", relax.TensorType((2, 3), "float32"))
+    y = relax.Var("y")
+    bad = relax.Call(tvm.ir.Op.get("relax.add"), [x])
+    body = relax.SeqExpr([relax.BindingBlock([relax.VarBinding(y, bad)])], y)
+    mod = tvm.IRModule({"main": relax.Function([x], body, relax.TensorType((2, 3), "float32"))})
+    try:
+        relax.transform.Normalize()(mod)
+    except Exception as e:  # noqa: BLE001 - the report is what is compared
+        text = str(e)
+        return text[text.find("Error in pass") :]
+    return "no error"
 
 
 def access_paths():
