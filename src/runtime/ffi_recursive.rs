@@ -419,7 +419,7 @@ mod tests {
 
     #[test]
     fn records_compare_by_fields_and_deep_copy_apart() {
-        crate::init();
+        crate::runtime::builtins::install();
         let step = |k: i64, key: &str| {
             let r = new_record("ffi.reflection.AccessStep").unwrap();
             set_field(&r, "kind", Value::Int(k)).unwrap();

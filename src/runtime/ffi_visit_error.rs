@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn paths_are_written_as_tvm_ffi_writes_them() {
-        crate::init();
+        crate::runtime::builtins::install();
         let inner = node(Value::Int(7));
         let outer = node(Value::Object(inner.clone()));
         let items = vec![Value::Str("x".into()).into_any(), Value::Object(outer.clone()).into_any()];
