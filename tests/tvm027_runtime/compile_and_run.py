@@ -5,8 +5,8 @@ objects, containers, reflection and structural mutation, then the result run by 
     python compile_and_run.py ours|real [TRACE_FILE]
 
 Each case is built with `tvm.compile` from Relax (a matmul, a tuple, a convolution with
-pooling, a dynamic shape) or from a tensor expression (`te.create_prim_func`), run on the CPU,
-and compared with numpy; the compiled module's import
+pooling, a dynamic shape, calls back into Python functions) or from a tensor expression
+(`te.create_prim_func`, also scheduled by hand), run on the CPU, and compared with numpy; the compiled module's import
 tree (`Module.imports`, the reflected `imports_` field) is walked as `relax.VirtualMachine`
 does. With TRACE_FILE, tvm-ffi's structural walks and mutations over TVM's IR are traced too:
 the real library's trace is written there and ours must equal it. Prints a line per case; exits
@@ -194,6 +194,48 @@ def compare_structure(want, trace_file):
         return json.load(f) == trace
 
 
+def case_schedule(rng):
+    """A reduction scheduled by hand (split, reorder, parallel) before it is built."""
+    from tvm import s_tir
+
+    a, b = te.placeholder((32, 32), "float32", name="a"), te.placeholder((32, 32), "float32", name="b")
+    k = te.reduce_axis((0, 32), "k")
+    c = te.compute((32, 32), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="c")
+    sch = s_tir.Schedule(te.create_prim_func([a, b, c]))
+    i, j, _ = sch.get_loops(sch.get_sblock("c"))
+    outer, inner = sch.split(i, [None, 8])
+    sch.reorder(outer, j, inner)
+    sch.parallel(outer)
+    lib = tvm.compile(sch.mod, target="llvm")
+    x, y = rng.standard_normal((32, 32), "float32"), rng.standard_normal((32, 32), "float32")
+    out = tvm.runtime.tensor(np.zeros((32, 32), "float32"))
+    lib(tvm.runtime.tensor(x), tvm.runtime.tensor(y), out)
+    return [x @ y], [out.numpy()], True
+
+
+def case_python_callbacks(rng):
+    """Relax calling back into Python functions registered as globals, both conventions."""
+
+    def double(t):
+        return tvm.runtime.tensor(t.numpy() * 2)
+
+    def add_one(t, out):
+        out.copyfrom(t.numpy() + 1)
+
+    tvm.register_global_func("test.compile_and_run.double", double, override=True)
+    tvm.register_global_func("test.compile_and_run.add_one", add_one, override=True)
+    ty = relax.TensorType((3,), "float32")
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", ty)
+    with bb.function("main", [x]):
+        y = bb.emit(relax.op.call_pure_packed("test.compile_and_run.double", x, ty_args=ty))
+        z = bb.emit(relax.op.call_dps_packed("test.compile_and_run.add_one", (y,), out_ty=ty))
+        bb.emit_func_output(z)
+    vm = relax.VirtualMachine(tvm.compile(bb.get(), target="llvm"), tvm.cpu())
+    v = rng.standard_normal(3, "float32")
+    return [v * 2 + 1], [vm["main"](tvm.runtime.tensor(v)).numpy()], True
+
+
 def main():
     want = sys.argv[1]
     have = library_in_use()
@@ -208,6 +250,8 @@ def main():
         ("conv_pool", case_conv_pool),
         ("dynamic_shape", case_dynamic_shape),
         ("tensor_expression", case_tensor_expression),
+        ("schedule", case_schedule),
+        ("python_callbacks", case_python_callbacks),
     ]
     total = len(cases)
     for name, case in cases:
