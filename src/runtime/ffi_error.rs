@@ -4,9 +4,9 @@
 //! (`error.rs`): an error raised as an object is kept beside the text it set, and handed back
 //! as that object while the text is still the latest; otherwise one is made from the text.
 
-use super::error::{has_kind_prefix, last_error_generation, last_error_message};
+use super::error::{has_kind_prefix, last_error_generation, last_error_message, panic_message, Error, Result};
 use super::object::{type_index, ObjPtr, ObjectRef, ObjectType};
-use crate::abi::TVMFFIByteArray;
+use crate::abi::{TVMFFIAny, TVMFFIByteArray};
 use std::cell::{RefCell, UnsafeCell};
 use std::ffi::c_void;
 
@@ -105,6 +105,24 @@ impl ErrorObj {
 thread_local! {
     /// An error raised as an object, with the last-error generation its text got.
     static RAISED: RefCell<Option<(u64, ObjPtr<ErrorObj>)>> = const { RefCell::new(None) };
+}
+
+/// The body of a function of ours that C++ code calls through a table or a hook column (a
+/// structural mutation's or visit's), a panic turned into an error naming `what`: nothing
+/// unwinds into C++.
+pub fn catch_native<T>(what: &str, body: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
+        .unwrap_or_else(|p| Err(Error::internal(format!("panic in {what}: {}", panic_message(&*p)))))
+}
+
+/// `e` as such a function returns an error: an owned `ffi.Error` value.
+pub fn error_any(e: &Error) -> TVMFFIAny {
+    object_any(ObjPtr::new(ErrorObj::from_text(&e.to_string())))
+}
+
+/// An error object as an owned value (its reference goes with it).
+pub fn object_any(e: ObjPtr<ErrorObj>) -> TVMFFIAny {
+    TVMFFIAny::ptr(type_index::ERROR as i32, e.into_raw() as *const c_void)
 }
 
 /// Remember `e` as this thread's raised error; the caller has just stored its text.

@@ -18,10 +18,11 @@
 use super::container::FfiArrayObj;
 use super::error::{Error, Result};
 use super::ffi_containers::{map_cell, new_map, sequence_items, ListObj};
-use super::ffi_error::ErrorObj;
+use super::ffi_error::{catch_native, error_any, object_any, ErrorObj};
 use super::ffi_fields::{all_fields, get_field_any, set_field_any, DEF_PATTERN, DEF_SIMPLE, SEQ_HASH_IGNORE};
 use super::ffi_structural_visit::{
-    entries, kind_of, matches, order_arg, Entries, DAG_NODE, FREE_VAR, REGION_NONE, REGION_PATTERN, REGION_SIMPLE,
+    dispatch_table, entries, kind_of, matches, order_arg, with_region, Entries, DAG_NODE, FREE_VAR, REGION_NONE,
+    REGION_PATTERN, REGION_SIMPLE,
 };
 use super::object::{self, type_index as ti, ObjPtr, ObjectHeader, ObjectRef, ObjectType};
 use super::packed::{PackedFunc, Value};
@@ -33,6 +34,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 /// tvm-ffi's `Unchanged` marker, which a hook may return for "this value, as it was".
 const UNCHANGED: i32 = 13;
+const UNCHANGED_ANY: TVMFFIAny = TVMFFIAny { type_index: UNCHANGED, zero_padding: 0, value: 0 };
 
 // ---------------------------------------------------------------------------------------------
 // Owned values in their C form
@@ -287,16 +289,8 @@ fn region(m: &Mutator) -> i64 {
 }
 
 /// Runs `f` in definition region `kind` (a pattern region stays one), restoring the region after.
-/// (A mutation runs on one thread; the region is atomic because hooks share the object.)
 fn in_region<R>(m: &Mutator, kind: i64, f: impl FnOnce() -> R) -> R {
-    let saved = region(m);
-    if saved == REGION_PATTERN {
-        return f();
-    }
-    m.region.store(kind as i32, Ordering::Relaxed);
-    let out = f();
-    m.region.store(saved as i32, Ordering::Relaxed);
-    out
+    with_region(&m.region, kind, f)
 }
 
 /// Mutates `v` as the policy says; the outcome is `None` when it comes out the same value.
@@ -572,8 +566,8 @@ struct Native(*mut c_void);
 
 impl Descend for Native {
     fn descend(&self, v: &Owned, sole: Sole) -> Result<Out> {
-        // SAFETY: a live mutator (the hook's caller), laid out as tvm-ffi's: its table first.
-        let table = unsafe { *((self.0 as *const u8).add(size_of::<ObjectHeader>()) as *const *const MutatorVTable) };
+        // SAFETY: a live mutator (the hook's caller), laid out as tvm-ffi's.
+        let table = unsafe { dispatch_table::<MutatorVTable>(self.0) };
         // SAFETY: the caller's table, alive as long as the mutator; `v` is live for the call.
         let r = unsafe {
             if sole {
@@ -610,17 +604,16 @@ thread_local! {
 /// A native hook's or entry's answer: the outcome, `Unchanged`, or the error as an object (a
 /// panic included: none crosses into C++).
 fn native_answer(body: impl FnOnce() -> Result<Out>) -> TVMFFIAny {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+    let outcome = catch_native("a structural mutation", body);
     let seen = HOOK_ERROR.with(|slot| slot.borrow_mut().take());
-    let e = match outcome {
-        Ok(Ok(Some(v))) => return v.into_raw(),
-        Ok(Ok(None)) => return TVMFFIAny { type_index: UNCHANGED, zero_padding: 0, value: 0 },
-        Ok(Err(e)) => e,
-        Err(p) => Error::internal(format!("panic in a structural mutation: {}", super::error::panic_message(&*p))),
-    };
-    let text = e.to_string();
-    let object = seen.filter(|o| o.text() == text).unwrap_or_else(|| ObjPtr::new(ErrorObj::from_text(&text)));
-    Owned::of(object).into_raw()
+    match outcome {
+        Ok(Some(v)) => v.into_raw(),
+        Ok(None) => UNCHANGED_ANY,
+        Err(e) => match seen.filter(|o| o.text() == e.to_string()) {
+            Some(object) => object_any(object),
+            None => error_any(&e),
+        },
+    }
 }
 
 /// The mutator made here that `m` is.
@@ -665,7 +658,7 @@ unsafe extern "C" fn entry_var_remap_set(m: *mut c_void, var: TVMFFIAny, value: 
 
 /// `__s_mutate__` of strings, bytes and big integers: nothing inside to change.
 unsafe extern "C" fn hook_leaf(_m: *mut c_void, _v: TVMFFIAny) -> TVMFFIAny {
-    TVMFFIAny { type_index: UNCHANGED, zero_padding: 0, value: 0 }
+    UNCHANGED_ANY
 }
 
 /// `__s_mutate__` of arrays, lists, maps and dicts: a copy when a child changes.
@@ -710,8 +703,8 @@ unsafe extern "C" fn hook_visit_container(visitor: *mut c_void, v: TVMFFIAny) ->
             ti::FFI_MAP | ti::DICT => map_entries(&o)?.into_iter().map(|(_, value)| value).collect(),
             _ => seq_items(&o)?,
         };
-        // SAFETY: a live visitor laid out as tvm-ffi's: its table first after the header.
-        let table = unsafe { *((visitor as *const u8).add(size_of::<ObjectHeader>()) as *const *const NativeHook) };
+        // SAFETY: a live visitor laid out as tvm-ffi's; its table's one entry has this type.
+        let table = unsafe { dispatch_table::<NativeHook>(visitor) };
         for child in &children {
             // SAFETY: the visitor's own entry, called with a live child.
             let r = unsafe { (*table)(visitor, child.0) };
@@ -721,14 +714,7 @@ unsafe extern "C" fn hook_visit_container(visitor: *mut c_void, v: TVMFFIAny) ->
         }
         Ok(TVMFFIAny::NONE)
     };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => Owned::of(ObjPtr::new(ErrorObj::from_text(&e.to_string()))).into_raw(),
-        Err(p) => {
-            let text = format!("InternalError: panic in a structural visit: {}", super::error::panic_message(&*p));
-            Owned::of(ObjPtr::new(ErrorObj::from_text(&text))).into_raw()
-        }
-    }
+    catch_native("a structural visit", body).unwrap_or_else(|e| error_any(&e))
 }
 
 /// Register the built-in types' structural mutation and visit hooks, as tvm-ffi's library

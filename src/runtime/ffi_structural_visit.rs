@@ -9,6 +9,7 @@
 
 use super::error::{Error, Result};
 use super::ffi_containers::{map_items, sequence_items};
+use super::ffi_error::{catch_native, error_any};
 use super::object::{self, type_index as ti, ObjPtr, ObjectRef, ObjectType};
 use super::packed::{PackedFunc, Value};
 use crate::abi::{ffi_type_index as fti, TVMFFIAny};
@@ -226,17 +227,31 @@ fn region(v: &Visitor) -> i64 {
     v.region.load(Ordering::Relaxed) as i64
 }
 
-/// Runs `f` in definition region `kind`, restoring the region after (a visit runs on one
-/// thread; the region is atomic because hooks share the object). A pattern region stays one,
-/// as tvm-ffi's `WithDefRegionKind` keeps it.
 fn in_region<R>(v: &Visitor, kind: i64, f: impl FnOnce() -> R) -> R {
-    if region(v) == REGION_PATTERN {
+    with_region(&v.region, kind, f)
+}
+
+/// Runs `f` with a visitor's or mutator's definition region set to `kind`, restoring it after
+/// (a visit runs on one thread; the region is atomic because hooks share the object). A
+/// pattern region stays one, as tvm-ffi's `WithDefRegionKind` keeps it.
+pub(crate) fn with_region<R>(region: &AtomicI32, kind: i64, f: impl FnOnce() -> R) -> R {
+    if region.load(Ordering::Relaxed) as i64 == REGION_PATTERN {
         return f();
     }
-    let saved = v.region.swap(kind as i32, Ordering::Relaxed);
+    let saved = region.swap(kind as i32, Ordering::Relaxed);
     let out = f();
-    v.region.store(saved, Ordering::Relaxed);
+    region.store(saved, Ordering::Relaxed);
     out
+}
+
+/// The dispatch table of a visitor or mutator laid out as tvm-ffi's (`StructuralVisitorObj`,
+/// `StructuralMutatorObj`): the first word after the object header.
+///
+/// # Safety
+/// `obj` is a live object of such a layout whose table has type `T`.
+pub(crate) unsafe fn dispatch_table<T>(obj: *mut c_void) -> *const T {
+    // SAFETY: the contract above: the word after the header is the table pointer.
+    unsafe { *((obj as *const u8).add(size_of::<object::ObjectHeader>()) as *const *const T) }
 }
 
 /// Visits `value` as the visitor's policy says: None to go on, anything else stops. None
@@ -326,13 +341,7 @@ unsafe extern "C" fn entry_visit(visitor: *mut c_void, value: TVMFFIAny) -> TVMF
             unsafe { (ObjPtr::<VisitorObj>::from_borrowed(visitor as *mut _), Value::from_any_view(&value)?) };
         Ok(visit(&v, &value)?.into_any())
     };
-    let e = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
-        Ok(Ok(r)) => return r,
-        Ok(Err(e)) => e,
-        Err(p) => Error::internal(format!("panic in a structural visit: {}", super::error::panic_message(&*p))),
-    };
-    let err = ObjPtr::new(super::ffi_error::ErrorObj::from_text(&e.to_string()));
-    TVMFFIAny::ptr(ti::ERROR as i32, err.into_raw() as *const c_void)
+    catch_native("a structural visit", body).unwrap_or_else(|e| error_any(&e))
 }
 
 /// Whether a walk order argument (`WalkOrder`) asks for pre-order.
@@ -436,10 +445,7 @@ mod tests {
     /// visitor's table (what a hook does for a child it chooses).
     unsafe extern "C" fn visit_five(visitor: *mut c_void, _v: TVMFFIAny) -> TVMFFIAny {
         // SAFETY: a visitor laid out as tvm-ffi's: its table first after the header.
-        unsafe {
-            let table = *((visitor as *const u8).add(24) as *const *const VisitVTable);
-            ((*table).visit)(visitor, TVMFFIAny::int(fti::INT, 5))
-        }
+        unsafe { ((*dispatch_table::<VisitVTable>(visitor)).visit)(visitor, TVMFFIAny::int(fti::INT, 5)) }
     }
 
     #[test]
