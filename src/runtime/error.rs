@@ -1,8 +1,10 @@
 //! Errors in TVM's `Kind: message` shape and the thread-local last-error slot.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString};
 use std::fmt;
+use std::sync::Arc;
 
 /// `n` of `what` in words, for messages: "1 output", "3 outputs".
 pub(crate) fn count(n: usize, what: &str) -> String {
@@ -21,7 +23,34 @@ struct Details {
     raw: Option<Vec<u8>>,
     /// The error is a frontend (Python) error object's, stored on this thread.
     python: bool,
+    /// The object this error was raised as (tvm-ffi's `ffi.Error`, with its backtrace, cause
+    /// chain and context), when it came in as one: it goes back out as that object.
+    origin: Option<Origin>,
 }
+
+/// An error's object, type-erased here (error objects are made above this file). Errors compare
+/// by what they say: two with the same text are equal whatever their origin.
+#[derive(Clone)]
+struct Origin(Arc<dyn Any + Send + Sync>);
+
+impl fmt::Debug for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Origin")
+    }
+}
+
+impl PartialEq for Origin {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Origin {}
+
+// An origin is never changed through the error (only cloned and handed on), so a panic cannot
+// leave one half-updated: errors stay as unwind-safe as their texts.
+impl std::panic::UnwindSafe for Origin {}
+impl std::panic::RefUnwindSafe for Origin {}
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -67,7 +96,24 @@ impl Error {
         Self::with_kind("TVMError", msg)
     }
     fn from_text(text: String) -> Self {
-        Error(Box::new(Details { text, raw: None, python: false }))
+        Error(Box::new(Details { text, raw: None, python: false, origin: None }))
+    }
+    /// An error raised as `object`, whose `Kind: message` is `text`. The object goes on with
+    /// the error, through [`Error::context`] and [`Error::nested`] too (where the text changes,
+    /// whoever hands the error out as an object decides what the new text's object keeps).
+    pub fn from_object<T: Any + Send + Sync>(text: impl Into<String>, object: T) -> Self {
+        let mut e = Error::from_text(text.into());
+        e.0.origin = Some(Origin(Arc::new(object)));
+        e
+    }
+    /// `new`, keeping the object this error was raised as.
+    fn keep_origin(&self, mut new: Error) -> Error {
+        new.0.origin = self.0.origin.clone();
+        new
+    }
+    /// The object this error was raised as, if it was one of type `T`.
+    pub fn object<T: Any>(&self) -> Option<&T> {
+        self.0.origin.as_ref().and_then(|o| o.0.downcast_ref())
     }
     /// An error whose text is taken as it is (already formatted, e.g. set by a C callback).
     /// Text without a `Kind:` prefix gets `TVMError: ` so frontends can still classify it.
@@ -81,10 +127,11 @@ impl Error {
     }
     /// Prefix the message with context, keeping the kind: `Kind: context: message`.
     pub fn context(self, ctx: impl fmt::Display) -> Self {
-        match self.0.text.split_once(": ") {
-            Some((kind, msg)) if has_kind_prefix(&self.0.text) => Error::from_text(format!("{kind}: {ctx}: {msg}")),
-            _ => Error::from_text(format!("{ctx}: {}", self.0.text)),
-        }
+        let text = match self.0.text.split_once(": ") {
+            Some((kind, msg)) if has_kind_prefix(&self.0.text) => format!("{kind}: {ctx}: {msg}"),
+            _ => format!("{ctx}: {}", self.0.text),
+        };
+        self.keep_origin(Error::from_text(text))
     }
     /// This error under a heading, keeping its kind: `Kind: heading:` then the message on the
     /// next line, each of its lines indented by two spaces (how tvm-ffi nests an error in one
@@ -94,7 +141,7 @@ impl Error {
             Some((kind, _)) if has_kind_prefix(&self.0.text) => kind,
             _ => "TVMError",
         };
-        Self::with_kind(kind, format!("{heading}:\n  {}", self.detail().replace('\n', "\n  ")))
+        self.keep_origin(Self::with_kind(kind, format!("{heading}:\n  {}", self.detail().replace('\n', "\n  "))))
     }
     pub fn message(&self) -> &str {
         &self.0.text
@@ -140,6 +187,16 @@ thread_local! {
     /// Copy of `LastError::generation` in a slot with nothing to drop: reading it (done around
     /// every kernel call) is a single thread-local load.
     static LAST_ERROR_GENERATION: Cell<u64> = const { Cell::new(0) };
+    /// What the last error was raised as: it stands while its generation is the latest.
+    static RAISED: RefCell<Option<Raised>> = const { RefCell::new(None) };
+}
+
+/// An error raised as an object: the generation its text got, the object, and the text when it
+/// is not the object's own (the runtime's context added).
+struct Raised {
+    generation: u64,
+    origin: Origin,
+    text: Option<String>,
 }
 
 fn store(c: CString, keep_python: bool) {
@@ -183,6 +240,37 @@ pub fn set_last_error(err: &Error) {
             store(c, err.0.python);
         }
     }
+    if let Some(origin) = &err.0.origin {
+        let text = Some(err.0.text.clone());
+        RAISED.with(|r| {
+            *r.borrow_mut() = Some(Raised { generation: last_error_generation(), origin: origin.clone(), text })
+        });
+    }
+}
+
+/// Keep `object` as what this thread's last error was raised as; the caller has just stored
+/// that error's text (the object's own). [`take_raised_object`] hands it back while that text
+/// is the latest.
+pub fn keep_raised_object<T: Any + Send + Sync>(object: T) {
+    let origin = Origin(Arc::new(object));
+    RAISED.with(|r| *r.borrow_mut() = Some(Raised { generation: last_error_generation(), origin, text: None }));
+}
+
+/// Take what this thread's last error was raised as, if that was an object of type `T` and the
+/// error is still the latest; with it the error's text when the runtime's code changed it on
+/// the way (context added), `None` when the error says what the object says.
+pub fn take_raised_object<T: Any + Clone>() -> Option<(T, Option<String>)> {
+    let raised = RAISED.with(|r| r.borrow_mut().take())?;
+    if raised.generation != last_error_generation() {
+        return None;
+    }
+    Some((raised.origin.0.downcast_ref::<T>()?.clone(), raised.text))
+}
+
+/// What the latest error was raised as, if it was raised as an object.
+fn latest_origin() -> Option<Origin> {
+    let latest = |r: &Raised| (r.generation == last_error_generation()).then(|| r.origin.clone());
+    RAISED.with(|r| r.borrow().as_ref().and_then(latest))
 }
 
 /// Pointer to this thread's last error message, or NULL if none was ever set.
@@ -217,6 +305,7 @@ pub fn error_from_callee(generation_before: u64, fallback: impl FnOnce() -> Erro
                 }
             };
             e.0.python = !python::get().is_null();
+            e.0.origin = latest_origin();
             return e;
         }
     }

@@ -2,12 +2,16 @@
 //! `TVMFFIErrorCell` layout right after the header, which tvm-ffi code reads inline, plus the
 //! cause chain and extra context. The thread's raised error is one slot with the last-error text
 //! (`error.rs`): an error raised as an object is kept beside the text it set, and handed back
-//! as that object while the text is still the latest; otherwise one is made from the text.
+//! as that object while the text is still the latest; otherwise one is made from the text. An
+//! error that came in as an object carries it through the runtime's own code (`Error::object`),
+//! so a callback's error leaves a function of ours as the object it was raised as.
 
-use super::error::{has_kind_prefix, last_error_generation, last_error_message, panic_message, Error, Result};
+use super::error::{
+    has_kind_prefix, keep_raised_object, last_error_message, panic_message, take_raised_object, Error, Result,
+};
 use super::object::{type_index, ObjPtr, ObjectRef, ObjectType};
 use crate::abi::{TVMFFIAny, TVMFFIByteArray};
-use std::cell::{RefCell, UnsafeCell};
+use std::cell::UnsafeCell;
 use std::ffi::c_void;
 
 /// `update_backtrace(self, backtrace, mode)` as tvm-ffi's cell declares it.
@@ -87,11 +91,16 @@ impl ErrorObj {
 
     /// An error object from our `Kind: message` text (`TVMError` when it names no kind).
     pub fn from_text(text: &str) -> Self {
+        Self::from_text_with(text, b"", None)
+    }
+
+    /// [`ErrorObj::from_text`] with a backtrace and a cause.
+    fn from_text_with(text: &str, backtrace: &[u8], cause: Option<ObjectRef>) -> Self {
         let (kind, message) = match text.split_once(": ") {
             Some((k, m)) if has_kind_prefix(text) => (k, m),
             _ => ("TVMError", text),
         };
-        Self::new(kind.as_bytes(), message.as_bytes(), b"", None, None)
+        Self::new(kind.as_bytes(), message.as_bytes(), backtrace, cause, None)
     }
 
     /// `Kind: message`, as the last-error text shows it.
@@ -102,11 +111,6 @@ impl ErrorObj {
     }
 }
 
-thread_local! {
-    /// An error raised as an object, with the last-error generation its text got.
-    static RAISED: RefCell<Option<(u64, ObjPtr<ErrorObj>)>> = const { RefCell::new(None) };
-}
-
 /// The body of a function of ours that C++ code calls through a table or a hook column (a
 /// structural mutation's or visit's), a panic turned into an error naming `what`: nothing
 /// unwinds into C++.
@@ -115,9 +119,36 @@ pub fn catch_native<T>(what: &str, body: impl FnOnce() -> Result<T>) -> Result<T
         .unwrap_or_else(|p| Err(Error::internal(format!("panic in {what}: {}", panic_message(&*p)))))
 }
 
-/// `e` as such a function returns an error: an owned `ffi.Error` value.
+/// `e` as such a function returns an error: an owned `ffi.Error` value, the object `e` was
+/// raised as when it came in as one.
 pub fn error_any(e: &Error) -> TVMFFIAny {
-    object_any(ObjPtr::new(ErrorObj::from_text(&e.to_string())))
+    object_any(error_object(e))
+}
+
+/// The object `e` was raised as, or a new one with its text.
+pub fn error_object(e: &Error) -> ObjPtr<ErrorObj> {
+    object_for(&e.to_string(), e.object::<ObjPtr<ErrorObj>>().cloned())
+}
+
+/// The error object for an error that says `text` and was raised as `origin` (if it was): the
+/// origin itself when it says the same; else a new object saying `text` (context the runtime
+/// added on the way out), with the origin's backtrace (where a callback's frames are) and the
+/// origin as its cause.
+fn object_for(text: &str, origin: Option<ObjPtr<ErrorObj>>) -> ObjPtr<ErrorObj> {
+    match origin {
+        Some(o) if o.text() == text => o,
+        Some(o) => {
+            // SAFETY: the origin's backtrace array describes its own box, alive while `o` is.
+            let backtrace = unsafe { super::packed::byte_array(&*o.backtrace.get()) }.to_vec();
+            ObjPtr::new(ErrorObj::from_text_with(text, &backtrace, Some(o.to_object_ref())))
+        }
+        None => ObjPtr::new(ErrorObj::from_text(text)),
+    }
+}
+
+/// An error object a callee returned, as an error of ours that carries it.
+pub fn object_error(e: ObjPtr<ErrorObj>) -> Error {
+    Error::from_object(e.text(), e)
 }
 
 /// An error object as an owned value (its reference goes with it).
@@ -127,18 +158,75 @@ pub fn object_any(e: ObjPtr<ErrorObj>) -> TVMFFIAny {
 
 /// Remember `e` as this thread's raised error; the caller has just stored its text.
 pub fn keep_raised(e: ObjPtr<ErrorObj>) {
-    let generation = last_error_generation();
-    RAISED.with(|r| *r.borrow_mut() = Some((generation, e)));
+    keep_raised_object(e);
 }
 
 /// Hand out this thread's raised error (the object raised, or one made from the last-error
 /// text) and clear it; `None` when nothing was raised.
 pub fn take_raised() -> Option<ObjPtr<ErrorObj>> {
-    let kept = RAISED.with(|r| r.borrow_mut().take());
-    if let Some((generation, e)) = kept {
-        if generation == last_error_generation() {
-            return Some(e);
-        }
+    match take_raised_object::<ObjPtr<ErrorObj>>() {
+        Some((object, None)) => Some(object),
+        Some((object, Some(text))) => Some(object_for(&text, Some(object))),
+        None => last_error_message().map(|text| ObjPtr::new(ErrorObj::from_text(&text))),
     }
-    last_error_message().map(|text| ObjPtr::new(ErrorObj::from_text(&text)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::error::{error_from_callee, last_error_generation, set_last_error, set_last_error_text};
+
+    /// Raise `e` as `TVMFFIErrorSetRaised` does (a callback's error, say), then read it back as
+    /// the runtime reads a callee's failure.
+    fn raised_by_callee(e: &ObjPtr<ErrorObj>) -> Error {
+        let before = last_error_generation();
+        set_last_error_text(&e.text());
+        keep_raised(e.clone());
+        error_from_callee(before, || Error::runtime("the callee raised nothing"))
+    }
+
+    fn callback_error() -> ObjPtr<ErrorObj> {
+        ObjPtr::new(ErrorObj::new(b"ValueError", b"deep", b"  File \"cb.py\", line 3, in cb\n", None, None))
+    }
+
+    fn same(a: &ObjPtr<ErrorObj>, b: &ObjPtr<ErrorObj>) -> bool {
+        a.as_header() == b.as_header()
+    }
+
+    #[test]
+    fn an_error_raised_as_an_object_leaves_the_runtime_as_that_object() {
+        let raised = callback_error();
+        let e = raised_by_callee(&raised);
+        assert_eq!(e.to_string(), "ValueError: deep");
+        assert!(same(&error_object(&e), &raised), "handed to C++ as the object itself");
+        set_last_error(&e); // a function of the runtime fails with it
+        assert!(same(&take_raised().unwrap(), &raised), "and raised to its caller as that object");
+    }
+
+    #[test]
+    fn context_added_on_the_way_keeps_the_frames_and_the_cause() {
+        let raised = callback_error();
+        let e = raised_by_callee(&raised).context("in `main` at instruction 2");
+        set_last_error(&e);
+        let out = take_raised().unwrap();
+        assert_eq!(out.text(), "ValueError: in `main` at instruction 2: deep");
+        // SAFETY: the object's own backtrace array.
+        let backtrace = unsafe { crate::runtime::packed::byte_array(&*out.backtrace.get()) };
+        assert_eq!(backtrace, b"  File \"cb.py\", line 3, in cb\n", "the callback's frames");
+        let cause = out.cause_chain.clone().and_then(|c| c.downcast::<ErrorObj>()).unwrap();
+        assert!(same(&cause, &raised), "the raised object is the cause");
+        assert_eq!(error_object(&e).text(), out.text());
+    }
+
+    #[test]
+    fn a_later_error_of_the_runtime_does_not_take_the_object() {
+        let raised = callback_error();
+        let _ = raised_by_callee(&raised);
+        set_last_error(&Error::value("something else"));
+        let out = take_raised().unwrap();
+        assert!(!same(&out, &raised));
+        assert_eq!(out.text(), "ValueError: something else");
+        let fresh = Error::value("made here");
+        assert_eq!(error_object(&fresh).text(), "ValueError: made here");
+    }
 }

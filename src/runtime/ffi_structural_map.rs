@@ -18,7 +18,7 @@
 use super::container::FfiArrayObj;
 use super::error::{Error, Result};
 use super::ffi_containers::{map_cell, new_map, sequence_items, ListObj};
-use super::ffi_error::{catch_native, error_any, object_any, ErrorObj};
+use super::ffi_error::{catch_native, error_any, object_error, ErrorObj};
 use super::ffi_fields::{all_fields, get_field_any, set_field_any, DEF_PATTERN, DEF_SIMPLE, SEQ_HASH_IGNORE};
 use super::ffi_structural_visit::{
     dispatch_table, entries, kind_of, matches, order_arg, with_region, Entries, DAG_NODE, FREE_VAR, REGION_NONE,
@@ -586,33 +586,20 @@ fn native_result(r: TVMFFIAny) -> Result<Out> {
     if r.0.type_index != ti::ERROR as i32 {
         return Ok(result_of(r.into_raw()));
     }
-    let Some(e) = r.as_object().and_then(|o| o.downcast::<ErrorObj>()) else {
-        return Err(Error::raw("TVMError: a structural mutation hook failed"));
-    };
-    let text = e.text();
-    HOOK_ERROR.with(|slot| *slot.borrow_mut() = Some(e));
-    Err(Error::raw(text))
-}
-
-thread_local! {
-    /// The error object a hook or entry last returned on this thread, so that when the error
-    /// comes back out of a hook of ours unchanged, the object goes on (with the visit context
-    /// C++ code records in it) rather than a copy of its text.
-    static HOOK_ERROR: std::cell::RefCell<Option<ObjPtr<ErrorObj>>> = const { std::cell::RefCell::new(None) };
+    match r.as_object().and_then(|o| o.downcast::<ErrorObj>()) {
+        Some(e) => Err(object_error(e)),
+        None => Err(Error::raw("TVMError: a structural mutation hook failed")),
+    }
 }
 
 /// A native hook's or entry's answer: the outcome, `Unchanged`, or the error as an object (a
-/// panic included: none crosses into C++).
+/// panic included: none crosses into C++). A child's error object goes on as it came (C++ code
+/// records the nodes it passes in it).
 fn native_answer(body: impl FnOnce() -> Result<Out>) -> TVMFFIAny {
-    let outcome = catch_native("a structural mutation", body);
-    let seen = HOOK_ERROR.with(|slot| slot.borrow_mut().take());
-    match outcome {
+    match catch_native("a structural mutation", body) {
         Ok(Some(v)) => v.into_raw(),
         Ok(None) => UNCHANGED_ANY,
-        Err(e) => match seen.filter(|o| o.text() == e.to_string()) {
-            Some(object) => object_any(object),
-            None => error_any(&e),
-        },
+        Err(e) => error_any(&e),
     }
 }
 

@@ -5,7 +5,7 @@ objects, containers, reflection and structural mutation, then the result run by 
     python compile_and_run.py ours|real [TRACE_FILE]
 
 Each case is built with `tvm.compile` from Relax (a matmul, a tuple, a convolution with
-pooling, a dynamic shape, calls back into Python functions) or from a tensor expression
+pooling, a dynamic shape, calls back into Python functions, one of which raises) or from a tensor expression
 (`te.create_prim_func`, also scheduled by hand), run on the CPU, and compared with numpy; the compiled module's import
 tree (`Module.imports`, the reflected `imports_` field) is walked as `relax.VirtualMachine`
 does. With TRACE_FILE, tvm-ffi's structural walks and mutations over TVM's IR are traced too:
@@ -15,6 +15,7 @@ non-zero on any failure.
 
 import json
 import sys
+import traceback
 
 import numpy as np
 import tvm
@@ -236,6 +237,31 @@ def case_python_callbacks(rng):
     return [v * 2 + 1], [vm["main"](tvm.runtime.tensor(v)).numpy()], True
 
 
+def case_callback_error(rng):
+    """A Python function the VM calls raises: the caller gets that exception, with the frames of
+    the code that raised it (the error object goes through the runtime as it was raised)."""
+
+    def fail_deep():
+        raise ValueError("callback failed on purpose")
+
+    def fail(t):
+        fail_deep()
+
+    tvm.register_global_func("test.compile_and_run.fail", fail, override=True)
+    ty = relax.TensorType((3,), "float32")
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", ty)
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(relax.op.call_pure_packed("test.compile_and_run.fail", x, ty_args=ty)))
+    vm = relax.VirtualMachine(tvm.compile(bb.get(), target="llvm"), tvm.cpu())
+    try:
+        vm["main"](tvm.runtime.tensor(rng.standard_normal(3, "float32")))
+    except ValueError as e:
+        frames = "".join(traceback.format_exception(e))
+        return str(e).endswith("callback failed on purpose") and "in fail_deep" in frames
+    return False
+
+
 def main():
     want = sys.argv[1]
     have = library_in_use()
@@ -252,12 +278,17 @@ def main():
         ("tensor_expression", case_tensor_expression),
         ("schedule", case_schedule),
         ("python_callbacks", case_python_callbacks),
+        ("callback_error", case_callback_error),
     ]
     total = len(cases)
     for name, case in cases:
-        wants, outs, imports_ok = case(rng)
-        ok = imports_ok and len(wants) == len(outs)
-        ok = ok and all(np.allclose(o, w, rtol=1e-5, atol=1e-5) for o, w in zip(outs, wants))
+        result = case(rng)
+        if isinstance(result, bool):
+            ok = result
+        else:
+            wants, outs, imports_ok = result
+            ok = imports_ok and len(wants) == len(outs)
+            ok = ok and all(np.allclose(o, w, rtol=1e-5, atol=1e-5) for o, w in zip(outs, wants))
         print(f"{name}: {'ok' if ok else 'MISMATCH'}")
         failed += not ok
     if len(sys.argv) > 2:
