@@ -138,7 +138,9 @@ fn object_for(text: &str, origin: Option<ObjPtr<ErrorObj>>) -> ObjPtr<ErrorObj> 
     match origin {
         Some(o) if o.text() == text => o,
         Some(o) => {
-            // SAFETY: the origin's backtrace array describes its own box, alive while `o` is.
+            // SAFETY: the origin's backtrace array describes its own box, alive while `o` is;
+            // only the error's owner replaces it, on its own thread (tvm-ffi's contract), and
+            // this thread is the one handing the error on.
             let backtrace = unsafe { super::packed::byte_array(&*o.backtrace.get()) }.to_vec();
             ObjPtr::new(ErrorObj::from_text_with(text, &backtrace, Some(o.to_object_ref())))
         }
