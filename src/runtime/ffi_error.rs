@@ -148,9 +148,14 @@ fn object_for(text: &str, origin: Option<ObjPtr<ErrorObj>>) -> ObjPtr<ErrorObj> 
     }
 }
 
-/// An error object a callee returned, as an error of ours that carries it.
-pub fn object_error(e: ObjPtr<ErrorObj>) -> Error {
-    Error::from_object(e.text(), e)
+/// The error a callee (a hook, a table's entry) returned as a value: the error object it is, as
+/// an error of ours that carries it; a value of the error type that is no `ffi.Error` made
+/// here or by tvm-ffi's layout is an error saying `what` failed.
+pub fn returned_error(value: Option<ObjectRef>, what: &str) -> Error {
+    match value.and_then(|o| o.downcast::<ErrorObj>()) {
+        Some(e) => Error::from_object(e.text(), e),
+        None => Error::raw(format!("TVMError: {what} failed")),
+    }
 }
 
 /// An error object as an owned value (its reference goes with it).

@@ -18,7 +18,7 @@
 use super::container::FfiArrayObj;
 use super::error::{Error, Result};
 use super::ffi_containers::{map_cell, new_map, sequence_items, ListObj};
-use super::ffi_error::{catch_native, error_any, object_error, ErrorObj};
+use super::ffi_error::{catch_native, error_any, returned_error};
 use super::ffi_fields::{all_fields, get_field_any, set_field_any, DEF_PATTERN, DEF_SIMPLE, SEQ_HASH_IGNORE};
 use super::ffi_structural_visit::{
     dispatch_table, entries, kind_of, matches, order_arg, with_region, Entries, DAG_NODE, FREE_VAR, REGION_NONE,
@@ -586,10 +586,7 @@ fn native_result(r: TVMFFIAny) -> Result<Out> {
     if r.0.type_index != ti::ERROR as i32 {
         return Ok(result_of(r.into_raw()));
     }
-    match r.as_object().and_then(|o| o.downcast::<ErrorObj>()) {
-        Some(e) => Err(object_error(e)),
-        None => Err(Error::raw("TVMError: a structural mutation hook failed")),
-    }
+    Err(returned_error(r.as_object(), "a structural mutation hook"))
 }
 
 /// A native hook's or entry's answer: the outcome, `Unchanged`, or the error as an object (a
@@ -911,6 +908,7 @@ pub(crate) fn globals() -> Vec<(&'static str, PackedFunc)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::ffi_error::ErrorObj;
     use std::sync::Arc;
 
     fn ints(xs: &[i64]) -> Owned {

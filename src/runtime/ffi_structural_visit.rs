@@ -9,7 +9,7 @@
 
 use super::error::{Error, Result};
 use super::ffi_containers::{map_items, sequence_items};
-use super::ffi_error::{catch_native, error_any, object_error};
+use super::ffi_error::{catch_native, error_any, returned_error};
 use super::object::{self, type_index as ti, ObjPtr, ObjectRef, ObjectType};
 use super::packed::{PackedFunc, Value};
 use crate::abi::{ffi_type_index as fti, TVMFFIAny};
@@ -324,10 +324,7 @@ fn outcome(r: TVMFFIAny) -> Result<Value> {
     // SAFETY: owned by the caller and converted above (the value holds its own reference).
     unsafe { object::release_any(&r) };
     match v? {
-        Value::Object(o) if o.type_index() == ti::ERROR => match o.downcast::<super::ffi_error::ErrorObj>() {
-            Some(e) => Err(object_error(e)),
-            None => Err(Error::raw("TVMError: a structural visit hook failed")),
-        },
+        Value::Object(o) if o.type_index() == ti::ERROR => Err(returned_error(Some(o), "a structural visit hook")),
         other => Ok(other),
     }
 }

@@ -5,12 +5,12 @@ objects, containers, reflection and structural mutation, then the result run by 
     python compile_and_run.py ours|real [TRACE_FILE]
 
 Each case is built with `tvm.compile` from Relax (a matmul, a tuple, a convolution with
-pooling, a dynamic shape, calls back into Python functions, one of which raises) or from a tensor expression
-(`te.create_prim_func`, also scheduled by hand), run on the CPU, and compared with numpy; the compiled module's import
-tree (`Module.imports`, the reflected `imports_` field) is walked as `relax.VirtualMachine`
-does. With TRACE_FILE, tvm-ffi's structural walks and mutations over TVM's IR are traced too:
-the real library's trace is written there and ours must equal it. Prints a line per case; exits
-non-zero on any failure.
+pooling, a dynamic shape, calls back into Python functions, one of which raises) or from a
+tensor expression (`te.create_prim_func`, also scheduled by hand), run on the CPU, and compared
+with numpy; the compiled module's import tree (`Module.imports`, the reflected `imports_`
+field) is walked as `relax.VirtualMachine` does. With TRACE_FILE, tvm-ffi's structural walks
+and mutations over TVM's IR are traced too: the real library's trace is written there and ours
+must equal it. Prints a line per case; exits non-zero on any failure.
 """
 
 import json
@@ -214,6 +214,17 @@ def case_schedule(rng):
     return [x @ y], [out.numpy()], True
 
 
+def vm_of_calls(body):
+    """A VM of `main(x: float32[3])`, whose result `body(bb, x, ty)` emits (calls of Python
+    functions registered as globals)."""
+    ty = relax.TensorType((3,), "float32")
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", ty)
+    with bb.function("main", [x]):
+        bb.emit_func_output(body(bb, x, ty))
+    return relax.VirtualMachine(tvm.compile(bb.get(), target="llvm"), tvm.cpu())
+
+
 def case_python_callbacks(rng):
     """Relax calling back into Python functions registered as globals, both conventions."""
 
@@ -225,14 +236,12 @@ def case_python_callbacks(rng):
 
     tvm.register_global_func("test.compile_and_run.double", double, override=True)
     tvm.register_global_func("test.compile_and_run.add_one", add_one, override=True)
-    ty = relax.TensorType((3,), "float32")
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", ty)
-    with bb.function("main", [x]):
+
+    def body(bb, x, ty):
         y = bb.emit(relax.op.call_pure_packed("test.compile_and_run.double", x, ty_args=ty))
-        z = bb.emit(relax.op.call_dps_packed("test.compile_and_run.add_one", (y,), out_ty=ty))
-        bb.emit_func_output(z)
-    vm = relax.VirtualMachine(tvm.compile(bb.get(), target="llvm"), tvm.cpu())
+        return bb.emit(relax.op.call_dps_packed("test.compile_and_run.add_one", (y,), out_ty=ty))
+
+    vm = vm_of_calls(body)
     v = rng.standard_normal(3, "float32")
     return [v * 2 + 1], [vm["main"](tvm.runtime.tensor(v)).numpy()], True
 
@@ -248,18 +257,14 @@ def case_callback_error(rng):
         fail_deep()
 
     tvm.register_global_func("test.compile_and_run.fail", fail, override=True)
-    ty = relax.TensorType((3,), "float32")
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", ty)
-    with bb.function("main", [x]):
-        bb.emit_func_output(bb.emit(relax.op.call_pure_packed("test.compile_and_run.fail", x, ty_args=ty)))
-    vm = relax.VirtualMachine(tvm.compile(bb.get(), target="llvm"), tvm.cpu())
+    call = relax.op.call_pure_packed
+    vm = vm_of_calls(lambda bb, x, ty: bb.emit(call("test.compile_and_run.fail", x, ty_args=ty)))
     try:
         vm["main"](tvm.runtime.tensor(rng.standard_normal(3, "float32")))
     except ValueError as e:
         frames = "".join(traceback.format_exception(e))
-        return str(e).endswith("callback failed on purpose") and "in fail_deep" in frames
-    return False
+        return [], [], str(e).endswith("callback failed on purpose") and "in fail_deep" in frames
+    return [], [], False
 
 
 def main():
@@ -282,13 +287,11 @@ def main():
     ]
     total = len(cases)
     for name, case in cases:
-        result = case(rng)
-        if isinstance(result, bool):
-            ok = result
-        else:
-            wants, outs, imports_ok = result
-            ok = imports_ok and len(wants) == len(outs)
-            ok = ok and all(np.allclose(o, w, rtol=1e-5, atol=1e-5) for o, w in zip(outs, wants))
+        # A case returns what numpy computes, what TVM's build computed, and whether its other
+        # checks (the import tree, an error's report) held.
+        wants, outs, checks_ok = case(rng)
+        ok = checks_ok and len(wants) == len(outs)
+        ok = ok and all(np.allclose(o, w, rtol=1e-5, atol=1e-5) for o, w in zip(outs, wants))
         print(f"{name}: {'ok' if ok else 'MISMATCH'}")
         failed += not ok
     if len(sys.argv) > 2:
