@@ -14,7 +14,7 @@ fn main() {
     println!("cargo:rerun-if-changed=cbindgen.toml");
     // Programs that link the runtime statically (the CLI, tests, examples, benches) export its
     // C functions dynamically: kernel libraries of the tvm-ffi releases import
-    // `TVMFFIErrorSetRaisedFromCStrParts` from the global scope (see runtime/dso.rs).
+    // `TVMFFIErrorSetRaisedFromCStrParts` from the global scope (see runtime/module/dso.rs).
     for kind in ["bins", "tests", "examples", "benches"] {
         println!("cargo:rustc-link-arg-{kind}=-rdynamic");
     }

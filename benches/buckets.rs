@@ -24,9 +24,9 @@ use std::ffi::{c_void, CString};
 use std::path::PathBuf;
 use std::time::Duration;
 use tvm_runtime::abi::DLDevice;
-use tvm_runtime::ffi::buckets::TVMGraphExecutorCreateBucketed;
+use tvm_runtime::ffi::graph_executor::buckets::TVMGraphExecutorCreateBucketed;
 use tvm_runtime::ffi::graph_executor::*;
-use tvm_runtime::ffi::module::{TVMModFree, TVMModLoadFromFile};
+use tvm_runtime::ffi::legacy::module::{TVMModFree, TVMModLoadFromFile};
 
 const BATCHES: [usize; 4] = [1, 2, 4, 8];
 

@@ -14,7 +14,7 @@ use common::*;
 use std::ffi::c_void;
 use std::time::Duration;
 use tvm_runtime::abi::{type_code as tc, TVMValue};
-use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncCreateFromCFunc, TVMFuncFree, TVMFuncGetGlobal};
+use tvm_runtime::ffi::legacy::func::{TVMFuncCall, TVMFuncCreateFromCFunc, TVMFuncFree, TVMFuncGetGlobal};
 
 const CHILD: &str = "BENCH_HANDLE_CHECK_CHILD";
 const CASES: [&str; 4] = [
@@ -101,7 +101,7 @@ fn main() {
     tvm_runtime::init();
     if std::env::var_os(CHILD).is_some() {
         assert_eq!(
-            tvm_runtime::runtime::live::checking(),
+            tvm_runtime::runtime::object::live::checking(),
             std::env::var("TVM_RUNTIME_CHECK_HANDLES").as_deref() == Ok("1"),
             "the child runs in the mode it was given"
         );

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use tvm_runtime::abi::{DLDataType, DLDevice};
-use tvm_runtime::runtime::registry;
+use tvm_runtime::runtime::function::registry;
 use tvm_runtime::runtime::{Module, NDArray, Value};
 
 const N_WEIGHTS: usize = 5;

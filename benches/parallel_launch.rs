@@ -130,7 +130,7 @@ fn main() {
     // Before either pool exists: ours reads it when the default pool is first used, TVM's when
     // its pool is created.
     std::env::set_var("TVM_NUM_THREADS", &threads);
-    let ours: LaunchFn = tvm_runtime::ffi::backend::TVMBackendParallelLaunch;
+    let ours: LaunchFn = tvm_runtime::ffi::legacy::backend::TVMBackendParallelLaunch;
     let n_ours = check_pool("ours", ours);
     let peer = load_peer();
     let n_peer = match &peer {

@@ -1,5 +1,5 @@
 //! Loading a ~100 MB params blob (10 float32 arrays of 10 MiB, written by our own writer):
-//! file read + parse, through `tvm_runtime::runtime::params::load_params` and through the
+//! file read + parse, through `tvm_runtime::runtime::tensor::params::load_params` and through the
 //! global `runtime.LoadParams` called via the C API, vs just `std::fs::read` of the file.
 
 #[path = "common/mod.rs"]
@@ -10,7 +10,7 @@ use std::ffi::{c_void, CString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tvm_runtime::abi::{type_code as tc, DLDataType, TVMByteArray, TVMValue};
-use tvm_runtime::runtime::params::{load_params, load_params_file, save_params};
+use tvm_runtime::runtime::tensor::params::{load_params, load_params_file, save_params};
 use tvm_runtime::runtime::NDArray;
 
 const N_ARRAYS: usize = 10;
@@ -61,7 +61,7 @@ fn main() {
     // runtime.LoadParams through the C API, as a C or Python caller would use it.
     let name = CString::new("runtime.LoadParams").unwrap();
     let mut func = std::ptr::null_mut();
-    assert_eq!(unsafe { tvm_runtime::ffi::func::TVMFuncGetGlobal(name.as_ptr(), &mut func) }, 0);
+    assert_eq!(unsafe { tvm_runtime::ffi::legacy::func::TVMFuncGetGlobal(name.as_ptr(), &mut func) }, 0);
     assert!(!func.is_null(), "runtime.LoadParams is registered");
 
     let p1 = path.clone();
@@ -84,12 +84,19 @@ fn main() {
         let mut ret = TVMValue::null();
         let mut code = 0;
         let rc = unsafe {
-            tvm_runtime::ffi::func::TVMFuncCall(func, args.as_mut_ptr(), codes.as_mut_ptr(), 1, &mut ret, &mut code)
+            tvm_runtime::ffi::legacy::func::TVMFuncCall(
+                func,
+                args.as_mut_ptr(),
+                codes.as_mut_ptr(),
+                1,
+                &mut ret,
+                &mut code,
+            )
         };
         assert_eq!(rc, 0, "runtime.LoadParams failed");
         assert_eq!(code, tc::OBJECT_HANDLE);
         // The map (and its arrays) are released here, as a caller would when done.
-        assert_eq!(unsafe { tvm_runtime::ffi::object::TVMObjectFree(ret.v_handle) }, 0);
+        assert_eq!(unsafe { tvm_runtime::ffi::legacy::object::TVMObjectFree(ret.v_handle) }, 0);
     };
     // Loading the file: headers parsed as they are read, tensor data read straight into the
     // arrays (what runtime.LoadParamsFromFile does). This is the claim: loading a params file
@@ -110,5 +117,5 @@ fn main() {
     report("params_load (bytes)", "read+load_params", r[1].median / 1e6, "read", r[3].median / 1e6, "ms", None);
     report("params_load (C API)", "read+runtime.LoadParams", r[2].median / 1e6, "read", r[3].median / 1e6, "ms", None);
     report_best("params_load (file)", "load_params_file", r[0].min / 1e6, "read", r[3].min / 1e6, "ms");
-    unsafe { tvm_runtime::ffi::func::TVMFuncFree(func) };
+    unsafe { tvm_runtime::ffi::legacy::func::TVMFuncFree(func) };
 }

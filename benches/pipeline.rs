@@ -26,9 +26,9 @@ use std::ffi::{c_void, CString};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tvm_runtime::abi::DLDevice;
+use tvm_runtime::ffi::graph_executor::pipeline::*;
 use tvm_runtime::ffi::graph_executor::*;
-use tvm_runtime::ffi::module::{TVMModFree, TVMModLoadFromFile};
-use tvm_runtime::ffi::pipeline::*;
+use tvm_runtime::ffi::legacy::module::{TVMModFree, TVMModLoadFromFile};
 
 /// A model to measure: its library and tensor shapes.
 struct Model {

@@ -85,8 +85,10 @@ fn peer() -> Result<(AllocFn, FreeFn), String> {
 }
 
 fn main() {
-    let ours: (AllocFn, FreeFn) =
-        (tvm_runtime::ffi::backend::TVMBackendAllocWorkspace, tvm_runtime::ffi::backend::TVMBackendFreeWorkspace);
+    let ours: (AllocFn, FreeFn) = (
+        tvm_runtime::ffi::legacy::backend::TVMBackendAllocWorkspace,
+        tvm_runtime::ffi::legacy::backend::TVMBackendFreeWorkspace,
+    );
     let bump: (AllocFn, FreeFn) = (bump_alloc, bump_free);
     check("ours", ours.0, ours.1);
     check("bump", bump.0, bump.1);

@@ -17,7 +17,7 @@ use std::ffi::{c_char, CStr};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use tvm_runtime::abi::DLDevice;
-use tvm_runtime::ffi::pipeline::*;
+use tvm_runtime::ffi::graph_executor::pipeline::*;
 
 /// A traced stage: lane, request, start and duration in microseconds.
 type Span = (u64, u64, f64, f64);

@@ -64,568 +64,6 @@ extern "C" {
 #endif // __cplusplus
 
 /*
- Allocate an array (64-byte aligned data, uninitialised). `*out` is an owned handle that
- points at the array's `DLTensor`.
-
- # Safety
- `shape` must point to `ndim` readable `int64_t`s (NULL allowed when `ndim` is 0); `out` must be
- NULL (an error) or valid for writing one handle.
- */
-int TVMArrayAlloc(const int64_t *shape, int ndim, int dtype_code, int dtype_bits, int dtype_lanes, int device_type, int device_id, DLTensor **out);
-
-/*
- Release an array handle (NULL is a no-op); memory is freed with the last reference.
-
- # Safety
- `handle` must be NULL or an array handle of this runtime (the `DLTensor` inside a live
- container, not a bare `DLTensor`) holding one reference that the caller owns and gives up.
- */
-int TVMArrayFree(DLTensor *handle);
-
-/*
- Copy `nbytes` host bytes into the array (must equal its byte size), then synchronize.
-
- # Safety
- `handle` must be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values, data valid
- for the bytes it describes); `data` must be readable for `nbytes` bytes (NULL allowed when
- `nbytes` is 0).
- */
-int TVMArrayCopyFromBytes(DLTensor *handle, void *data, size_t nbytes);
-
-/*
- Copy the array into `nbytes` host bytes (must equal its byte size), then synchronize.
-
- # Safety
- `handle` must be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values, data valid
- for the bytes it describes); `data` must be writable for `nbytes` bytes not overlapping the
- tensor's memory (NULL allowed when `nbytes` is 0).
- */
-int TVMArrayCopyToBytes(DLTensor *handle, void *data, size_t nbytes);
-
-/*
- Copy between arrays of equal byte size on compatible devices, ordered on `stream`.
-
- # Safety
- `from` and `to` must each be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values,
- data valid for the bytes it describes on its device) that stays valid until the copy is done;
- `stream` as for the device's stream calls.
- */
-int TVMArrayCopyFromTo(DLTensor *from, DLTensor *to, void *stream);
-
-/*
- Adopt a DLPack tensor (compact, 64-byte aligned data). On success the array owns `from`
- and calls its deleter when released; on failure the caller still owns it.
-
- # Safety
- `from` must be NULL (an error) or a valid `DLManagedTensor` (shape and strides holding `ndim`
- values, data valid for the bytes it describes) that stays valid until its deleter runs; after a
- success the caller must not use or delete it. `out` must be NULL (an error) or writable.
- */
-int TVMArrayFromDLPack(DLManagedTensor *from, DLTensor **out);
-
-/*
- Export an array as a new `DLManagedTensor` sharing its memory; the array stays alive until
- the tensor's deleter runs.
-
- # Safety
- `from` must be NULL (an error) or an array handle of this runtime (the `DLTensor` inside a live
- container); `out` must be NULL (an error) or writable. The caller must run the result's deleter
- exactly once (e.g. with `TVMDLManagedTensorCallDeleter`).
- */
-int TVMArrayToDLPack(DLTensor *from, DLManagedTensor **out);
-
-/*
- Call a managed tensor's deleter (NULL or a NULL deleter is a no-op).
-
- # Safety
- `dltensor` must be NULL or a valid `DLManagedTensor` whose deleter has not run yet; it must not
- be used after this call.
- */
-void TVMDLManagedTensorCallDeleter(DLManagedTensor *dltensor);
-
-/*
- Find `func_name` among the imports of the module behind `mod_node` (the value of the
- library's `__tvm_module_ctx`), then among globals. `*out` is borrowed: do not free it; it
- stays valid while the module lives.
-
- # Safety
- `mod_node` must be NULL (an error) or a live object of this runtime (the value of
- `__tvm_module_ctx`; its type is checked); `func_name` must be NULL (an error) or a
- NUL-terminated string; `out` must be NULL (an error) or valid for writing one handle.
- */
-int TVMBackendGetFuncFromEnv(void *mod_node, const char *func_name, void **out);
-
-/*
- Register a symbol of a statically linked library (usually from a static constructor,
- possibly before `main`). Re-registering a name overwrites it.
-
- # Safety
- `name` must be NULL (an error) or a NUL-terminated string; `ptr` must be the address of the
- statically linked symbol `name` (a kernel, a context slot or a blob), valid for the rest of the
- process: it is later called, written or read as that symbol.
- */
-int TVMBackendRegisterSystemLibSymbol(const char *name, void *ptr);
-
-/*
- Temporary memory for a kernel (64-byte aligned), or NULL with the error set.
- */
-void *TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes, int dtype_code_hint, int dtype_bits_hint);
-
-/*
- Free memory from `TVMBackendAllocWorkspace`.
-
- # Safety
- `ptr` must come from `TVMBackendAllocWorkspace` with the same device type and id on this thread,
- and not be freed yet; nothing may use the memory afterwards. (A CPU pointer is looked up in the
- thread's pool, so a foreign one is reported as an error.)
- */
-int TVMBackendFreeWorkspace(int device_type, int device_id, void *ptr);
-
-/*
- Register a frontend C API hook: `PyErr_CheckSignals`, `Py_IncRef`, `Py_DecRef`,
- `PyGILState_Ensure` or `PyGILState_Release`; any other name is an error.
-
- # Safety
- `name` must be NULL (an error) or a NUL-terminated string; `ptr` must be NULL or a function with
- the C prototype of the API it is named after, callable for the rest of the process.
- */
-int TVMBackendRegisterEnvCAPI(const char *name, void *ptr);
-
-/*
- Run `flambda(task_id, env, cdata)` for every task of a launch; `num_task == 0` means all
- workers. Returns -1 with the failing task's message if any task fails.
-
- # Safety
- `flambda` must be NULL (an error) or a function that may run concurrently on the pool's threads
- with `cdata`, and `cdata` must be valid for whatever `flambda` does with it until this returns.
- */
-int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void *cdata, int num_task);
-
-/*
- Wait until every task of the launch reaches this barrier.
-
- # Safety
- `penv` must be NULL or the environment that a launch still running passed to the calling task,
- and `task_id` must be that task's own id.
- */
-int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv *penv);
-
-/*
- If `*handle` is NULL, set it to a non-NULL marker and return `f(cdata)`; else return 0.
- Not thread-safe (as in TVM).
-
- # Safety
- `handle` must be NULL (an error) or valid for reads and writes of one `void *`, with no other
- thread using the same flag during the call; `f` must be NULL (an error) or safe to call with
- `cdata`.
- */
-int TVMBackendRunOnce(void **handle, int (*f)(void*), void *cdata, int _nbytes);
-
-/*
- Relax VM only: not supported by this runtime (returns -1 with a message).
-
- # Safety
- None: the arguments are ignored (the call always fails).
- */
-int TVMBackendAnyListSetPackedArg(void *_anylist, int _index, TVMValue *_args, int *_type_codes, int _arg_offset);
-
-/*
- Relax VM only: not supported by this runtime (returns -1 with a message).
-
- # Safety
- None: the arguments are ignored (the call always fails).
- */
-int TVMBackendAnyListResetItem(void *_anylist, int _index);
-
-/*
- Relax VM only: not supported by this runtime (returns -1 with a message).
-
- # Safety
- None: the arguments are ignored (the call always fails).
- */
-int TVMBackendAnyListMoveFromPackedReturn(void *_anylist, int _index, TVMValue *_args, int *_type_codes, int _ret_offset);
-
-/*
- Create one executor over `num_factories` versions of a model compiled at different shapes
- (the `GraphExecutorFactory` modules `TVMModLoadFromFile` returns for each version's
- `export_library` file, in any order). The input axes whose extents differ between versions
- are the dynamic ones; versions that differ in anything else (input names, dtypes, static
- extents, weights) are refused with a message naming the difference. Weights with the same
- name and bytes are kept once; one activation arena, sized for the largest bucket, serves every
- bucket. The factories may be freed afterwards.
-
- The result is an ordinary executor: `TVMGraphExecutorSetInput` takes any shape the buckets
- cover (padded into the smallest bucket covering the request on every dynamic axis, ties to the
- smallest padded volume), `TVMGraphExecutorRun` runs that bucket, and `GetOutputInfo` /
- `GetOutput` give the last run's true output shapes. The zero-copy and asynchronous calls
- are not supported on it (its buffers change with the bucket).
-
- `options`: NULL or `"key=value,..."`: those of `TVMGraphExecutorCreateWithOptions` (every
- bucket runs with them), plus `pad_value` (what fills an input beyond its true extent; default
- 0, converted to the input's dtype). Only CPU devices are supported.
-
- # Safety
- `factories` must point to `num_factories` handles, each NULL (an error) or a live object handle
- of this runtime (its type is checked); `devices` must point to `num_devices` devices;
- `options` must be NULL or a NUL-terminated string; `out` must be NULL (an error) or valid for
- writing one handle.
- */
-int TVMGraphExecutorCreateBucketed(const TVMModuleHandle *factories, uint32_t num_factories, const DLDevice *devices, uint32_t num_devices, const char *options, TVMGraphExecutor **out);
-
-/*
- As `TVMGraphExecutorCreateBucketed`, over the artifacts a manifest file lists: one
- `export_library` path per line, relative to the manifest's directory; blank lines and `#`
- comments are skipped. Messages name the versions by path.
-
- # Safety
- `manifest_path` must be NULL (an error) or a NUL-terminated string; the other arguments as
- for `TVMGraphExecutorCreateBucketed`.
- */
-int TVMGraphExecutorCreateBucketedFromManifest(const char *manifest_path, const DLDevice *devices, uint32_t num_devices, const char *options, TVMGraphExecutor **out);
-
-/*
- Number of buckets of a bucketed executor (an error for a plain one). Buckets are numbered
- from the smallest padded input volume up.
-
- # Safety
- `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
- error) or writable.
- */
-int TVMGraphExecutorGetNumBuckets(const TVMGraphExecutor *g, uint32_t *out);
-
-/*
- The shape input `input_index` has in bucket `bucket`: `*shape` points to `*ndim` extents,
- valid as long as the executor.
-
- # Safety
- `g` is only looked up among live executors (a bad handle is an error). `shape` and `ndim` must
- be NULL (an error) or writable.
- */
-int TVMGraphExecutorGetBucketInputShape(const TVMGraphExecutor *g, uint32_t bucket, int32_t input_index, const int64_t **shape, int32_t *ndim);
-
-/*
- The bucket the inputs set so far picked: the one the next `TVMGraphExecutorRun` runs.
-
- # Safety
- `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
- error) or writable.
- */
-int TVMGraphExecutorGetCurrentBucket(const TVMGraphExecutor *g, uint32_t *out);
-
-/*
- The extents to compile a version of a model for, for one dynamic axis whose requests range
- over `min_extent..=max_extent`. `options`: NULL or `"key=value,..."`: `policy=log` (default;
- `min`, the powers of `base` between, `max`; `base` default 2) or `policy=uniform` (every
- `step`: `step, 2·step, …`, then `max`; `step` required). `*num_out` receives the count; the
- extents are written to `out` when `capacity` is enough (`out` NULL with `capacity` 0 only
- counts), otherwise it is an error.
-
- # Safety
- `out` must be NULL or point to `capacity` writable values; `num_out` NULL (an error) or
- writable; `options` NULL or a NUL-terminated string.
- */
-int TVMBucketExtents(int64_t min_extent, int64_t max_extent, const char *options, int64_t *out, uint32_t capacity, uint32_t *num_out);
-
-/*
- Allocate `nbytes` on `dev` aligned to `alignment` (a power of two). Free with
- `TVMDeviceFreeDataSpace`.
-
- # Safety
- `out_data` must be NULL (an error) or valid for writing one pointer.
- */
-int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment, DLDataType type_hint, void **out_data);
-
-/*
- Allocate room for a tensor of `shape`/`dtype`. `mem_scope` NULL, "" or "global" is flat
- memory; other scopes are not supported on these devices.
-
- # Safety
- `shape` must point to `ndim` readable `int64_t`s (NULL allowed when `ndim` is 0); `mem_scope`
- must be NULL or a NUL-terminated string; `out_data` must be NULL (an error) or valid for writing
- one pointer.
- */
-int TVMDeviceAllocDataSpaceWithScope(DLDevice dev, int ndim, const int64_t *shape, DLDataType dtype, const char *mem_scope, void **out_data);
-
-/*
- Free memory from `TVMDeviceAllocDataSpace*`.
-
- # Safety
- `ptr` must be NULL or memory from `TVMDeviceAllocDataSpace` or
- `TVMDeviceAllocDataSpaceWithScope` for the same `dev`, not freed yet; no one may use it
- afterwards (queued device work on it must be complete or ordered before the free).
- */
-int TVMDeviceFreeDataSpace(DLDevice dev, void *ptr);
-
-/*
- Copy between compact tensors of equal byte size (honouring both byte offsets), ordered on
- `stream`, without synchronizing. The non-CPU side's device API does the copy.
-
- # Safety
- `from` and `to` must each be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values,
- data valid for the bytes it describes on its device), and stay valid until the copy queued on
- `stream` is done.
- */
-int TVMDeviceCopyDataFromTo(DLTensor *from, DLTensor *to, void *stream);
-
-/*
- Create a stream on a device (owned handle; free with `TVMStreamFree`).
-
- # Safety
- `out` must be NULL (an error) or valid for writing one pointer.
- */
-int TVMStreamCreate(int device_type, int device_id, void **out);
-
-/*
- Free a stream from `TVMStreamCreate`.
-
- # Safety
- None: stream handles are passed to the device API, which checks them (NULL is the default
- stream; unknown handles are errors).
- */
-int TVMStreamFree(int device_type, int device_id, void *stream);
-
-/*
- Make `handle` the calling thread's current stream for the device.
-
- # Safety
- None: stream handles are passed to the device API, which checks them (NULL is the default
- stream; unknown handles are errors).
- */
-int TVMSetStream(int device_type, int device_id, void *handle);
-
-/*
- Wait until the work queued on `stream` (NULL: the default stream) is done.
-
- # Safety
- None: stream handles are passed to the device API, which checks them (NULL is the default
- stream; unknown handles are errors).
- */
-int TVMSynchronize(int device_type, int device_id, void *stream);
-
-/*
- Make `dst` wait for the work queued on `src` so far.
-
- # Safety
- None: stream handles are passed to the device API, which checks them (NULL is the default
- stream; unknown handles are errors).
- */
-int TVMStreamStreamSynchronize(int device_type, int device_id, void *src, void *dst);
-
-/*
- Whether all work queued on `stream` (NULL: the default stream, always) is done: 1 or 0 in
- `out_done`.
-
- # Safety
- `out_done` must be NULL (an error) or valid for writing one `int`. Stream handles are checked
- by the device API.
- */
-int TVMStreamQuery(int device_type, int device_id, void *stream, int *out_done);
-
-/*
- Create an event on a device: a mark in a stream that other streams and the host can wait
- for (owned handle; free with `TVMEventFree`). An event never recorded counts as reached.
-
- # Safety
- `out` must be NULL (an error) or valid for writing one pointer.
- */
-int TVMEventCreate(int device_type, int device_id, void **out);
-
-/*
- Free an event from `TVMEventCreate` (NULL is a no-op). Streams already waiting on it still
- wait for its mark.
-
- # Safety
- None: event handles are checked by the device API.
- */
-int TVMEventFree(int device_type, int device_id, void *event);
-
-/*
- Mark the current end of `stream`'s queue with `event` (NULL stream: the default stream,
- whose work is done, so the mark is reached at once). Replaces any earlier mark.
-
- # Safety
- None: handles are checked by the device API.
- */
-int TVMEventRecord(int device_type, int device_id, void *event, void *stream);
-
-/*
- Make work queued on `stream` after this call wait until `event`'s latest mark is reached,
- without blocking the caller (NULL stream: the caller waits).
-
- # Safety
- None: handles are checked by the device API.
- */
-int TVMStreamWaitEvent(int device_type, int device_id, void *stream, void *event);
-
-/*
- Block until `event`'s latest mark is reached.
-
- # Safety
- None: event handles are checked by the device API.
- */
-int TVMEventSynchronize(int device_type, int device_id, void *event);
-
-/*
- Whether `event`'s latest mark is reached: 1 or 0 in `out_done`.
-
- # Safety
- `out_done` must be NULL (an error) or valid for writing one `int`. Event handles are checked
- by the device API.
- */
-int TVMEventQuery(int device_type, int device_id, void *event, int *out_done);
-
-/*
- Store `msg` as the calling thread's last error (used by callbacks and kernels before
- returning -1). A NULL `msg` stores an empty message.
-
- # Safety
- `msg` must be NULL or a NUL-terminated string.
- */
-void TVMAPISetLastError(const char *msg);
-
-/*
- The calling thread's last error message (`Kind: message`), or NULL if none was ever set.
- Owned by the runtime; valid until the next error is stored on this thread (by a failing call
- or `TVMAPISetLastError`); successful calls leave it in place.
- */
-const char *TVMGetLastError(void);
-
-/*
- The backtrace of the last error. This runtime records none: always NULL.
- */
-const char *TVMGetLastBacktrace(void);
-
-/*
- Store a frontend (Python) error object for this thread, taking a reference through the
- registered `Py_IncRef`; it replaces (and releases) the previous one.
-
- # Safety
- `py_object` must be NULL or a live object of the frontend that registered `Py_IncRef`, and the
- registered `Py_IncRef`/`Py_DecRef` hooks must be callable from this thread now (for Python: with
- the GIL held).
- */
-void TVMAPISetLastPythonError(void *py_object);
-
-/*
- The frontend error object stored on this thread, or NULL. Borrowed.
- */
-void *TVMGetLastPythonError(void);
-
-/*
- Forget (and release) the frontend error object stored on this thread; the last error
- becomes an empty message, as in TVM.
- */
-void TVMDropLastPythonError(void);
-
-/*
- Does nothing and returns. In TVM this rethrows the last error as a C++ exception; a C function
- of this runtime cannot throw one, so the error stays available through `TVMGetLastError`.
- C++ code gets exceptions from the C++ headers (under `tvm/runtime/`), which throw
- `tvm::runtime::Error` carrying that message when a call fails.
- */
-void TVMThrowLastError(void);
-
-/*
- Call a packed function. Arguments are borrowed; object results come with one owned
- reference; string/bytes results live in thread-local buffers until the next such call.
-
- # Safety
- `func` must be NULL (an error) or a live object handle of this runtime (its type is checked);
- `arg_values` and `type_codes` must each point to `num_args` elements (NULL allowed when
- `num_args` is 0), every value valid for its type code during the call; `ret_val` and
- `ret_type_code` must be NULL (an error) or writable.
- */
-int TVMFuncCall(void *func, TVMValue *arg_values, int *type_codes, int num_args, TVMValue *ret_val, int *ret_type_code);
-
-/*
- Wrap a C callback as a packed function (owned handle out). `fin(resource_handle)` runs when
- the last reference is released.
-
- # Safety
- `func` must be NULL (an error) or a callback callable from any thread with `resource_handle`
- while the function lives; `fin`, if not NULL, is called once with `resource_handle`; `out` must
- be NULL (an error) or valid for writing one handle.
- */
-int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void *resource_handle, TVMPackedCFuncFinalizer fin, void **out);
-
-/*
- Set a C callback's return value. Strings and bytes are copied; objects get a new reference
- (the callback keeps its own). `num_ret` must be 1.
-
- # Safety
- `ret` must be NULL (an error) or exactly the return slot the runtime passed to the callback that
- is running on this thread; `value` and `type_code` must be NULL (an error) or point to one value
- valid for its type code.
- */
-int TVMCFuncSetReturn(void *ret, TVMValue *value, int *type_code, int num_ret);
-
-/*
- Turn a callback argument into a value the callback may return as its own: object-like
- values gain a reference (rvalue references are moved out). Strings and bytes cannot.
-
- # Safety
- `value` and `code` must be NULL (an error) or valid for reads and writes of one value and its
- type code, the value valid for that code (for an rvalue reference, `v_handle` points to a slot
- holding NULL or an owned object handle, which is moved out).
- */
-int TVMCbArgToReturn(TVMValue *value, int *code);
-
-/*
- Release a function handle (NULL is a no-op, as in TVM).
-
- # Safety
- `func` must be NULL or a live object handle of this runtime (its type is checked) holding one
- reference that the caller owns and gives up.
- */
-int TVMFuncFree(void *func);
-
-/*
- Register `f` as a global named `name` (the registry takes its own reference).
- An existing name is an error unless `override` is non-zero.
-
- # Safety
- `name` must be NULL (an error) or a NUL-terminated string; `f` must be NULL (an error) or a live
- object handle of this runtime (its type is checked).
- */
-int TVMFuncRegisterGlobal(const char *name, void *f, int override_);
-
-/*
- Look up a global function: `*out` is an owned handle, or NULL when the name is unknown.
-
- # Safety
- `name` must be NULL (an error) or a NUL-terminated string; `out` must be NULL (an error) or
- valid for writing one handle.
- */
-int TVMFuncGetGlobal(const char *name, void **out);
-
-/*
- List global names. The array and strings live in thread-local storage until the next call
- on this thread.
-
- # Safety
- `out_size` and `out_array` must be NULL (an error) or writable. The returned array and strings
- must not be used after the next call on this thread or the thread's exit.
- */
-int TVMFuncListGlobalNames(int *out_size, const char ***out_array);
-
-/*
- Remove a global function (no error if it does not exist).
-
- # Safety
- `name` must be NULL (an error) or a NUL-terminated string.
- */
-int TVMFuncRemoveGlobal(const char *name);
-
-/*
- Release a byte array. The thread-local result buffer of `TVMFuncCall` is not freed (no-op);
- this runtime hands out no other byte arrays, so anything else is an error.
-
- # Safety
- None: `arr` is only compared with this thread's result buffer, never dereferenced.
- */
-int TVMByteArrayFree(TVMByteArray *arr);
-
-/*
  Create an executor from graph JSON and the module holding its kernels. Weights are loaded
  afterwards with `TVMGraphExecutorLoadParams`. Inputs start out zeroed (weights too, until
  loaded), so a run before `TVMGraphExecutorSetInput` computes on zeros, the same in every
@@ -947,6 +385,654 @@ int TVMGraphExecutorGetOutputAsync(TVMGraphExecutor *g, int32_t index, DLTensor 
 int TVMGraphExecutorSynchronize(TVMGraphExecutor *g);
 
 /*
+ Create one executor over `num_factories` versions of a model compiled at different shapes
+ (the `GraphExecutorFactory` modules `TVMModLoadFromFile` returns for each version's
+ `export_library` file, in any order). The input axes whose extents differ between versions
+ are the dynamic ones; versions that differ in anything else (input names, dtypes, static
+ extents, weights) are refused with a message naming the difference. Weights with the same
+ name and bytes are kept once; one activation arena, sized for the largest bucket, serves every
+ bucket. The factories may be freed afterwards.
+
+ The result is an ordinary executor: `TVMGraphExecutorSetInput` takes any shape the buckets
+ cover (padded into the smallest bucket covering the request on every dynamic axis, ties to the
+ smallest padded volume), `TVMGraphExecutorRun` runs that bucket, and `GetOutputInfo` /
+ `GetOutput` give the last run's true output shapes. The zero-copy and asynchronous calls
+ are not supported on it (its buffers change with the bucket).
+
+ `options`: NULL or `"key=value,..."`: those of `TVMGraphExecutorCreateWithOptions` (every
+ bucket runs with them), plus `pad_value` (what fills an input beyond its true extent; default
+ 0, converted to the input's dtype). Only CPU devices are supported.
+
+ # Safety
+ `factories` must point to `num_factories` handles, each NULL (an error) or a live object handle
+ of this runtime (its type is checked); `devices` must point to `num_devices` devices;
+ `options` must be NULL or a NUL-terminated string; `out` must be NULL (an error) or valid for
+ writing one handle.
+ */
+int TVMGraphExecutorCreateBucketed(const TVMModuleHandle *factories, uint32_t num_factories, const DLDevice *devices, uint32_t num_devices, const char *options, TVMGraphExecutor **out);
+
+/*
+ As `TVMGraphExecutorCreateBucketed`, over the artifacts a manifest file lists: one
+ `export_library` path per line, relative to the manifest's directory; blank lines and `#`
+ comments are skipped. Messages name the versions by path.
+
+ # Safety
+ `manifest_path` must be NULL (an error) or a NUL-terminated string; the other arguments as
+ for `TVMGraphExecutorCreateBucketed`.
+ */
+int TVMGraphExecutorCreateBucketedFromManifest(const char *manifest_path, const DLDevice *devices, uint32_t num_devices, const char *options, TVMGraphExecutor **out);
+
+/*
+ Number of buckets of a bucketed executor (an error for a plain one). Buckets are numbered
+ from the smallest padded input volume up.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+ error) or writable.
+ */
+int TVMGraphExecutorGetNumBuckets(const TVMGraphExecutor *g, uint32_t *out);
+
+/*
+ The shape input `input_index` has in bucket `bucket`: `*shape` points to `*ndim` extents,
+ valid as long as the executor.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `shape` and `ndim` must
+ be NULL (an error) or writable.
+ */
+int TVMGraphExecutorGetBucketInputShape(const TVMGraphExecutor *g, uint32_t bucket, int32_t input_index, const int64_t **shape, int32_t *ndim);
+
+/*
+ The bucket the inputs set so far picked: the one the next `TVMGraphExecutorRun` runs.
+
+ # Safety
+ `g` is only looked up among live executors (a bad handle is an error). `out` must be NULL (an
+ error) or writable.
+ */
+int TVMGraphExecutorGetCurrentBucket(const TVMGraphExecutor *g, uint32_t *out);
+
+/*
+ The extents to compile a version of a model for, for one dynamic axis whose requests range
+ over `min_extent..=max_extent`. `options`: NULL or `"key=value,..."`: `policy=log` (default;
+ `min`, the powers of `base` between, `max`; `base` default 2) or `policy=uniform` (every
+ `step`: `step, 2·step, …`, then `max`; `step` required). `*num_out` receives the count; the
+ extents are written to `out` when `capacity` is enough (`out` NULL with `capacity` 0 only
+ counts), otherwise it is an error.
+
+ # Safety
+ `out` must be NULL or point to `capacity` writable values; `num_out` NULL (an error) or
+ writable; `options` NULL or a NUL-terminated string.
+ */
+int TVMBucketExtents(int64_t min_extent, int64_t max_extent, const char *options, int64_t *out, uint32_t capacity, uint32_t *num_out);
+
+/*
+ Create a pipeline over the model in `factory` (what `TVMModLoadFromFile` returns for an
+ `export_library` file). `options`: NULL or `"key=value,..."`: `core_groups` (default: one per
+ core the process may use), `threads_per_group` (threads of each group's pool for kernels'
+ parallel loops; default: the cores divided among the groups), `in_flight` (requests processed
+ at once, each with its own activations; default 2 per group; more are queued), `cpus` (each
+ group's CPUs, groups separated by `;`, e.g. `0-7;8-15` or `0-3+8-11;4-7+12-15`; default: the
+ process's CPUs split evenly when they suffice, else unpinned), `trace` (`1`: record a Chrome
+ trace, see `TVMPipelineGetTrace`). Unknown keys and bad values are errors naming the key.
+
+ # Safety
+ `factory` must be NULL (an error) or a live object handle of this runtime; `devices` must point
+ to `num_devices` devices; `options` must be NULL or a NUL-terminated string; `out` must be
+ NULL (an error) or valid for writing one handle.
+ */
+int TVMPipelineCreate(TVMModuleHandle factory, const DLDevice *devices, uint32_t num_devices, const char *options, TVMPipeline **out);
+
+/*
+ Queue a request and return at once with its id in `out_request`. `inputs`: one tensor per
+ graph input that is not a weight, in input-index order; `outputs`: caller-owned tensors of the
+ output shapes, one per output. Wait for it with `TVMPipelineWait`.
+
+ # Safety
+ `inputs` / `outputs` must point to `num_inputs` / `num_outputs` valid `DLTensor`s whose data
+ stays valid (the outputs' unread and unwritten by others) until the request is waited for;
+ `out_request` must be NULL (an error) or writable.
+ */
+int TVMPipelineSubmit(TVMPipeline *p, const DLTensor *inputs, uint32_t num_inputs, DLTensor *outputs, uint32_t num_outputs, uint64_t *out_request);
+
+/*
+ As `TVMPipelineSubmit`, but the request reports through `callback(request, status, error,
+ user_data)`, called once on a pipeline thread when it is done (then its tensors are free);
+ such a request cannot be waited for.
+
+ # Safety
+ As `TVMPipelineSubmit`, with "until the callback is called"; `callback` must be non-NULL (NULL
+ is an error) and follow `TVMPipelineCallback`'s contract; `user_data` must be usable from the
+ pipeline's threads.
+ */
+int TVMPipelineSubmitWithCallback(TVMPipeline *p, const DLTensor *inputs, uint32_t num_inputs, DLTensor *outputs, uint32_t num_outputs, TVMPipelineCallback callback, void *user_data, uint64_t *out_request);
+
+/*
+ Block until `request` is done: 0, or -1 with that request's own error (e.g. the failing
+ kernel and its node). Each request is waited for once; an unknown id is an error.
+
+ # Safety
+ None: `p` is only looked up among live pipelines (a bad handle is an error).
+ */
+int TVMPipelineWait(TVMPipeline *p, uint64_t request);
+
+/*
+ The Chrome trace (`chrome://tracing`, Perfetto) of the requests so far, one lane per stream
+ of each core group, as JSON in `out_json`. The pipeline must have been created with `trace=1`.
+ The text is owned by the runtime and kept per calling thread: it stays valid until this
+ thread's next `TVMPipelineGetTrace` (on any pipeline); other threads' calls and freeing the
+ pipeline leave it alone. `TVMPipelineGetTraceInto` copies it into the caller's buffer instead.
+
+ # Safety
+ `out_json` must be NULL (an error) or writable; `p` is looked up among live pipelines.
+ */
+int TVMPipelineGetTrace(TVMPipeline *p, const char **out_json);
+
+/*
+ The Chrome trace of `TVMPipelineGetTrace`, copied into the caller's `buf` of `capacity`
+ bytes. `*out_size` is always set to the size the text needs, its terminating NUL included.
+ When `capacity >= *out_size` the whole text and its NUL are copied; otherwise only its first
+ `capacity` bytes are (no NUL: a cut trace is not JSON), and the caller calls again with a
+ buffer of `*out_size` bytes (or more: the trace grows as requests are done). `buf` may be
+ NULL when `capacity` is 0, to ask for the size alone.
+
+ # Safety
+ `buf` must be NULL with `capacity` 0, or valid for writing `capacity` bytes; `out_size` must
+ be NULL (an error) or writable; `p` is looked up among live pipelines.
+ */
+int TVMPipelineGetTraceInto(TVMPipeline *p, char *buf, size_t capacity, size_t *out_size);
+
+/*
+ Finish the requests being processed, cancel the queued ones (their waits and callbacks
+ report "cancelled"), then free everything. NULL is a no-op.
+
+ # Safety
+ None: `p` is only looked up among live pipelines (a bad handle is an error). It must not be
+ called from a request's callback.
+ */
+int TVMPipelineFree(TVMPipeline *p);
+
+/*
+ Allocate an array (64-byte aligned data, uninitialised). `*out` is an owned handle that
+ points at the array's `DLTensor`.
+
+ # Safety
+ `shape` must point to `ndim` readable `int64_t`s (NULL allowed when `ndim` is 0); `out` must be
+ NULL (an error) or valid for writing one handle.
+ */
+int TVMArrayAlloc(const int64_t *shape, int ndim, int dtype_code, int dtype_bits, int dtype_lanes, int device_type, int device_id, DLTensor **out);
+
+/*
+ Release an array handle (NULL is a no-op); memory is freed with the last reference.
+
+ # Safety
+ `handle` must be NULL or an array handle of this runtime (the `DLTensor` inside a live
+ container, not a bare `DLTensor`) holding one reference that the caller owns and gives up.
+ */
+int TVMArrayFree(DLTensor *handle);
+
+/*
+ Copy `nbytes` host bytes into the array (must equal its byte size), then synchronize.
+
+ # Safety
+ `handle` must be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values, data valid
+ for the bytes it describes); `data` must be readable for `nbytes` bytes (NULL allowed when
+ `nbytes` is 0).
+ */
+int TVMArrayCopyFromBytes(DLTensor *handle, void *data, size_t nbytes);
+
+/*
+ Copy the array into `nbytes` host bytes (must equal its byte size), then synchronize.
+
+ # Safety
+ `handle` must be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values, data valid
+ for the bytes it describes); `data` must be writable for `nbytes` bytes not overlapping the
+ tensor's memory (NULL allowed when `nbytes` is 0).
+ */
+int TVMArrayCopyToBytes(DLTensor *handle, void *data, size_t nbytes);
+
+/*
+ Copy between arrays of equal byte size on compatible devices, ordered on `stream`.
+
+ # Safety
+ `from` and `to` must each be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values,
+ data valid for the bytes it describes on its device) that stays valid until the copy is done;
+ `stream` as for the device's stream calls.
+ */
+int TVMArrayCopyFromTo(DLTensor *from, DLTensor *to, void *stream);
+
+/*
+ Adopt a DLPack tensor (compact, 64-byte aligned data). On success the array owns `from`
+ and calls its deleter when released; on failure the caller still owns it.
+
+ # Safety
+ `from` must be NULL (an error) or a valid `DLManagedTensor` (shape and strides holding `ndim`
+ values, data valid for the bytes it describes) that stays valid until its deleter runs; after a
+ success the caller must not use or delete it. `out` must be NULL (an error) or writable.
+ */
+int TVMArrayFromDLPack(DLManagedTensor *from, DLTensor **out);
+
+/*
+ Export an array as a new `DLManagedTensor` sharing its memory; the array stays alive until
+ the tensor's deleter runs.
+
+ # Safety
+ `from` must be NULL (an error) or an array handle of this runtime (the `DLTensor` inside a live
+ container); `out` must be NULL (an error) or writable. The caller must run the result's deleter
+ exactly once (e.g. with `TVMDLManagedTensorCallDeleter`).
+ */
+int TVMArrayToDLPack(DLTensor *from, DLManagedTensor **out);
+
+/*
+ Call a managed tensor's deleter (NULL or a NULL deleter is a no-op).
+
+ # Safety
+ `dltensor` must be NULL or a valid `DLManagedTensor` whose deleter has not run yet; it must not
+ be used after this call.
+ */
+void TVMDLManagedTensorCallDeleter(DLManagedTensor *dltensor);
+
+/*
+ Find `func_name` among the imports of the module behind `mod_node` (the value of the
+ library's `__tvm_module_ctx`), then among globals. `*out` is borrowed: do not free it; it
+ stays valid while the module lives.
+
+ # Safety
+ `mod_node` must be NULL (an error) or a live object of this runtime (the value of
+ `__tvm_module_ctx`; its type is checked); `func_name` must be NULL (an error) or a
+ NUL-terminated string; `out` must be NULL (an error) or valid for writing one handle.
+ */
+int TVMBackendGetFuncFromEnv(void *mod_node, const char *func_name, void **out);
+
+/*
+ Register a symbol of a statically linked library (usually from a static constructor,
+ possibly before `main`). Re-registering a name overwrites it.
+
+ # Safety
+ `name` must be NULL (an error) or a NUL-terminated string; `ptr` must be the address of the
+ statically linked symbol `name` (a kernel, a context slot or a blob), valid for the rest of the
+ process: it is later called, written or read as that symbol.
+ */
+int TVMBackendRegisterSystemLibSymbol(const char *name, void *ptr);
+
+/*
+ Temporary memory for a kernel (64-byte aligned), or NULL with the error set.
+ */
+void *TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes, int dtype_code_hint, int dtype_bits_hint);
+
+/*
+ Free memory from `TVMBackendAllocWorkspace`.
+
+ # Safety
+ `ptr` must come from `TVMBackendAllocWorkspace` with the same device type and id on this thread,
+ and not be freed yet; nothing may use the memory afterwards. (A CPU pointer is looked up in the
+ thread's pool, so a foreign one is reported as an error.)
+ */
+int TVMBackendFreeWorkspace(int device_type, int device_id, void *ptr);
+
+/*
+ Register a frontend C API hook: `PyErr_CheckSignals`, `Py_IncRef`, `Py_DecRef`,
+ `PyGILState_Ensure` or `PyGILState_Release`; any other name is an error.
+
+ # Safety
+ `name` must be NULL (an error) or a NUL-terminated string; `ptr` must be NULL or a function with
+ the C prototype of the API it is named after, callable for the rest of the process.
+ */
+int TVMBackendRegisterEnvCAPI(const char *name, void *ptr);
+
+/*
+ Run `flambda(task_id, env, cdata)` for every task of a launch; `num_task == 0` means all
+ workers. Returns -1 with the failing task's message if any task fails.
+
+ # Safety
+ `flambda` must be NULL (an error) or a function that may run concurrently on the pool's threads
+ with `cdata`, and `cdata` must be valid for whatever `flambda` does with it until this returns.
+ */
+int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void *cdata, int num_task);
+
+/*
+ Wait until every task of the launch reaches this barrier.
+
+ # Safety
+ `penv` must be NULL or the environment that a launch still running passed to the calling task,
+ and `task_id` must be that task's own id.
+ */
+int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv *penv);
+
+/*
+ If `*handle` is NULL, set it to a non-NULL marker and return `f(cdata)`; else return 0.
+ Not thread-safe (as in TVM).
+
+ # Safety
+ `handle` must be NULL (an error) or valid for reads and writes of one `void *`, with no other
+ thread using the same flag during the call; `f` must be NULL (an error) or safe to call with
+ `cdata`.
+ */
+int TVMBackendRunOnce(void **handle, int (*f)(void*), void *cdata, int _nbytes);
+
+/*
+ Relax VM only: not supported by this runtime (returns -1 with a message).
+
+ # Safety
+ None: the arguments are ignored (the call always fails).
+ */
+int TVMBackendAnyListSetPackedArg(void *_anylist, int _index, TVMValue *_args, int *_type_codes, int _arg_offset);
+
+/*
+ Relax VM only: not supported by this runtime (returns -1 with a message).
+
+ # Safety
+ None: the arguments are ignored (the call always fails).
+ */
+int TVMBackendAnyListResetItem(void *_anylist, int _index);
+
+/*
+ Relax VM only: not supported by this runtime (returns -1 with a message).
+
+ # Safety
+ None: the arguments are ignored (the call always fails).
+ */
+int TVMBackendAnyListMoveFromPackedReturn(void *_anylist, int _index, TVMValue *_args, int *_type_codes, int _ret_offset);
+
+/*
+ Allocate `nbytes` on `dev` aligned to `alignment` (a power of two). Free with
+ `TVMDeviceFreeDataSpace`.
+
+ # Safety
+ `out_data` must be NULL (an error) or valid for writing one pointer.
+ */
+int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment, DLDataType type_hint, void **out_data);
+
+/*
+ Allocate room for a tensor of `shape`/`dtype`. `mem_scope` NULL, "" or "global" is flat
+ memory; other scopes are not supported on these devices.
+
+ # Safety
+ `shape` must point to `ndim` readable `int64_t`s (NULL allowed when `ndim` is 0); `mem_scope`
+ must be NULL or a NUL-terminated string; `out_data` must be NULL (an error) or valid for writing
+ one pointer.
+ */
+int TVMDeviceAllocDataSpaceWithScope(DLDevice dev, int ndim, const int64_t *shape, DLDataType dtype, const char *mem_scope, void **out_data);
+
+/*
+ Free memory from `TVMDeviceAllocDataSpace*`.
+
+ # Safety
+ `ptr` must be NULL or memory from `TVMDeviceAllocDataSpace` or
+ `TVMDeviceAllocDataSpaceWithScope` for the same `dev`, not freed yet; no one may use it
+ afterwards (queued device work on it must be complete or ordered before the free).
+ */
+int TVMDeviceFreeDataSpace(DLDevice dev, void *ptr);
+
+/*
+ Copy between compact tensors of equal byte size (honouring both byte offsets), ordered on
+ `stream`, without synchronizing. The non-CPU side's device API does the copy.
+
+ # Safety
+ `from` and `to` must each be NULL (an error) or a valid `DLTensor` (shape holding `ndim` values,
+ data valid for the bytes it describes on its device), and stay valid until the copy queued on
+ `stream` is done.
+ */
+int TVMDeviceCopyDataFromTo(DLTensor *from, DLTensor *to, void *stream);
+
+/*
+ Create a stream on a device (owned handle; free with `TVMStreamFree`).
+
+ # Safety
+ `out` must be NULL (an error) or valid for writing one pointer.
+ */
+int TVMStreamCreate(int device_type, int device_id, void **out);
+
+/*
+ Free a stream from `TVMStreamCreate`.
+
+ # Safety
+ None: stream handles are passed to the device API, which checks them (NULL is the default
+ stream; unknown handles are errors).
+ */
+int TVMStreamFree(int device_type, int device_id, void *stream);
+
+/*
+ Make `handle` the calling thread's current stream for the device.
+
+ # Safety
+ None: stream handles are passed to the device API, which checks them (NULL is the default
+ stream; unknown handles are errors).
+ */
+int TVMSetStream(int device_type, int device_id, void *handle);
+
+/*
+ Wait until the work queued on `stream` (NULL: the default stream) is done.
+
+ # Safety
+ None: stream handles are passed to the device API, which checks them (NULL is the default
+ stream; unknown handles are errors).
+ */
+int TVMSynchronize(int device_type, int device_id, void *stream);
+
+/*
+ Make `dst` wait for the work queued on `src` so far.
+
+ # Safety
+ None: stream handles are passed to the device API, which checks them (NULL is the default
+ stream; unknown handles are errors).
+ */
+int TVMStreamStreamSynchronize(int device_type, int device_id, void *src, void *dst);
+
+/*
+ Whether all work queued on `stream` (NULL: the default stream, always) is done: 1 or 0 in
+ `out_done`.
+
+ # Safety
+ `out_done` must be NULL (an error) or valid for writing one `int`. Stream handles are checked
+ by the device API.
+ */
+int TVMStreamQuery(int device_type, int device_id, void *stream, int *out_done);
+
+/*
+ Create an event on a device: a mark in a stream that other streams and the host can wait
+ for (owned handle; free with `TVMEventFree`). An event never recorded counts as reached.
+
+ # Safety
+ `out` must be NULL (an error) or valid for writing one pointer.
+ */
+int TVMEventCreate(int device_type, int device_id, void **out);
+
+/*
+ Free an event from `TVMEventCreate` (NULL is a no-op). Streams already waiting on it still
+ wait for its mark.
+
+ # Safety
+ None: event handles are checked by the device API.
+ */
+int TVMEventFree(int device_type, int device_id, void *event);
+
+/*
+ Mark the current end of `stream`'s queue with `event` (NULL stream: the default stream,
+ whose work is done, so the mark is reached at once). Replaces any earlier mark.
+
+ # Safety
+ None: handles are checked by the device API.
+ */
+int TVMEventRecord(int device_type, int device_id, void *event, void *stream);
+
+/*
+ Make work queued on `stream` after this call wait until `event`'s latest mark is reached,
+ without blocking the caller (NULL stream: the caller waits).
+
+ # Safety
+ None: handles are checked by the device API.
+ */
+int TVMStreamWaitEvent(int device_type, int device_id, void *stream, void *event);
+
+/*
+ Block until `event`'s latest mark is reached.
+
+ # Safety
+ None: event handles are checked by the device API.
+ */
+int TVMEventSynchronize(int device_type, int device_id, void *event);
+
+/*
+ Whether `event`'s latest mark is reached: 1 or 0 in `out_done`.
+
+ # Safety
+ `out_done` must be NULL (an error) or valid for writing one `int`. Event handles are checked
+ by the device API.
+ */
+int TVMEventQuery(int device_type, int device_id, void *event, int *out_done);
+
+/*
+ Store `msg` as the calling thread's last error (used by callbacks and kernels before
+ returning -1). A NULL `msg` stores an empty message.
+
+ # Safety
+ `msg` must be NULL or a NUL-terminated string.
+ */
+void TVMAPISetLastError(const char *msg);
+
+/*
+ The calling thread's last error message (`Kind: message`), or NULL if none was ever set.
+ Owned by the runtime; valid until the next error is stored on this thread (by a failing call
+ or `TVMAPISetLastError`); successful calls leave it in place.
+ */
+const char *TVMGetLastError(void);
+
+/*
+ The backtrace of the last error. This runtime records none: always NULL.
+ */
+const char *TVMGetLastBacktrace(void);
+
+/*
+ Store a frontend (Python) error object for this thread, taking a reference through the
+ registered `Py_IncRef`; it replaces (and releases) the previous one.
+
+ # Safety
+ `py_object` must be NULL or a live object of the frontend that registered `Py_IncRef`, and the
+ registered `Py_IncRef`/`Py_DecRef` hooks must be callable from this thread now (for Python: with
+ the GIL held).
+ */
+void TVMAPISetLastPythonError(void *py_object);
+
+/*
+ The frontend error object stored on this thread, or NULL. Borrowed.
+ */
+void *TVMGetLastPythonError(void);
+
+/*
+ Forget (and release) the frontend error object stored on this thread; the last error
+ becomes an empty message, as in TVM.
+ */
+void TVMDropLastPythonError(void);
+
+/*
+ Does nothing and returns. In TVM this rethrows the last error as a C++ exception; a C function
+ of this runtime cannot throw one, so the error stays available through `TVMGetLastError`.
+ C++ code gets exceptions from the C++ headers (under `tvm/runtime/`), which throw
+ `tvm::runtime::Error` carrying that message when a call fails.
+ */
+void TVMThrowLastError(void);
+
+/*
+ Call a packed function. Arguments are borrowed; object results come with one owned
+ reference; string/bytes results live in thread-local buffers until the next such call.
+
+ # Safety
+ `func` must be NULL (an error) or a live object handle of this runtime (its type is checked);
+ `arg_values` and `type_codes` must each point to `num_args` elements (NULL allowed when
+ `num_args` is 0), every value valid for its type code during the call; `ret_val` and
+ `ret_type_code` must be NULL (an error) or writable.
+ */
+int TVMFuncCall(void *func, TVMValue *arg_values, int *type_codes, int num_args, TVMValue *ret_val, int *ret_type_code);
+
+/*
+ Wrap a C callback as a packed function (owned handle out). `fin(resource_handle)` runs when
+ the last reference is released.
+
+ # Safety
+ `func` must be NULL (an error) or a callback callable from any thread with `resource_handle`
+ while the function lives; `fin`, if not NULL, is called once with `resource_handle`; `out` must
+ be NULL (an error) or valid for writing one handle.
+ */
+int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void *resource_handle, TVMPackedCFuncFinalizer fin, void **out);
+
+/*
+ Set a C callback's return value. Strings and bytes are copied; objects get a new reference
+ (the callback keeps its own). `num_ret` must be 1.
+
+ # Safety
+ `ret` must be NULL (an error) or exactly the return slot the runtime passed to the callback that
+ is running on this thread; `value` and `type_code` must be NULL (an error) or point to one value
+ valid for its type code.
+ */
+int TVMCFuncSetReturn(void *ret, TVMValue *value, int *type_code, int num_ret);
+
+/*
+ Turn a callback argument into a value the callback may return as its own: object-like
+ values gain a reference (rvalue references are moved out). Strings and bytes cannot.
+
+ # Safety
+ `value` and `code` must be NULL (an error) or valid for reads and writes of one value and its
+ type code, the value valid for that code (for an rvalue reference, `v_handle` points to a slot
+ holding NULL or an owned object handle, which is moved out).
+ */
+int TVMCbArgToReturn(TVMValue *value, int *code);
+
+/*
+ Release a function handle (NULL is a no-op, as in TVM).
+
+ # Safety
+ `func` must be NULL or a live object handle of this runtime (its type is checked) holding one
+ reference that the caller owns and gives up.
+ */
+int TVMFuncFree(void *func);
+
+/*
+ Register `f` as a global named `name` (the registry takes its own reference).
+ An existing name is an error unless `override` is non-zero.
+
+ # Safety
+ `name` must be NULL (an error) or a NUL-terminated string; `f` must be NULL (an error) or a live
+ object handle of this runtime (its type is checked).
+ */
+int TVMFuncRegisterGlobal(const char *name, void *f, int override_);
+
+/*
+ Look up a global function: `*out` is an owned handle, or NULL when the name is unknown.
+
+ # Safety
+ `name` must be NULL (an error) or a NUL-terminated string; `out` must be NULL (an error) or
+ valid for writing one handle.
+ */
+int TVMFuncGetGlobal(const char *name, void **out);
+
+/*
+ List global names. The array and strings live in thread-local storage until the next call
+ on this thread.
+
+ # Safety
+ `out_size` and `out_array` must be NULL (an error) or writable. The returned array and strings
+ must not be used after the next call on this thread or the thread's exit.
+ */
+int TVMFuncListGlobalNames(int *out_size, const char ***out_array);
+
+/*
+ Remove a global function (no error if it does not exist).
+
+ # Safety
+ `name` must be NULL (an error) or a NUL-terminated string.
+ */
+int TVMFuncRemoveGlobal(const char *name);
+
+/*
+ Release a byte array. The thread-local result buffer of `TVMFuncCall` is not freed (no-op);
+ this runtime hands out no other byte arrays, so anything else is an error.
+
+ # Safety
+ None: `arr` is only compared with this thread's result buffer, never dereferenced.
+ */
+int TVMByteArrayFree(TVMByteArray *arr);
+
+/*
  Load a module from a file through `runtime.module.loadfile_<format>`; `format` NULL or ""
  means the file's extension. `*out` is an owned handle.
 
@@ -1054,92 +1140,6 @@ int TVMObjectDerivedFrom(uint32_t child_type_index, uint32_t parent_type_index, 
  live container, not a bare `DLTensor`); `out_tindex` must be NULL (an error) or writable.
  */
 int TVMArrayGetTypeIndex(DLTensor *handle, unsigned int *out_tindex);
-
-/*
- Create a pipeline over the model in `factory` (what `TVMModLoadFromFile` returns for an
- `export_library` file). `options`: NULL or `"key=value,..."`: `core_groups` (default: one per
- core the process may use), `threads_per_group` (threads of each group's pool for kernels'
- parallel loops; default: the cores divided among the groups), `in_flight` (requests processed
- at once, each with its own activations; default 2 per group; more are queued), `cpus` (each
- group's CPUs, groups separated by `;`, e.g. `0-7;8-15` or `0-3+8-11;4-7+12-15`; default: the
- process's CPUs split evenly when they suffice, else unpinned), `trace` (`1`: record a Chrome
- trace, see `TVMPipelineGetTrace`). Unknown keys and bad values are errors naming the key.
-
- # Safety
- `factory` must be NULL (an error) or a live object handle of this runtime; `devices` must point
- to `num_devices` devices; `options` must be NULL or a NUL-terminated string; `out` must be
- NULL (an error) or valid for writing one handle.
- */
-int TVMPipelineCreate(TVMModuleHandle factory, const DLDevice *devices, uint32_t num_devices, const char *options, TVMPipeline **out);
-
-/*
- Queue a request and return at once with its id in `out_request`. `inputs`: one tensor per
- graph input that is not a weight, in input-index order; `outputs`: caller-owned tensors of the
- output shapes, one per output. Wait for it with `TVMPipelineWait`.
-
- # Safety
- `inputs` / `outputs` must point to `num_inputs` / `num_outputs` valid `DLTensor`s whose data
- stays valid (the outputs' unread and unwritten by others) until the request is waited for;
- `out_request` must be NULL (an error) or writable.
- */
-int TVMPipelineSubmit(TVMPipeline *p, const DLTensor *inputs, uint32_t num_inputs, DLTensor *outputs, uint32_t num_outputs, uint64_t *out_request);
-
-/*
- As `TVMPipelineSubmit`, but the request reports through `callback(request, status, error,
- user_data)`, called once on a pipeline thread when it is done (then its tensors are free);
- such a request cannot be waited for.
-
- # Safety
- As `TVMPipelineSubmit`, with "until the callback is called"; `callback` must be non-NULL (NULL
- is an error) and follow `TVMPipelineCallback`'s contract; `user_data` must be usable from the
- pipeline's threads.
- */
-int TVMPipelineSubmitWithCallback(TVMPipeline *p, const DLTensor *inputs, uint32_t num_inputs, DLTensor *outputs, uint32_t num_outputs, TVMPipelineCallback callback, void *user_data, uint64_t *out_request);
-
-/*
- Block until `request` is done: 0, or -1 with that request's own error (e.g. the failing
- kernel and its node). Each request is waited for once; an unknown id is an error.
-
- # Safety
- None: `p` is only looked up among live pipelines (a bad handle is an error).
- */
-int TVMPipelineWait(TVMPipeline *p, uint64_t request);
-
-/*
- The Chrome trace (`chrome://tracing`, Perfetto) of the requests so far, one lane per stream
- of each core group, as JSON in `out_json`. The pipeline must have been created with `trace=1`.
- The text is owned by the runtime and kept per calling thread: it stays valid until this
- thread's next `TVMPipelineGetTrace` (on any pipeline); other threads' calls and freeing the
- pipeline leave it alone. `TVMPipelineGetTraceInto` copies it into the caller's buffer instead.
-
- # Safety
- `out_json` must be NULL (an error) or writable; `p` is looked up among live pipelines.
- */
-int TVMPipelineGetTrace(TVMPipeline *p, const char **out_json);
-
-/*
- The Chrome trace of `TVMPipelineGetTrace`, copied into the caller's `buf` of `capacity`
- bytes. `*out_size` is always set to the size the text needs, its terminating NUL included.
- When `capacity >= *out_size` the whole text and its NUL are copied; otherwise only its first
- `capacity` bytes are (no NUL: a cut trace is not JSON), and the caller calls again with a
- buffer of `*out_size` bytes (or more: the trace grows as requests are done). `buf` may be
- NULL when `capacity` is 0, to ask for the size alone.
-
- # Safety
- `buf` must be NULL with `capacity` 0, or valid for writing `capacity` bytes; `out_size` must
- be NULL (an error) or writable; `p` is looked up among live pipelines.
- */
-int TVMPipelineGetTraceInto(TVMPipeline *p, char *buf, size_t capacity, size_t *out_size);
-
-/*
- Finish the requests being processed, cancel the queued ones (their waits and callbacks
- report "cancelled"), then free everything. NULL is a no-op.
-
- # Safety
- None: `p` is only looked up among live pipelines (a bad handle is an error). It must not be
- called from a request's callback.
- */
-int TVMPipelineFree(TVMPipeline *p);
 
 /*
  Serve one RPC session on `sockfd`, a connected socket whose handshake (magic and keys) the

@@ -25,8 +25,8 @@ pub fn init() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         runtime::builtins::install();
-        runtime::cxx_module::install();
-        runtime::library::install_context_functions(ffi::backend::context_functions());
+        runtime::module::cxx::install();
+        runtime::module::library::install_context_functions(ffi::context::context_functions());
         graph::install();
         vm::install();
         ffi::rpc::install();

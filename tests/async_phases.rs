@@ -18,11 +18,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 use tvm_runtime::abi::{DLDataType, DLDevice};
-use tvm_runtime::ffi::device::{
+use tvm_runtime::ffi::graph_executor::phases::*;
+use tvm_runtime::ffi::graph_executor::*;
+use tvm_runtime::ffi::legacy::device::{
     TVMEventCreate, TVMEventFree, TVMEventRecord, TVMEventSynchronize, TVMStreamCreate, TVMStreamFree,
 };
-use tvm_runtime::ffi::graph_executor::*;
-use tvm_runtime::ffi::graph_phases::*;
 use tvm_runtime::runtime::device::device_api;
 
 const CPU: i32 = 1;

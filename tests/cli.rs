@@ -523,7 +523,7 @@ fn a_model_named_without_a_directory_is_the_file_here() {
 /// More core groups than the process has CPUs: a warning on stderr, and the benchmark runs.
 #[test]
 fn more_core_groups_than_cpus_warns_and_runs() {
-    let cpus = tvm_runtime::runtime::threading::allowed_cpus().len();
+    let cpus = tvm_runtime::runtime::threads::pool::allowed_cpus().len();
     let groups = (cpus + 1).to_string();
     let out = tvm_rt(&["bench", demo(), "--runs", "6", "--core-groups", &groups, "--json"]).expect(0);
     let warning = format!("warning: --core-groups {groups} is more than the {cpus} CPU(s) this process may use");

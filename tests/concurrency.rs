@@ -25,11 +25,11 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
 use tvm_runtime::abi::{type_code as tc, DLDevice, TVMParallelGroupEnv, TVMValue};
-use tvm_runtime::ffi::backend::{TVMBackendParallelBarrier, TVMBackendParallelLaunch};
-use tvm_runtime::ffi::error::TVMAPISetLastError;
-use tvm_runtime::ffi::func::*;
 use tvm_runtime::ffi::graph_executor::*;
-use tvm_runtime::ffi::module::{TVMModFree, TVMModLoadFromFile};
+use tvm_runtime::ffi::legacy::backend::{TVMBackendParallelBarrier, TVMBackendParallelLaunch};
+use tvm_runtime::ffi::legacy::error::TVMAPISetLastError;
+use tvm_runtime::ffi::legacy::func::*;
+use tvm_runtime::ffi::legacy::module::{TVMModFree, TVMModLoadFromFile};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

@@ -18,14 +18,14 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::ptr::{null, null_mut};
 use tvm_runtime::abi::{type_code as tc, DLDataType, DLDevice, DLManagedTensor, DLTensor, TVMByteArray, TVMValue};
-use tvm_runtime::ffi::array::*;
-use tvm_runtime::ffi::backend::TVMBackendGetFuncFromEnv;
-use tvm_runtime::ffi::device::*;
-use tvm_runtime::ffi::error::TVMAPISetLastError;
-use tvm_runtime::ffi::func::*;
 use tvm_runtime::ffi::graph_executor::*;
-use tvm_runtime::ffi::module::*;
-use tvm_runtime::ffi::object::*;
+use tvm_runtime::ffi::legacy::array::*;
+use tvm_runtime::ffi::legacy::backend::TVMBackendGetFuncFromEnv;
+use tvm_runtime::ffi::legacy::device::*;
+use tvm_runtime::ffi::legacy::error::TVMAPISetLastError;
+use tvm_runtime::ffi::legacy::func::*;
+use tvm_runtime::ffi::legacy::module::*;
+use tvm_runtime::ffi::legacy::object::*;
 
 const CHILD_ENV: &str = "TVM_RUNTIME_CORPUS_CHILD";
 /// Set (with CHILD_ENV) to make the child print every outcome; see tests/corpus/README.md.

@@ -11,8 +11,8 @@ use std::ffi::{c_void, CString};
 use std::path::PathBuf;
 use std::sync::{Arc, Barrier, OnceLock};
 use tvm_runtime::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMValue};
-use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncFree};
-use tvm_runtime::ffi::module::TVMModGetFunction;
+use tvm_runtime::ffi::legacy::func::{TVMFuncCall, TVMFuncFree};
+use tvm_runtime::ffi::legacy::module::TVMModGetFunction;
 
 const TOL: f32 = 1e-5;
 

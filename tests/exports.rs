@@ -196,7 +196,7 @@ fn library_can_be_opened_twice_and_beside_another_copy() {
 // reports.
 
 /// Exports with a deliberate fast path before their boundary. Each is a hot path whose fast path
-/// returns before any fallible work (src/runtime/threading.rs `alloc_workspace_fast` /
+/// returns before any fallible work (src/runtime/threads/pool.rs `alloc_workspace_fast` /
 /// `free_workspace_fast`; a tail call of a function object's C callable; a reference count,
 /// and a deleter, which is a C function: a Rust one aborts rather than unwind, boundary or
 /// not); the slow path must still run inside `ffi_boundary!` with the export's own name, which

@@ -16,13 +16,13 @@ use std::ffi::{c_void, CString};
 use std::path::PathBuf;
 use std::sync::{Arc, Barrier, OnceLock};
 use tvm_runtime::abi::{type_code as tc, DLDataType, DLDevice};
-use tvm_runtime::ffi::error::TVMAPISetLastError;
 use tvm_runtime::ffi::graph_executor::*;
+use tvm_runtime::ffi::legacy::error::TVMAPISetLastError;
 use tvm_runtime::graph::factory::GraphExecutorFactory;
-use tvm_runtime::runtime::blob::{write_import_tree, BlobEntry};
-use tvm_runtime::runtime::error::{Error, Result as RtResult};
-use tvm_runtime::runtime::ndarray::NDArray;
-use tvm_runtime::runtime::packed::{Module, ModuleNode, PackedFunc, Value};
+use tvm_runtime::runtime::base::error::{Error, Result as RtResult};
+use tvm_runtime::runtime::function::packed::{Module, ModuleNode, PackedFunc, Value};
+use tvm_runtime::runtime::module::blob::{write_import_tree, BlobEntry};
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
 
 /// Elements of every tensor of the test graphs (shape [1, N]).
 const N: usize = 16;
@@ -551,8 +551,8 @@ fn panic_in_a_global_called_from_parallel_tasks() {
             Ok(Value::Null)
         });
         let h = hook.into_legacy();
-        ok(unsafe { tvm_runtime::ffi::func::TVMFuncRegisterGlobal(c"fs.test.hook".as_ptr(), h, 0) });
-        ok(unsafe { tvm_runtime::ffi::func::TVMFuncFree(h) });
+        ok(unsafe { tvm_runtime::ffi::legacy::func::TVMFuncRegisterGlobal(c"fs.test.hook".as_ptr(), h, 0) });
+        ok(unsafe { tvm_runtime::ffi::legacy::func::TVMFuncFree(h) });
     });
     let f = factory();
     // TVMGraphExecutorCreate over the factory module: kernels are found through its imports.
@@ -621,7 +621,7 @@ fn the_executor_handle_survives_a_panic_for_every_call() {
 
 #[test]
 fn a_poisoned_request_fails_alone_in_the_pipeline() {
-    use tvm_runtime::ffi::pipeline::*;
+    use tvm_runtime::ffi::graph_executor::pipeline::*;
     let f = factory();
     let dev = DLDevice::cpu(0);
     let opts = CString::new("core_groups=2,threads_per_group=2,in_flight=4").unwrap();

@@ -4,9 +4,9 @@
 use std::ffi::c_void;
 use std::path::Path;
 use std::sync::Arc;
-use tvm_runtime::runtime::blob::load_import_tree;
-use tvm_runtime::runtime::library::{LibraryModule, SymbolSource};
-use tvm_runtime::runtime::packed::Module;
+use tvm_runtime::runtime::function::packed::Module;
+use tvm_runtime::runtime::module::blob::load_import_tree;
+use tvm_runtime::runtime::module::library::{LibraryModule, SymbolSource};
 
 /// A library with no symbols at all.
 struct NoSymbols;
@@ -84,7 +84,7 @@ fn relax_exec_seeds_parse() {
 #[test]
 fn params_regressions_fail_cleanly() {
     for (name, data) in inputs("params") {
-        let r = std::panic::catch_unwind(|| tvm_runtime::runtime::params::load_params(&data).map(|_| ()));
+        let r = std::panic::catch_unwind(|| tvm_runtime::runtime::tensor::params::load_params(&data).map(|_| ()));
         assert!(r.is_ok(), "{name}: the params reader panicked");
     }
 }
@@ -100,7 +100,7 @@ fn graph_regressions_fail_cleanly() {
 
 #[test]
 fn elf_regressions_are_refused() {
-    use tvm_runtime::runtime::elf::{check, Expected};
+    use tvm_runtime::runtime::module::elf::{check, Expected};
     let any_machine = Expected { machine: None, ..Expected::host() };
     for (name, data) in inputs("elf") {
         match std::panic::catch_unwind(|| check(&data[..], any_machine).map_err(|e| e.to_string())) {
@@ -115,7 +115,7 @@ fn elf_regressions_are_refused() {
 /// fuzzer starts from inputs that pass and mutates them into ones that must not.
 #[test]
 fn elf_seeds_are_accepted() {
-    use tvm_runtime::runtime::elf::{check, Expected};
+    use tvm_runtime::runtime::module::elf::{check, Expected};
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/elf");
     for name in ["hand_minimal.so", "hand_extended_section_count.so", "hand_big_endian.so", "cc_tiny.so"] {
         let data = std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));

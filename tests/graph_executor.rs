@@ -193,7 +193,7 @@ fn executors_of_one_factory_share_weights_until_written() {
         assert_eq!(code, tc::NDARRAY_HANDLE);
         let t = unsafe { &*(v.v_handle as *const tvm_runtime::abi::DLTensor) };
         let data = t.data as usize;
-        ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(v.v_handle as *mut _) });
+        ok(unsafe { tvm_runtime::ffi::legacy::array::TVMArrayFree(v.v_handle as *mut _) });
         data
     };
     assert_eq!(p0_data(&a), p0_data(&b), "one copy of the weights");
@@ -256,22 +256,22 @@ fn module_functions_of_the_executor() {
     let t = unsafe { &*(o.v_handle as *const tvm_runtime::abi::DLTensor) };
     let got = unsafe { std::slice::from_raw_parts(t.data as *const f32, 8) };
     assert_close(got, &want(), 1e-5);
-    ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(o.v_handle as *mut _) });
-    ok(unsafe { tvm_runtime::ffi::object::TVMObjectFree(arr) });
+    ok(unsafe { tvm_runtime::ffi::legacy::array::TVMArrayFree(o.v_handle as *mut _) });
+    ok(unsafe { tvm_runtime::ffi::legacy::object::TVMObjectFree(arr) });
     // get_output(i) shares the executor's memory.
     let (o, code) = call(&f("get_output"), &[Arg::Int(0)]).unwrap();
     assert_eq!(code, tc::NDARRAY_HANDLE);
     let t = unsafe { &*(o.v_handle as *const tvm_runtime::abi::DLTensor) };
     assert_close(unsafe { std::slice::from_raw_parts(t.data as *const f32, 8) }, &want(), 1e-5);
-    ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(o.v_handle as *mut _) });
+    ok(unsafe { tvm_runtime::ffi::legacy::array::TVMArrayFree(o.v_handle as *mut _) });
     // get_input_info lists only the data input.
     let (info, _) = call(&f("get_input_info"), &[]).unwrap();
     let (shapes, _) =
         call(&global("runtime.MapGetItem"), &[Arg::Object(unsafe { info.v_handle }), Arg::Str("shape")]).unwrap();
     let (n, _) = call(&global("runtime.MapSize"), &[Arg::Object(unsafe { shapes.v_handle })]).unwrap();
     assert_eq!(unsafe { n.v_int64 }, 1);
-    ok(unsafe { tvm_runtime::ffi::object::TVMObjectFree(shapes.v_handle) });
-    ok(unsafe { tvm_runtime::ffi::object::TVMObjectFree(info.v_handle) });
+    ok(unsafe { tvm_runtime::ffi::legacy::object::TVMObjectFree(shapes.v_handle) });
+    ok(unsafe { tvm_runtime::ffi::legacy::object::TVMObjectFree(info.v_handle) });
     // Debug functions: per-node timings and intermediate outputs.
     let (bytes, code) = call(&f("run_individual"), &[Arg::Int(2), Arg::Int(3), Arg::Int(0)]).unwrap();
     assert_eq!(code, tc::BYTES);
@@ -283,7 +283,7 @@ fn module_functions_of_the_executor() {
     assert_eq!(unsafe { std::slice::from_raw_parts(t.shape, 2) }, &[2, 16]);
     let hidden = unsafe { std::slice::from_raw_parts(t.data as *const f32, 32) };
     assert!(hidden.iter().all(|v| *v >= 0.0), "relu output is non-negative");
-    ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(dbg.v_handle as *mut _) });
+    ok(unsafe { tvm_runtime::ffi::legacy::array::TVMArrayFree(dbg.v_handle as *mut _) });
 }
 
 /// What TVM 0.18's Python debug executor (`GraphModuleDebug`) and `GraphModule` call beyond the
@@ -322,7 +322,7 @@ fn debug_executor_functions_tvm_python_calls() {
     assert_eq!(code, tc::NDARRAY_HANDLE);
     let t = unsafe { &*(out.v_handle as *const tvm_runtime::abi::DLTensor) };
     assert_close(unsafe { std::slice::from_raw_parts(t.data as *const f32, 8) }, &want(), 1e-5);
-    ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(out.v_handle as *mut _) });
+    ok(unsafe { tvm_runtime::ffi::legacy::array::TVMArrayFree(out.v_handle as *mut _) });
     assert!(call(&f("get_node_output"), &[Arg::Int(last), Arg::Int(1)]).unwrap_err().contains("has 1 output,"));
     // profile_rpc: TVM's report JSON.
     let (json, code) = call(&f("profile_rpc"), &[]).unwrap();
@@ -335,10 +335,10 @@ fn debug_executor_functions_tvm_python_calls() {
     // TVM's Python finds its container classes by these type keys.
     let (info, _) = call(&f("get_input_info"), &[]).unwrap();
     let mut index = 0u32;
-    ok(unsafe { tvm_runtime::ffi::object::TVMObjectGetTypeIndex(info.v_handle, &mut index) });
-    let ffi_index = tvm_runtime::runtime::object::legacy::ffi_index(index);
-    assert_eq!(tvm_runtime::runtime::object::type_index_to_key(ffi_index).unwrap(), "Map");
-    ok(unsafe { tvm_runtime::ffi::object::TVMObjectFree(info.v_handle) });
+    ok(unsafe { tvm_runtime::ffi::legacy::object::TVMObjectGetTypeIndex(info.v_handle, &mut index) });
+    let ffi_index = tvm_runtime::runtime::object::header::legacy::ffi_index(index);
+    assert_eq!(tvm_runtime::runtime::object::type_table::type_index_to_key(ffi_index).unwrap(), "Map");
+    ok(unsafe { tvm_runtime::ffi::legacy::object::TVMObjectFree(info.v_handle) });
     assert!(get_function(&m, "profile").is_some() && get_function(&m, "run_individual").is_some());
     let _ = global("tvm.relay._save_param_dict");
 }
@@ -409,8 +409,8 @@ fn kernels_plan(model: &str) -> tvm_runtime::graph::Plan {
     use tvm_runtime::graph::{Graph, Plan};
     let lib = load_module(&kernels_so()).unwrap();
     let module = unsafe {
-        tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::packed::ModuleObj>::from_borrowed(
-            tvm_runtime::runtime::object::legacy::header(lib.0),
+        tvm_runtime::runtime::object::header::ObjPtr::<tvm_runtime::runtime::function::packed::ModuleObj>::from_borrowed(
+            tvm_runtime::runtime::object::header::legacy::header(lib.0),
         )
     };
     let graph = Graph::parse(std::str::from_utf8(&tvm_data(model, "graph.json")).unwrap()).unwrap();

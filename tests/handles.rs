@@ -8,11 +8,11 @@ mod common;
 use common::*;
 use std::ffi::c_void;
 use tvm_runtime::abi::{type_code as tc, DLTensor, TVMValue};
-use tvm_runtime::ffi::array::{TVMArrayAlloc, TVMArrayFree};
-use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncCreateFromCFunc, TVMFuncFree};
-use tvm_runtime::ffi::module::{TVMModFree, TVMModGetFunction};
-use tvm_runtime::ffi::object::{TVMObjectFree, TVMObjectGetTypeIndex, TVMObjectRetain};
-use tvm_runtime::runtime::live;
+use tvm_runtime::ffi::legacy::array::{TVMArrayAlloc, TVMArrayFree};
+use tvm_runtime::ffi::legacy::func::{TVMFuncCall, TVMFuncCreateFromCFunc, TVMFuncFree};
+use tvm_runtime::ffi::legacy::module::{TVMModFree, TVMModGetFunction};
+use tvm_runtime::ffi::legacy::object::{TVMObjectFree, TVMObjectGetTypeIndex, TVMObjectRetain};
+use tvm_runtime::runtime::object::live;
 
 const NOT_LIVE: &str = "is not live (freed already, or not created by this runtime)";
 
@@ -33,7 +33,7 @@ fn kernels(test: &str) -> std::path::PathBuf {
 unsafe fn return_int(ret: *mut c_void, v: i64) -> i32 {
     let (mut v, mut c) = (TVMValue { v_int64: v }, tc::INT);
     // SAFETY: `ret` is the callback's return slot (this function's contract).
-    unsafe { tvm_runtime::ffi::func::TVMCFuncSetReturn(ret, &mut v, &mut c, 1) }
+    unsafe { tvm_runtime::ffi::legacy::func::TVMCFuncSetReturn(ret, &mut v, &mut c, 1) }
 }
 
 unsafe extern "C" fn answer(
@@ -244,7 +244,7 @@ unsafe extern "C" fn foreign_delete(_obj: *mut c_void, _flags: i32) {
 
 #[test]
 fn objects_made_by_foreign_tvm_ffi_code_pass_the_check_and_made_up_ones_do_not() {
-    use tvm_runtime::ffi::tvm_ffi::{TVMFFIObjectDecRef, TVMFFIObjectIncRef};
+    use tvm_runtime::ffi::tvm_ffi::c_api::{TVMFFIObjectDecRef, TVMFFIObjectIncRef};
     checked();
     // A tvm-ffi object header as C++ code compiled against tvm-ffi's headers lays it out (strong
     // and weak count 1, `ffi.Object`, padding 0, its own deleter), which this runtime never saw.

@@ -6,9 +6,9 @@ mod common;
 use common::*;
 use std::ffi::c_void;
 use tvm_runtime::abi::{type_code as tc, DLDevice, TVMValue};
-use tvm_runtime::ffi::func::{TVMCFuncSetReturn, TVMFuncCreateFromCFunc, TVMFuncRegisterGlobal};
-use tvm_runtime::runtime::blob::{write_import_tree, BlobEntry};
-use tvm_runtime::runtime::byteio::Writer;
+use tvm_runtime::ffi::legacy::func::{TVMCFuncSetReturn, TVMFuncCreateFromCFunc, TVMFuncRegisterGlobal};
+use tvm_runtime::runtime::base::byteio::Writer;
+use tvm_runtime::runtime::module::blob::{write_import_tree, BlobEntry};
 
 fn kernels_only_so() -> std::path::PathBuf {
     static ONCE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
@@ -147,7 +147,7 @@ fn missing_file_and_unknown_format() {
 
 #[test]
 fn system_library_with_a_packed_blob_runs_the_model() {
-    use tvm_runtime::ffi::backend::TVMBackendRegisterSystemLibSymbol;
+    use tvm_runtime::ffi::legacy::backend::TVMBackendRegisterSystemLibSymbol;
     // Stand in for an app that links kernels statically: its static constructors register
     // every kernel, the context pointers and the blob under a prefix.
     let so = build_so(&scratch("kernel_library").join("static_kernels.so"), &[kernels_c()], None);
@@ -187,7 +187,7 @@ fn system_library_with_a_packed_blob_runs_the_model() {
 /// a library calling runtime functions by name lists them; what it defines is not listed.
 #[test]
 fn a_librarys_imports_are_read_from_its_dynamic_symbols() {
-    use tvm_runtime::runtime::elf::{undefined_symbols, Expected, FileBytes};
+    use tvm_runtime::runtime::module::elf::{undefined_symbols, Expected, FileBytes};
     let dir = scratch("kernel_library");
     let src = dir.join("c_host.c");
     std::fs::write(
@@ -210,7 +210,7 @@ fn a_librarys_imports_are_read_from_its_dynamic_symbols() {
     // What it defines, which symbol lookups are limited to, is read in the same pass.
     let file = std::fs::File::open(&so).unwrap();
     let bytes = FileBytes { len: file.metadata().unwrap().len(), file };
-    let symbols = tvm_runtime::runtime::elf::dynamic_symbols(&bytes, Expected::host()).unwrap().unwrap();
+    let symbols = tvm_runtime::runtime::module::elf::dynamic_symbols(&bytes, Expected::host()).unwrap().unwrap();
     assert!(symbols.defined.contains("c_host_entry"), "{:?}", symbols.defined);
     assert!(!symbols.defined.contains("TVMAPISetLastError"), "an import listed as defined");
     assert_eq!(symbols.imports, imports);

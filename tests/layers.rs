@@ -259,39 +259,50 @@ fn rooted_paths(code: &str) -> Vec<(usize, Vec<String>)> {
     out
 }
 
-/// A layer's files as modules: `a/b.rs` is `a::b`, `a/mod.rs` is `a`, the layer's `mod.rs` is
-/// the empty path; each with its file name and text.
+/// A crate's files as modules, keyed by their path from the crate root: `a/b.rs` is `a::b`,
+/// `a/mod.rs` is `a`, the root file (`lib.rs`, `main.rs`) is the empty path; each with its file
+/// name and text.
 type Modules = BTreeMap<Vec<String>, (String, String)>;
 
-fn layer_modules(layer: &str) -> Modules {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(layer);
-    let mut files = Vec::new();
-    rust_files(&root, &mut files);
+/// The modules of the crate whose root file is `root` (relative to the repository), with the
+/// files under `dir` (its folder) except those under `skip` (another crate's folder).
+fn crate_modules(root: &str, dir: &str, skip: Option<&str>) -> Modules {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![repo.join(root)];
+    rust_files(&repo.join(dir), &mut files);
+    files.dedup();
     let mut modules = Modules::new();
     for file in files {
-        let rel = file.strip_prefix(&root).unwrap().with_extension("");
-        let mut name: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+        let rel = file.strip_prefix(repo).unwrap();
+        if skip.is_some_and(|s| rel.starts_with(s)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        if rel == Path::new(root) {
+            modules.insert(Vec::new(), (rel.display().to_string(), text));
+            continue;
+        }
+        let inner = rel.strip_prefix(dir).unwrap().with_extension("");
+        let mut name: Vec<String> = inner.iter().map(|s| s.to_string_lossy().into_owned()).collect();
         if name.last().is_some_and(|s| s == "mod") {
             name.pop();
         }
-        let text = std::fs::read_to_string(&file).unwrap();
-        modules.insert(name, (file.display().to_string(), text));
+        modules.insert(name, (rel.display().to_string(), text));
     }
+    assert!(modules.contains_key(&Vec::new()), "no crate root {root} under {dir}");
     modules
 }
 
-/// The module a path in module `from` names, when it is another module of the layer (the
-/// longest module prefix, or the module behind a name the layer's `mod.rs` re-exports).
-fn resolve(
-    layer: &str,
-    modules: &Modules,
-    reexports: &[(String, String)],
-    from: &[String],
-    path: &[String],
-) -> Option<Vec<String>> {
+/// The longest prefix of `full` that is a module.
+fn module_prefix(modules: &Modules, full: &[String]) -> Vec<String> {
+    (0..=full.len()).rev().map(|n| full[..n].to_vec()).find(|m| modules.contains_key(m)).unwrap_or_default()
+}
+
+/// A path's absolute form, as written in module `from` (`crate::`, `self::`, `super::` or, for
+/// a re-export, relative to `from`); `None` when it climbs above the crate.
+fn absolute(from: &[String], path: &[String]) -> Option<Vec<String>> {
     let (mut base, mut rest) = match path[0].as_str() {
-        "crate" if path.get(1).is_some_and(|s| s == layer) => (Vec::new(), &path[2..]),
-        "crate" => return None,
+        "crate" => (Vec::new(), &path[1..]),
         "self" => (from.to_vec(), &path[1..]),
         _ => (from.to_vec(), path),
     };
@@ -299,39 +310,74 @@ fn resolve(
         base.pop()?;
         rest = &rest[1..];
     }
-    let full: Vec<String> = base.iter().chain(rest).cloned().collect();
-    let target = (1..=full.len()).rev().map(|n| full[..n].to_vec()).find(|m| modules.contains_key(m));
-    let target = target.or_else(|| {
-        let name = full.first()?;
-        reexports.iter().find(|(n, _)| n == name).map(|(_, m)| vec![m.clone()])
-    })?;
-    (!from.starts_with(&target)).then_some(target)
+    Some(base.iter().chain(rest).cloned().collect())
 }
 
-/// What the layer's `mod.rs` re-exports (`pub use a::{B, C}`): each name with its module.
-fn root_reexports(code: &str) -> Vec<(String, String)> {
-    let toks = path_tokens(code);
-    let mut out = Vec::new();
-    for i in 1..toks.len() {
-        if toks[i - 1].1 == "pub" && toks[i].1 == "use" {
+/// The names each module re-exports (`pub use a::{B, C}`, `pub(crate) use b::*`), each with
+/// the absolute path it stands for (`*` for a glob, standing for its module).
+type Reexports = BTreeMap<Vec<String>, Vec<(String, Vec<String>)>>;
+
+fn reexports(code: &BTreeMap<Vec<String>, String>) -> Reexports {
+    let mut out = Reexports::new();
+    for (m, c) in code {
+        let toks = path_tokens(c);
+        for i in 1..toks.len() {
+            let public = toks[i - 1].1 == "pub" || (i >= 4 && toks[i - 4].1 == "pub" && toks[i - 3].1 == ";");
+            if toks[i].1 != "use" || !public {
+                continue;
+            }
             for p in use_tree(&toks, i + 1).0 {
-                out.push((p.last().unwrap().clone(), p[0].clone()));
+                if let Some(full) = absolute(m, &p) {
+                    out.entry(m.clone()).or_default().push((p.last().unwrap().clone(), full));
+                }
             }
         }
     }
     out
 }
 
-/// The import edges between the layer's modules, each with the first line naming it.
-fn import_edges(layer: &str, modules: &Modules) -> BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>> {
+/// Where `name`, reached through module `m`, is defined: what `m` re-exports under it, or a
+/// module behind one of `m`'s globs that defines it.
+fn reexported(modules: &Modules, reexports: &Reexports, m: &[String], name: &str) -> Option<Vec<String>> {
+    let entries = reexports.get(m)?;
+    if let Some((_, full)) = entries.iter().find(|(n, _)| n == name) {
+        return Some(full.clone());
+    }
+    let defines = |text: &str| {
+        ["fn", "struct", "enum", "const", "static", "type", "trait", "mod", "macro_rules!"]
+            .iter()
+            .any(|kw| text.contains(&format!("{kw} {name}")))
+    };
+    entries.iter().filter(|(n, _)| n == "*").find_map(|(_, full)| {
+        let glob = full[..full.len() - 1].to_vec();
+        modules.get(&glob).is_some_and(|(_, text)| defines(text)).then(|| [glob, vec![name.to_string()]].concat())
+    })
+}
+
+/// The module a path in module `from` names (the longest module prefix of its absolute form,
+/// followed through re-exports), when it is another module of the crate and not an ancestor.
+fn resolve(modules: &Modules, reexports: &Reexports, from: &[String], path: &[String]) -> Option<Vec<String>> {
+    let mut full = absolute(from, path)?;
+    let mut target = module_prefix(modules, &full);
+    for _ in 0..8 {
+        let Some(name) = full.get(target.len()) else { break };
+        let Some(to) = reexported(modules, reexports, &target, name) else { break };
+        full = [to, full[target.len() + 1..].to_vec()].concat();
+        target = module_prefix(modules, &full);
+    }
+    (!from.starts_with(&target)).then_some(target)
+}
+
+/// The import edges between the crate's modules, each with the first line naming it.
+fn import_edges(modules: &Modules) -> BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>> {
     let code: BTreeMap<_, _> =
         modules.iter().map(|(m, (_, text))| (m.clone(), without_test_items(&code_only(text)))).collect();
-    let reexports = code.get(&Vec::new()).map(|c| root_reexports(c)).unwrap_or_default();
+    let reexports = reexports(&code);
     let mut edges = BTreeMap::new();
-    for (m, c) in code.iter().filter(|(m, _)| !m.is_empty()) {
+    for (m, c) in &code {
         let out: &mut BTreeMap<Vec<String>, String> = edges.entry(m.clone()).or_default();
         for (at, path) in rooted_paths(c) {
-            if let Some(t) = resolve(layer, modules, &reexports, m, &path) {
+            if let Some(t) = resolve(modules, &reexports, m, &path) {
                 let line = c[..at].lines().count().max(1);
                 out.entry(t).or_insert_with(|| format!("{}:{line}", modules[m].0));
             }
@@ -382,8 +428,8 @@ fn circles(edges: &BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>>) -> Vec<
 }
 
 /// Each import circle of the layer, with the edges inside it and where they are written.
-fn import_circles(layer: &str, modules: &Modules) -> Vec<String> {
-    let edges = import_edges(layer, modules);
+fn import_circles(modules: &Modules) -> Vec<String> {
+    let edges = import_edges(modules);
     circles(&edges)
         .into_iter()
         .map(|comp| {
@@ -399,57 +445,260 @@ fn import_circles(layer: &str, modules: &Modules) -> Vec<String> {
         .collect()
 }
 
+/// The crates of the repository whose files are modules of one another: each root file, its
+/// folder, and a folder inside it that is another crate. (Test, bench, example and fuzz files
+/// outside these are crates of one file each, or share only `common/mod.rs`.)
+const CRATES: [(&str, &str, Option<&str>); 4] = [
+    ("src/lib.rs", "src", Some("src/bin")),
+    ("src/bin/tvm-rt/main.rs", "src/bin/tvm-rt", None),
+    ("triton/src/lib.rs", "triton/src", None),
+    ("examples/demo.rs", "examples/demo", None),
+];
+
+/// No Rust file of any crate imports one that (directly or through others) imports it: the
+/// runtime's rooms, the layers, the command-line tool, the Triton backend and the demo.
 #[test]
-fn runtime_files_import_no_circle() {
-    let found = import_circles("runtime", &layer_modules("runtime"));
-    assert!(found.is_empty(), "src/runtime imports in circles:\n{}", found.join("\n\n"));
+fn no_rust_folder_imports_in_a_circle() {
+    let mut found = Vec::new();
+    for (root, dir, skip) in CRATES {
+        for c in import_circles(&crate_modules(root, dir, skip)) {
+            found.push(format!("{dir}:\n{c}"));
+        }
+    }
+    assert!(found.is_empty(), "imports in circles:\n{}", found.join("\n\n"));
 }
 
+/// Every folder holding Rust files belongs to one of [`CRATES`] or is a folder of one-file
+/// crates, so a new folder cannot slip past the circle check.
 #[test]
-fn vm_files_import_no_circle() {
-    let found = import_circles("vm", &layer_modules("vm"));
-    assert!(found.is_empty(), "src/vm imports in circles:\n{}", found.join("\n\n"));
+fn every_rust_folder_is_checked_for_circles() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let flat =
+        ["tests", "tests/common", "benches", "benches/common", "examples", "fuzz/fuzz_targets", "tvm-ffi-lib/src", "."];
+    let mut files = Vec::new();
+    for top in ["src", "tests", "benches", "examples", "fuzz/fuzz_targets", "triton/src", "tvm-ffi-lib/src"] {
+        rust_files(&repo.join(top), &mut files);
+    }
+    let mut unchecked: Vec<String> = files
+        .iter()
+        .map(|f| f.parent().unwrap().strip_prefix(repo).unwrap().display().to_string())
+        .filter(|d| !flat.contains(&d.as_str()) && !CRATES.iter().any(|(_, dir, _)| d.starts_with(dir)))
+        .collect();
+    unchecked.dedup();
+    assert!(unchecked.is_empty(), "folders of Rust files outside the circle check (add them to CRATES): {unchecked:?}");
 }
 
-#[test]
-fn rpc_files_import_no_circle() {
-    let found = import_circles("rpc", &layer_modules("rpc"));
-    assert!(found.is_empty(), "src/rpc imports in circles:\n{}", found.join("\n\n"));
+/// The map of `src/` at the top of docs/ARCHITECTURE.md: each row's folder (or single-file
+/// room) under `src/` and what it may use, in the table's order (bottom-up).
+fn room_map() -> Vec<(String, Vec<String>)> {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ARCHITECTURE.md")).unwrap();
+    let section = doc.split("\n## The map").nth(1).expect("docs/ARCHITECTURE.md has a `## The map` section");
+    let section = section.split("\n## ").next().unwrap();
+    let ticked = |cell: &str| -> Vec<String> { cell.split('`').skip(1).step_by(2).map(str::to_string).collect() };
+    let rows: Vec<(String, Vec<String>)> = section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split(" | ").collect();
+            assert_eq!(cells.len(), 3, "a map row is `| folder | owns | may use |`: {l}");
+            (ticked(cells[0]).remove(0), ticked(cells[2]))
+        })
+        .collect();
+    assert!(rows.len() > 10, "the map has too few rows to be the map");
+    rows
 }
 
+/// The room of a file (relative to `src/`): the longest row that is the file or a folder
+/// holding it.
+fn room_of<'a>(map: &'a [(String, Vec<String>)], file: &str) -> Option<&'a str> {
+    map.iter()
+        .map(|(room, _)| room.as_str())
+        .filter(|room| file == *room || (room.ends_with('/') && file.starts_with(room)))
+        .max_by_key(|room| room.len())
+}
+
+/// The map and the tree agree: every folder of Rust files under `src/` is a row, every row is
+/// on disk, and a row may use only rows above it (so the rooms cannot point in a circle).
 #[test]
-fn graph_files_import_no_circle() {
-    let found = import_circles("graph", &layer_modules("graph"));
-    assert!(found.is_empty(), "src/graph imports in circles:\n{}", found.join("\n\n"));
+fn the_map_matches_the_tree() {
+    let map = room_map();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut problems = Vec::new();
+    for f in &files {
+        let dir = format!("{}/", f.parent().unwrap().strip_prefix(&src).unwrap().display());
+        if dir != "/" && !map.iter().any(|(room, _)| *room == dir) {
+            problems.push(format!("folder src/{dir} is not on the map"));
+        }
+    }
+    for (i, (room, uses)) in map.iter().enumerate() {
+        if !src.join(room).exists() {
+            problems.push(format!("the map's {room} is not in src/"));
+        }
+        for u in uses.iter().filter(|u| !map[..i].iter().any(|(r, _)| r == *u)) {
+            problems.push(format!("{room} may use {u}, which is not a row above it"));
+        }
+    }
+    problems.dedup();
+    assert!(problems.is_empty(), "docs/ARCHITECTURE.md's map and src/ disagree:\n{}", problems.join("\n"));
+}
+
+/// What room `room` may use: the rows it names and, through them, what those may use.
+fn may_use(map: &[(String, Vec<String>)], room: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut todo = vec![room.to_string()];
+    while let Some(r) = todo.pop() {
+        let named = map.iter().filter(|(row, _)| *row == r).flat_map(|(_, u)| u.clone());
+        for u in named {
+            if !out.contains(&u) {
+                out.push(u.clone());
+                // a folder named stands for its rooms, and what they may use
+                todo.extend(map.iter().map(|(row, _)| row.clone()).filter(|row| row.starts_with(&u)));
+            }
+        }
+    }
+    out
+}
+
+/// Each import between rooms of the library is one the map allows: the importing room lists
+/// the imported room, or a folder holding it (`runtime/` allows every room of the runtime).
+#[test]
+fn rooms_use_only_what_the_map_allows() {
+    let map = room_map();
+    let modules = crate_modules("src/lib.rs", "src", Some("src/bin"));
+    let src_rel = |m: &Vec<String>| modules[m].0.trim_start_matches("src/").to_string();
+    let mut found = Vec::new();
+    for (m, targets) in import_edges(&modules) {
+        let from = room_of(&map, &src_rel(&m)).unwrap_or("");
+        let uses = may_use(&map, from);
+        for (t, at) in targets {
+            let to = room_of(&map, &src_rel(&t)).unwrap_or("");
+            if from != to && !uses.iter().any(|u| to.starts_with(u.as_str())) {
+                found.push(format!("{at}: {from} uses {to} ({})", t.join("::")));
+            }
+        }
+    }
+    assert!(found.is_empty(), "imports the map of docs/ARCHITECTURE.md does not allow:\n{}", found.join("\n"));
 }
 
 /// The check itself: a circle through a use tree and a call path is found, with its lines; a
 /// mention in a comment or a string, an import in a test module and a child naming its parent
-/// are not edges.
+/// are not edges; names re-exported (also through a glob) lead to the module defining them.
 #[test]
 fn circle_check_finds_circles_and_ignores_comments_and_tests() {
     let files: &[(&[&str], &str)] = &[
-        (&[], "pub use c::Thing;\n"),
-        (&["a"], "use super::{b::{self, B}, dtype};\n"),
-        (&["b"], "// super::d\nfn f() {\n    crate::runtime::a::g(\"super::d\", r#\"super::d\"#, 'x');\n}\n"),
-        (&["c"], "/* use super::a; /* nested */ super::a */\n#[cfg(test)]\nmod tests {\n    use super::super::a;\n}\n"),
-        (&["d"], "use super::Thing;\n"),
-        (&["c", "e"], "use super::super::d;\nuse super::Parent;\n"),
-        (&["dtype"], "fn x<'a>(s: &'a str) -> char { '{' }\nuse crate::runtime::c::e;\n"),
+        (&[], "pub mod runtime;\npub mod ffi;\n"),
+        (&["runtime"], "pub use c::Thing;\n"),
+        (&["runtime", "a"], "use super::{b::{self, B}, dtype};\n"),
+        (
+            &["runtime", "b"],
+            "// super::d\nfn f() {\n    crate::runtime::a::g(\"super::d\", r#\"super::d\"#, 'x');\n}\n",
+        ),
+        (
+            &["runtime", "c"],
+            "/* use super::a; /* nested */ super::a */\n#[cfg(test)]\nmod tests {\n    use super::super::a;\n}\n",
+        ),
+        (&["runtime", "d"], "use super::Thing;\n"),
+        (&["runtime", "c", "e"], "use super::super::d;\nuse super::Parent;\n"),
+        (&["runtime", "dtype"], "fn x<'a>(s: &'a str) -> char { '{' }\nuse crate::runtime::c::e;\n"),
+        (&["ffi"], "pub(crate) use boundary::*;\npub use other::*;\n"),
+        (&["ffi", "boundary"], "pub fn options_arg() {}\n"),
+        (&["ffi", "other"], "pub fn something_else() {}\n"),
+        (&["ffi", "legacy"], "use crate::ffi::options_arg;\n"),
     ];
     let modules: Modules = files
         .iter()
         .map(|(m, text)| (m.iter().map(|s| s.to_string()).collect(), (format!("{}.rs", m.join("/")), text.to_string())))
         .collect();
-    let found = import_circles("runtime", &modules);
-    assert_eq!(found, vec!["  a -> b (a.rs:1)\n  b -> a (b.rs:3)"]);
-    let edges = import_edges("runtime", &modules);
+    let found = import_circles(&modules);
+    assert_eq!(found, vec!["  runtime::a -> runtime::b (runtime/a.rs:1)\n  runtime::b -> runtime::a (runtime/b.rs:3)"]);
+    let edges = import_edges(&modules);
     let names = |m: &[&str]| -> Vec<String> {
         edges[&m.iter().map(|s| s.to_string()).collect::<Vec<_>>()].keys().map(|k| k.join("::")).collect()
     };
-    assert_eq!(names(&["a"]), ["b", "dtype"]);
-    assert_eq!(names(&["c"]), Vec::<String>::new());
-    assert_eq!(names(&["d"]), ["c"], "a re-exported name resolves to its module");
-    assert_eq!(names(&["c", "e"]), ["d"], "a child naming its parent is no edge");
-    assert_eq!(names(&["dtype"]), ["c::e"]);
+    assert_eq!(names(&["runtime", "a"]), ["runtime::b", "runtime::dtype"]);
+    assert_eq!(names(&["runtime", "c"]), Vec::<String>::new());
+    assert_eq!(names(&["runtime", "d"]), ["runtime::c"], "a re-exported name resolves to its module");
+    assert_eq!(names(&["runtime", "c", "e"]), ["runtime::d"], "a child naming its parent is no edge");
+    assert_eq!(names(&["runtime", "dtype"]), ["runtime::c::e"]);
+    assert_eq!(
+        names(&["ffi", "legacy"]),
+        ["ffi::boundary"],
+        "a glob re-export resolves to the module defining the name"
+    );
+}
+
+/// The Python package's modules, each with the package modules it imports (`from .x import`,
+/// `from . import x`, `from .x.y import`; at the top or inside a function, since a deferred import
+/// is still a dependency), with the first line naming each.
+fn python_edges(package: &Path) -> BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>> {
+    let mut files = Vec::new();
+    python_files(package, &mut files);
+    let name_of = |f: &Path| -> Vec<String> {
+        let rel = f.strip_prefix(package).unwrap().with_extension("");
+        let mut name: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+        if name.last().is_some_and(|s| s == "__init__") {
+            name.pop();
+        }
+        name
+    };
+    let modules: Vec<Vec<String>> = files.iter().map(|f| name_of(f)).collect();
+    let mut edges = BTreeMap::new();
+    for f in &files {
+        let from = name_of(f);
+        let is_package = f.file_name().is_some_and(|n| n == "__init__.py");
+        let here: Vec<String> = if is_package { from.clone() } else { from[..from.len().saturating_sub(1)].to_vec() };
+        let out: &mut BTreeMap<Vec<String>, String> = edges.entry(from.clone()).or_default();
+        for (n, line) in std::fs::read_to_string(f).unwrap().lines().enumerate() {
+            let words: Vec<&str> = line.trim().split([' ', ',', '(']).filter(|w| !w.is_empty()).collect();
+            let (Some(&"from"), Some(spec), Some(&"import")) = (words.first(), words.get(1), words.get(2)) else {
+                continue;
+            };
+            let dots = spec.chars().take_while(|&c| c == '.').count();
+            if dots == 0 || dots > here.len() + 1 {
+                continue;
+            }
+            let mut base = here[..here.len() + 1 - dots].to_vec();
+            base.extend(spec[dots..].split('.').filter(|s| !s.is_empty()).map(str::to_string));
+            let mut targets = vec![base.clone()];
+            targets.extend(words[3..].iter().map(|w| [base.clone(), vec![w.to_string()]].concat()));
+            for t in targets.into_iter().filter(|t| modules.contains(t) && *t != from && !from.starts_with(t)) {
+                out.entry(t).or_insert_with(|| format!("{}:{}", f.display(), n + 1));
+            }
+        }
+    }
+    edges
+}
+
+fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            python_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "py") {
+            out.push(path);
+        }
+    }
+}
+
+/// The Python package reads top-down too: no module imports one that imports it.
+#[test]
+fn python_package_imports_no_circle() {
+    let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/tvmrt");
+    let edges = python_edges(&package);
+    assert!(edges.len() > 10, "too few modules found in {}", package.display());
+    let found: Vec<String> = circles(&edges)
+        .into_iter()
+        .map(|comp| {
+            let mut lines: Vec<String> = comp
+                .iter()
+                .flat_map(|m| edges[m].iter().filter(|(t, _)| comp.contains(t)).map(move |(t, at)| (m, t, at)))
+                .map(|(m, t, at)| format!("  {} -> {} ({at})", m.join("."), t.join(".")))
+                .collect();
+            lines.sort();
+            lines.join("\n")
+        })
+        .collect();
+    assert!(found.is_empty(), "python/tvmrt imports in circles:\n{}", found.join("\n\n"));
 }

@@ -13,10 +13,10 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 use tvm_runtime::abi::{DLDevice, DLTensor};
+use tvm_runtime::ffi::graph_executor::pipeline::*;
 use tvm_runtime::ffi::graph_executor::*;
-use tvm_runtime::ffi::pipeline::*;
-use tvm_runtime::runtime::error::Result as RtResult;
-use tvm_runtime::runtime::packed::{Module, ModuleNode, PackedFunc, Value};
+use tvm_runtime::runtime::base::error::Result as RtResult;
+use tvm_runtime::runtime::function::packed::{Module, ModuleNode, PackedFunc, Value};
 
 fn demo_so() -> PathBuf {
     static SO: OnceLock<PathBuf> = OnceLock::new();
@@ -465,7 +465,7 @@ impl ModuleNode for WhereModule {
         Ok((name == "rs_where").then(|| {
             PackedFunc::from_typed(|args| {
                 let out = args.dltensor(1)?;
-                let threads = tvm_runtime::runtime::threading::current_pool().num_threads() as f32;
+                let threads = tvm_runtime::runtime::threads::pool::current_pool().num_threads() as f32;
                 let on_stream =
                     std::thread::current().name().is_some_and(|n| n.starts_with("tvm-stream")) as i32 as f32;
                 // SAFETY: the executor passes a float32 [1, 2] output.

@@ -10,10 +10,10 @@ use std::ffi::{c_void, CString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tvm_runtime::abi::{type_code as tc, DLDataType, DLDevice, DLTensor, TVMFFIAny, TVMFFIByteArray, TVMValue};
-use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
-use tvm_runtime::ffi::module::{TVMModFree, TVMModGetFunction, TVMModLoadFromFile};
-use tvm_runtime::runtime::ndarray::NDArray;
-use tvm_runtime::runtime::packed::{Module, PackedFunc, Value};
+use tvm_runtime::ffi::legacy::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
+use tvm_runtime::ffi::legacy::module::{TVMModFree, TVMModGetFunction, TVMModLoadFromFile};
+use tvm_runtime::runtime::function::packed::{Module, PackedFunc, Value};
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
 use tvm_runtime::vm::{Executable, Format, VmModule};
 
 /// One recorded call: function, inputs and outputs (shape, raw little-endian f32 bytes).
@@ -96,8 +96,8 @@ fn result_arrays(v: Value) -> Vec<NDArray> {
     match v {
         Value::NDArray(a) => vec![a],
         Value::Object(o) => {
-            let size = tvm_runtime::runtime::registry::get("runtime.ArraySize").unwrap();
-            let item = tvm_runtime::runtime::registry::get("runtime.ArrayGetItem").unwrap();
+            let size = tvm_runtime::runtime::function::registry::get("runtime.ArraySize").unwrap();
+            let item = tvm_runtime::runtime::function::registry::get("runtime.ArrayGetItem").unwrap();
             let n = size.call(&[Value::Object(o.clone())]).unwrap().as_int().unwrap();
             (0..n)
                 .map(|i| item.call(&[Value::Object(o.clone()), Value::Int(i)]).unwrap().into_ndarray().unwrap())
@@ -190,7 +190,7 @@ fn int(v: i64) -> (TVMValue, i32) {
 
 /// A C user's NDArray (`TVMArrayAlloc`) filled with `bytes`.
 fn c_array(shape: &[i64], bytes: &[u8]) -> *mut DLTensor {
-    use tvm_runtime::ffi::array::{TVMArrayAlloc, TVMArrayCopyFromBytes};
+    use tvm_runtime::ffi::legacy::array::{TVMArrayAlloc, TVMArrayCopyFromBytes};
     let mut t = std::ptr::null_mut();
     ok(unsafe { TVMArrayAlloc(shape.as_ptr(), shape.len() as i32, 2, 32, 1, 1, 0, &mut t) });
     ok(unsafe { TVMArrayCopyFromBytes(t, bytes.as_ptr() as *mut c_void, bytes.len()) });
@@ -198,7 +198,7 @@ fn c_array(shape: &[i64], bytes: &[u8]) -> *mut DLTensor {
 }
 
 fn c_array_values(t: *mut DLTensor) -> CTensor {
-    use tvm_runtime::ffi::array::TVMArrayCopyToBytes;
+    use tvm_runtime::ffi::legacy::array::TVMArrayCopyToBytes;
     let shape = unsafe { std::slice::from_raw_parts((*t).shape, (*t).ndim as usize) }.to_vec();
     let mut bytes = vec![0u8; shape.iter().product::<i64>() as usize * 4];
     ok(unsafe { TVMArrayCopyToBytes(t, bytes.as_mut_ptr() as *mut c_void, bytes.len()) });
@@ -219,8 +219,8 @@ fn c_vm(lib: &Path) -> (CMod, CMod) {
 
 /// The tensors of a C result: an NDArray handle, or a tuple read with `runtime.ArraySize/GetItem`.
 fn c_results(ret: TVMValue, code: i32) -> Vec<CTensor> {
-    use tvm_runtime::ffi::array::TVMArrayFree;
-    use tvm_runtime::ffi::object::TVMObjectFree;
+    use tvm_runtime::ffi::legacy::array::TVMArrayFree;
+    use tvm_runtime::ffi::legacy::object::TVMObjectFree;
     match code {
         tc::NDARRAY_HANDLE => {
             let t = unsafe { ret.v_handle } as *mut DLTensor;
@@ -250,7 +250,7 @@ fn c_results(ret: TVMValue, code: i32) -> Vec<CTensor> {
 type CTensor = (Vec<i64>, Vec<f32>);
 
 fn c_run_case(vm: &CMod, c: &Case) -> Result<Vec<CTensor>, String> {
-    use tvm_runtime::ffi::array::TVMArrayFree;
+    use tvm_runtime::ffi::legacy::array::TVMArrayFree;
     let f = c_func(vm, &c.func).expect("function of the manifest");
     let inputs: Vec<*mut DLTensor> = c.inputs.iter().map(|(s, b)| c_array(s, b)).collect();
     let args: Vec<_> = inputs.iter().map(|&t| (TVMValue { v_handle: t as *mut c_void }, tc::NDARRAY_HANDLE)).collect();
@@ -323,7 +323,7 @@ fn tvm027_every_case_c_api() {
 
 /// Call a tvm-ffi function object with values (owned for the call) and take its result.
 fn ffi_call(f: *mut c_void, vals: Vec<Value>) -> Result<Value, String> {
-    use tvm_runtime::ffi::tvm_ffi::TVMFFIFunctionCall;
+    use tvm_runtime::ffi::tvm_ffi::c_api::TVMFFIFunctionCall;
     let mut anys: Vec<TVMFFIAny> = vals.into_iter().map(Value::into_any).collect();
     let mut out = TVMFFIAny::NONE;
     let rc = unsafe { TVMFFIFunctionCall(f, anys.as_mut_ptr(), anys.len() as i32, &mut out) };
@@ -338,7 +338,7 @@ fn ffi_call(f: *mut c_void, vals: Vec<Value>) -> Result<Value, String> {
 
 /// A global through `TVMFFIFunctionGetGlobal` (an owned tvm-ffi handle).
 fn ffi_global(name: &str) -> *mut c_void {
-    use tvm_runtime::ffi::tvm_ffi::TVMFFIFunctionGetGlobal;
+    use tvm_runtime::ffi::tvm_ffi::c_api::TVMFFIFunctionGetGlobal;
     let n = TVMFFIByteArray { data: name.as_ptr() as *const _, size: name.len() };
     let mut f = std::ptr::null_mut();
     ok(unsafe { TVMFFIFunctionGetGlobal(&n, &mut f) });
@@ -357,7 +357,7 @@ fn ffi_module_function(get: *mut c_void, m: &Value, name: &str) -> *mut c_void {
 /// Every case as a program on tvm-ffi's C ABI alone runs it: `ffi.ModuleLoadFromFile`,
 /// `vm_load_executable`, `vm_initialization`, then each function with `ffi.Tensor` arguments.
 fn run_ffi(version: &str) -> usize {
-    use tvm_runtime::ffi::tvm_ffi::TVMFFIObjectDecRef;
+    use tvm_runtime::ffi::tvm_ffi::c_api::TVMFFIObjectDecRef;
     let (load, get) = (ffi_global("ffi.ModuleLoadFromFile"), ffi_global("ffi.ModuleGetFunction"));
     let mut n = 0;
     for m in models(version) {
@@ -595,7 +595,7 @@ fn stateful_api_and_function_info() {
 
 #[test]
 fn blob_loader_takes_the_executable_with_or_without_its_length() {
-    use tvm_runtime::runtime::byteio::Reader;
+    use tvm_runtime::runtime::base::byteio::Reader;
     let bytes = ffi_executable_bytes(&repo().join("tests/data/relax-0.27/tuple/lib.so"));
     let prefixed = [&(bytes.len() as u64).to_le_bytes()[..], &bytes].concat();
     for data in [&bytes, &prefixed] {
@@ -854,11 +854,11 @@ fn c_api_errors_leave_handles_working() {
     let (ret, code) = c_call(&main, &[(TVMValue { v_handle: t.ptr() as *mut c_void }, tc::DLTENSOR_HANDLE)]).unwrap();
     assert_eq!(code, tc::NDARRAY_HANDLE);
     // SAFETY: an array handle the call returned, freed once.
-    ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(ret.v_handle as *mut DLTensor) });
+    ok(unsafe { tvm_runtime::ffi::legacy::array::TVMArrayFree(ret.v_handle as *mut DLTensor) });
     let bad = c_array(&[2, 15], &[0; 120]);
     let e = c_call(&main, &[(TVMValue { v_handle: bad as *mut c_void }, tc::NDARRAY_HANDLE)]).unwrap_err();
     assert!(e.contains("shape[1] is 15 but 16 is required"), "{e}");
-    ok(unsafe { tvm_runtime::ffi::array::TVMArrayFree(bad) });
+    ok(unsafe { tvm_runtime::ffi::legacy::array::TVMArrayFree(bad) });
     for c in &m.cases {
         let got = c_run_case(&vm, c).unwrap();
         assert_close("dyn after errors", &got[0].1, &f32s(&c.outputs[0].1));
@@ -991,7 +991,7 @@ fn control_flow_tuples_and_closures() {
 
 /// A module of kernels written here, standing in for a library (`get_function` by name).
 struct RustKernels;
-impl tvm_runtime::runtime::packed::ModuleNode for RustKernels {
+impl tvm_runtime::runtime::function::packed::ModuleNode for RustKernels {
     fn type_key(&self) -> &str {
         "library"
     }
@@ -999,9 +999,9 @@ impl tvm_runtime::runtime::packed::ModuleNode for RustKernels {
         &self,
         name: &str,
         _this: &Module,
-    ) -> tvm_runtime::runtime::error::Result<Option<tvm_runtime::runtime::packed::PackedFunc>> {
+    ) -> tvm_runtime::runtime::base::error::Result<Option<tvm_runtime::runtime::function::packed::PackedFunc>> {
         Ok((name == "add").then(|| {
-            tvm_runtime::runtime::packed::PackedFunc::from_typed(|args| {
+            tvm_runtime::runtime::function::packed::PackedFunc::from_typed(|args| {
                 let (x, y, out) = (args.ndarray(0)?, args.ndarray(1)?, args.ndarray(2)?);
                 let (x, y) = (f32s(&x.to_vec_u8()?), f32s(&y.to_vec_u8()?));
                 let sum: Vec<f32> = x.iter().zip(&y).map(|(a, b)| a + b).collect();
@@ -1088,7 +1088,7 @@ fn instrument_and_dltensor_arguments() {
     let f = |n: &str| vm.get_function(n, false).unwrap().unwrap();
     let seen: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
     let log = seen.clone();
-    let instrument = tvm_runtime::runtime::packed::PackedFunc::from_typed(move |args| {
+    let instrument = tvm_runtime::runtime::function::packed::PackedFunc::from_typed(move |args| {
         log.lock().unwrap().push((args.string(1)?, args.int(2)? != 0));
         Ok(Value::Int(0))
     });
@@ -1111,9 +1111,9 @@ fn instrument_and_dltensor_arguments() {
         .iter()
         .map(|v| match v {
             // SAFETY: the array outlives the call that takes the pointer.
-            Value::NDArray(a) => {
-                Value::DLTensor(unsafe { tvm_runtime::runtime::tensor::RawTensor::new(a.as_dltensor_ptr()) })
-            }
+            Value::NDArray(a) => Value::DLTensor(unsafe {
+                tvm_runtime::runtime::dlpack::tensor_ref::RawTensor::new(a.as_dltensor_ptr())
+            }),
             _ => unreachable!(),
         })
         .collect();

@@ -76,13 +76,20 @@ fn params_file_round_trips_byte_for_byte() {
         let mut ret = tvm_runtime::abi::TVMValue::null();
         let mut rcode = 0;
         ok(unsafe {
-            tvm_runtime::ffi::func::TVMFuncCall(save.0, vals.as_mut_ptr(), codes.as_mut_ptr(), 1, &mut ret, &mut rcode)
+            tvm_runtime::ffi::legacy::func::TVMFuncCall(
+                save.0,
+                vals.as_mut_ptr(),
+                codes.as_mut_ptr(),
+                1,
+                &mut ret,
+                &mut rcode,
+            )
         });
         assert_eq!(rcode, tc::BYTES);
         let arr = unsafe { &*(ret.v_handle as *const tvm_runtime::abi::TVMByteArray) };
         let again = unsafe { std::slice::from_raw_parts(arr.data as *const u8, arr.size) };
         assert_eq!(again, &bytes[..], "{model}");
-        ok(unsafe { tvm_runtime::ffi::object::TVMObjectFree(map.v_handle) });
+        ok(unsafe { tvm_runtime::ffi::legacy::object::TVMObjectFree(map.v_handle) });
     }
 }
 
@@ -101,8 +108,8 @@ fn factory_blob_round_trips_byte_for_byte() {
         assert_eq!(json.as_bytes(), &tvm_data(model, "graph.json")[..], "{model}");
         // Re-serializing the factory reproduces TVM's payload.
         let m = unsafe {
-            tvm_runtime::runtime::object::ObjPtr::<tvm_runtime::runtime::packed::ModuleObj>::from_borrowed(
-                tvm_runtime::runtime::object::legacy::header(lib.0),
+            tvm_runtime::runtime::object::header::ObjPtr::<tvm_runtime::runtime::function::packed::ModuleObj>::from_borrowed(
+                tvm_runtime::runtime::object::header::legacy::header(lib.0),
             )
         };
         let f = m.node().as_any().downcast_ref::<GraphExecutorFactory>().unwrap();

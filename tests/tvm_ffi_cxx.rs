@@ -78,8 +78,8 @@ fn cxx_program_runs_a_tvm_compile_library() {
 #[test]
 fn a_kernel_library_function_takes_objects() {
     use tvm_runtime::abi::{DLDataType, DLDevice};
-    use tvm_runtime::runtime::packed::{PackedFunc, Value};
-    use tvm_runtime::runtime::{registry, Module, NDArray};
+    use tvm_runtime::runtime::function::packed::{PackedFunc, Value};
+    use tvm_runtime::runtime::{function::registry, Module, NDArray};
     let dir = scratch("tvm_ffi_cxx_objects");
     let kernel = dir.join("add_one.so");
     compile(&repo().join("c_tests/tvm_ffi_cxx/add_one_kernel.cc"), &kernel, &["-shared", "-fPIC"]);

@@ -9,9 +9,9 @@ mod common;
 
 use common::repo;
 use tvm_runtime::abi::{DLDataType, DLDevice};
-use tvm_runtime::runtime::ffi_library::load_library_bin;
-use tvm_runtime::runtime::ndarray::NDArray;
-use tvm_runtime::runtime::packed::{Module, Value};
+use tvm_runtime::runtime::function::packed::{Module, Value};
+use tvm_runtime::runtime::module::tvm_ffi_library::load_library_bin;
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
 
 const F32: DLDataType = DLDataType { code: 2, bits: 32, lanes: 1 };
 const CPU: DLDevice = DLDevice { device_type: 1, device_id: 0 };
@@ -79,7 +79,7 @@ fn a_kernel_that_raises_is_an_error_with_its_message_and_the_kernel_still_works(
     add.call(&[Value::NDArray(ok.clone()), Value::NDArray(ok.clone()), Value::NDArray(ok)]).unwrap();
 }
 
-fn load_tir(file: &str) -> tvm_runtime::runtime::error::Result<Module> {
+fn load_tir(file: &str) -> tvm_runtime::runtime::base::error::Result<Module> {
     tvm_runtime::init();
     let path = repo().join("tests/data/tir-0.27").join(file);
     Module::load_from_file(path.to_str().unwrap(), "")
@@ -116,9 +116,9 @@ fn a_plain_tir_library_runs_its_parallel_kernel() {
 fn a_kernel_calls_a_packed_function_through_the_tvm_ffi_context() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
-    use tvm_runtime::runtime::error::Error;
-    use tvm_runtime::runtime::packed::PackedFunc;
-    use tvm_runtime::runtime::registry;
+    use tvm_runtime::runtime::base::error::Error;
+    use tvm_runtime::runtime::function::packed::PackedFunc;
+    use tvm_runtime::runtime::function::registry;
     let seen = Arc::new(AtomicUsize::new(0));
     let calls = Arc::new(AtomicUsize::new(0));
     let (s, c) = (seen.clone(), calls.clone());

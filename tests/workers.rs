@@ -14,9 +14,9 @@ use std::ffi::{c_char, c_void, CString};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tvm_runtime::abi::DLDevice;
-use tvm_runtime::ffi::buckets::TVMGraphExecutorCreateBucketed;
+use tvm_runtime::ffi::graph_executor::buckets::TVMGraphExecutorCreateBucketed;
+use tvm_runtime::ffi::graph_executor::pipeline::*;
 use tvm_runtime::ffi::graph_executor::*;
-use tvm_runtime::ffi::pipeline::*;
 
 /// Threads of this process now.
 fn threads() -> usize {

@@ -261,7 +261,7 @@ pub fn load_note() -> String {
 pub fn check(rc: i32, what: &str) {
     if rc != 0 {
         // SAFETY: the last error is a NUL-terminated string the runtime keeps for this thread.
-        let msg = unsafe { std::ffi::CStr::from_ptr(tvm_runtime::ffi::error::TVMGetLastError()) };
+        let msg = unsafe { std::ffi::CStr::from_ptr(tvm_runtime::ffi::legacy::error::TVMGetLastError()) };
         panic!("{what}: {}", msg.to_string_lossy());
     }
 }

@@ -7,17 +7,17 @@
 use std::ffi::{c_void, CStr, CString};
 use std::path::Path;
 use tvm_runtime::abi::{DLDataType, DLDevice, DLTensor};
-use tvm_runtime::ffi::buckets::{
+use tvm_runtime::ffi::graph_executor::buckets::{
     TVMGraphExecutorCreateBucketed, TVMGraphExecutorCreateBucketedFromManifest, TVMGraphExecutorGetCurrentBucket,
 };
-use tvm_runtime::ffi::error::TVMGetLastError;
-use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
 use tvm_runtime::ffi::graph_executor::{
     TVMGraphExecutor, TVMGraphExecutorCreate, TVMGraphExecutorCreateFromFactory, TVMGraphExecutorFree,
     TVMGraphExecutorGetOutput, TVMGraphExecutorGetOutputInfo, TVMGraphExecutorLoadParams, TVMGraphExecutorProfile,
     TVMGraphExecutorRun, TVMGraphExecutorSetInput, TVMTensorInfo,
 };
-use tvm_runtime::ffi::module::{TVMModFree, TVMModLoadFromFile};
+use tvm_runtime::ffi::legacy::error::TVMGetLastError;
+use tvm_runtime::ffi::legacy::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
+use tvm_runtime::ffi::legacy::module::{TVMModFree, TVMModLoadFromFile};
 use tvm_runtime::graph::runner::OpTiming;
 
 /// One op of a profile trace (a Chrome trace "X" event; times in microseconds).

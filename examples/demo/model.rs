@@ -33,9 +33,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use tvm_runtime::abi::DLDataType;
 use tvm_runtime::graph::factory::GraphExecutorFactory;
-use tvm_runtime::runtime::blob::{write_import_tree, BlobEntry};
-use tvm_runtime::runtime::ndarray::NDArray;
-use tvm_runtime::runtime::params::save_params;
+use tvm_runtime::runtime::module::blob::{write_import_tree, BlobEntry};
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
+use tvm_runtime::runtime::tensor::params::save_params;
 
 /// Name of the graph input.
 pub const INPUT_NAME: &str = "data";

@@ -1,4 +1,4 @@
-//! `runtime::blob::load_import_tree` (the `__tvm_dev_mblob` of an `export_library` .so) on
+//! `runtime::module::blob::load_import_tree` (the `__tvm_dev_mblob` of an `export_library` .so) on
 //! arbitrary bytes. Every registered binary loader (GraphExecutorFactory / GraphRuntimeFactory,
 //! const_loader / metadata, metadata_module) is reachable from the blob.
 //!
@@ -18,11 +18,11 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 use tvm_runtime::abi::{DLDevice, TVMValue};
 use tvm_runtime::graph::Graph;
-use tvm_runtime::runtime::blob::load_import_tree;
-use tvm_runtime::runtime::dtype::data_size;
-use tvm_runtime::runtime::library::{LibraryModule, SymbolSource};
-use tvm_runtime::runtime::packed::Module;
-use tvm_runtime::runtime::packed::Value;
+use tvm_runtime::runtime::module::blob::load_import_tree;
+use tvm_runtime::runtime::dlpack::dtype::data_size;
+use tvm_runtime::runtime::module::library::{LibraryModule, SymbolSource};
+use tvm_runtime::runtime::function::packed::Module;
+use tvm_runtime::runtime::function::packed::Value;
 
 const MAX_ENTRY_BYTES: usize = 64 << 20;
 

@@ -1,4 +1,4 @@
-//! `runtime::elf::check` (the check of a shared library before `dlopen`) on arbitrary bytes,
+//! `runtime::module::elf::check` (the check of a shared library before `dlopen`) on arbitrary bytes,
 //! for this machine and for any machine.
 //!
 //! Properties checked: no panic, crash or unbounded allocation (the check reads at most the
@@ -12,7 +12,7 @@ use libfuzzer_sys::fuzz_target;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::OnceLock;
-use tvm_runtime::runtime::elf::{check, undefined_symbols, Expected, FileBytes, EHDR_SIZE};
+use tvm_runtime::runtime::module::elf::{check, undefined_symbols, Expected, FileBytes, EHDR_SIZE};
 
 /// One temporary file per process (unlinked at once), rewritten with each input.
 fn scratch_file() -> &'static File {

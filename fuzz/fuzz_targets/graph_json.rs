@@ -12,9 +12,9 @@ use std::any::Any;
 use std::sync::Arc;
 use tvm_runtime::abi::DLDevice;
 use tvm_runtime::graph::{Executor, Graph, Plan};
-use tvm_runtime::runtime::error::Result;
-use tvm_runtime::runtime::packed::{Module, ModuleNode};
-use tvm_runtime::runtime::packed::PackedFunc;
+use tvm_runtime::runtime::base::error::Result;
+use tvm_runtime::runtime::function::packed::{Module, ModuleNode};
+use tvm_runtime::runtime::function::packed::PackedFunc;
 
 const MAX_STORAGE_BYTES: usize = 64 << 20;
 

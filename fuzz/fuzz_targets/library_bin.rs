@@ -1,4 +1,4 @@
-//! `runtime::ffi_library::load_library_bin` (the `__tvm_ffi__library_bin` of a library written by
+//! `runtime::module::tvm_ffi_library::load_library_bin` (the `__tvm_ffi__library_bin` of a library written by
 //! a tvm-ffi release of TVM) on arbitrary bytes, with every registered binary loader reachable
 //! (the Relax VM executable among them).
 //!
@@ -12,9 +12,9 @@
 use libfuzzer_sys::fuzz_target;
 use std::ffi::c_void;
 use std::sync::Arc;
-use tvm_runtime::runtime::ffi_library::load_library_bin;
-use tvm_runtime::runtime::library::{LibraryModule, SymbolSource};
-use tvm_runtime::runtime::packed::Module;
+use tvm_runtime::runtime::module::tvm_ffi_library::load_library_bin;
+use tvm_runtime::runtime::module::library::{LibraryModule, SymbolSource};
+use tvm_runtime::runtime::function::packed::Module;
 
 struct NoSymbols;
 

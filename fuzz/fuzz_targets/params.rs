@@ -1,4 +1,4 @@
-//! `runtime::params::load_params` on arbitrary bytes (TVM's params format, `runtime.LoadParams`).
+//! `runtime::tensor::params::load_params` on arbitrary bytes (TVM's params format, `runtime.LoadParams`).
 //!
 //! Properties checked: no panic, crash or unbounded allocation on any input; and for every input
 //! that loads, `save_params` writes it back and loading that gives the same names, dtypes, shapes
@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tvm_runtime::runtime::params::{load_params, save_params};
+use tvm_runtime::runtime::tensor::params::{load_params, save_params};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(params) = load_params(data) else { return };

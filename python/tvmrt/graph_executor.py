@@ -1,4 +1,4 @@
-"""Modules and graph executors: ``load_module``, ``Module``, ``GraphModule`` (TVM's
+"""Graph executors: ``GraphModule`` (TVM's
 ``tvm.contrib.graph_executor.GraphModule``) and bucketed executors for dynamic shapes."""
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import error
+from . import error, packed
 from ._lib import DLDevice, TVMError, TVMTensorInfo, check, last_ffi_error, lib
 
 _run = lib.TVMGraphExecutorRun
 _set_input_by_index = lib.TVMGraphExecutorSetInputByIndex
 _get_output = lib.TVMGraphExecutorGetOutput
+from .packed import VM_EXECUTABLE_HINT, VM_EXECUTABLE_KEYS, Module, load_module
 from .ndarray import (
     Device,
     NDArray,
@@ -44,14 +45,6 @@ __all__ = [
 ]
 
 Options = Union[None, str, Mapping[str, Any]]
-
-#: Type keys of Relax VM executables: TVM 0.18's and the tvm-ffi releases'.
-VM_EXECUTABLE_KEYS = ("relax.Executable", "relax.VMExecutable")
-VM_EXECUTABLE_HINT = (
-    "{what} is a Relax VM executable, not a graph executor factory: run it with "
-    "tvmrt.relax.VirtualMachine(lib, tvmrt.cpu())"
-)
-
 
 def _options(options: Options) -> Optional[bytes]:
     if options is None:
@@ -84,88 +77,7 @@ def _devices(dev: Union[None, Device, Sequence[Device]]) -> Tuple[Any, int]:
 
 
 # --------------------------------------------------------------------------------------------
-# Modules
-
-
-class Module:
-    """A loaded module (TVM's ``tvm.runtime.Module``), e.g. an ``export_library`` ``.so``.
-    ``module["default"](dev)`` creates a graph executor from a factory module; ``module[name]``
-    is any other function of the module (a :class:`tvmrt.packed.Function`). A Relax VM
-    executable runs through :class:`tvmrt.relax.VirtualMachine`."""
-
-    def __init__(self, handle: c_void_p, path: str = "") -> None:
-        self._handle: Optional[c_void_p] = handle
-        self.path = path
-
-    def _h(self) -> c_void_p:
-        if self._handle is None:
-            raise TVMError("Module has been freed")
-        return self._handle
-
-    @property
-    def handle(self) -> c_void_p:
-        return self._h()
-
-    def free(self) -> None:
-        """Release the module now. Executors created from it keep what they need."""
-        h, self._handle = self._handle, None
-        if h is not None and lib is not None:
-            lib.TVMModFree(h)
-
-    def __del__(self) -> None:
-        try:
-            self.free()
-        except Exception:  # pragma: no cover
-            pass
-
-    def __enter__(self) -> "Module":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.free()
-
-    def __repr__(self) -> str:
-        return f"<tvmrt.Module {self.path or ''}{' (freed)' if self._handle is None else ''}>"
-
-    def implements_function(self, name: str, query_imports: bool = False) -> bool:
-        """Whether the module (or, with ``query_imports``, its imports) has function ``name``."""
-        f = c_void_p()
-        check(lib.TVMModGetFunction(self._h(), name.encode(), int(query_imports), byref(f)))
-        if f.value:
-            lib.TVMFuncFree(f)
-            return True
-        return False
-
-    @property
-    def type_key(self) -> str:
-        """The module's kind: ``GraphExecutorFactory``, ``library``, ``relax.Executable`` ..."""
-        from .packed import get_global_func
-
-        return get_global_func("runtime.ModuleGetTypeKey")(self)
-
-    def is_vm_executable(self) -> bool:
-        """Whether this is a Relax VM executable (``relax.build`` / ``tvm.compile`` output)."""
-        return self.type_key in VM_EXECUTABLE_KEYS
-
-    def __getitem__(self, name: str) -> Any:
-        if not isinstance(name, str):
-            raise error.TypeError(f"function names are strings, got {type(name).__name__}")
-        if name == "default" and self.is_vm_executable():
-            raise error.AttributeError(VM_EXECUTABLE_HINT.format(what=f"{self.path or 'the module'}"))
-        if name == "default":
-            return _FactoryFunction(self)
-        from .packed import Function
-
-        f = c_void_p()
-        check(lib.TVMModGetFunction(self._h(), name.encode(), 0, byref(f)))
-        if not f.value:
-            key = self.type_key
-            hint = " (a graph executor: module['default'](dev))" if key == "GraphExecutorFactory" else ""
-            where = f"module {self.path}" if self.path else "module"
-            raise error.AttributeError(f"{where} ({key}) has no function {name!r}{hint}")
-        return Function(f, name)
-
-    get_function = __getitem__
+# The factory function of a module
 
 
 class _FactoryFunction:
@@ -178,16 +90,12 @@ class _FactoryFunction:
         return create(self._module, list(devs) if devs else None, options=options)
 
 
-def load_module(path: Union[str, "os.PathLike[str]"], fmt: str = "") -> Module:
-    """Load a module from a file (``export_library``'s ``.so``), as TVM's
-    ``tvm.runtime.load_module``."""
-    p = os.fspath(path)
-    # dlopen looks a bare name up in the library path; a file in the current directory is meant.
-    if os.sep not in p and os.path.exists(p):
-        p = os.path.join(".", p)
-    h = c_void_p()
-    check(lib.TVMModLoadFromFile(p.encode(), fmt.encode(), byref(h)))
-    return Module(h, os.fspath(path))
+def _factory_default(module: Module) -> _FactoryFunction:
+    return _FactoryFunction(module)
+
+
+# a module's ``default`` function (a graph executor factory's) is this layer's to make
+packed.install_default_function(_factory_default)
 
 
 # --------------------------------------------------------------------------------------------

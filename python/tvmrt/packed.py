@@ -1,6 +1,6 @@
-"""Packed functions and objects over the C API (``TVMFuncCall``), as TVM's
-``tvm.runtime.PackedFunc``: module functions (``lib["name"]``), globals
-(:func:`get_global_func`) and the values they take and return.
+"""Packed functions, objects and modules over the C API (``TVMFuncCall``), as TVM's
+``tvm.runtime.PackedFunc`` and ``tvm.runtime.Module``: module functions (``lib["name"]``),
+globals (:func:`get_global_func`), the values they take and return, and :func:`load_module`.
 
 Arguments: :class:`NDArray` (numpy arrays are copied into one), ``int``, ``float``, ``bool``,
 ``str``, ``None``, :class:`Device`, :class:`Module`, :class:`Function`, :class:`Object`.
@@ -11,8 +11,9 @@ of its converted items.
 from __future__ import annotations
 
 import ctypes
+import os
 from ctypes import POINTER, byref, c_char_p, c_int, c_uint, c_void_p
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from . import error
 from ._lib import DLTensorPtr, TVMError, TVMValue, check, last_ffi_error, lib
 from .ndarray import Device, NDArray, array
 
-__all__ = ["Function", "Object", "get_global_func", "pack_args", "unpack"]
+__all__ = ["Function", "Module", "Object", "get_global_func", "load_module", "pack_args", "unpack"]
 
 # TVM's argument type codes (TVMArgTypeCode)
 INT, FLOAT, NULLPTR, DEVICE = 0, 2, 4, 6
@@ -157,8 +158,6 @@ def _pack_one(a: Any, slot: TVMValue, keep: List[Any]) -> int:
         if isinstance(a, cls):
             slot.v_handle = a._h().value
             return code
-    from .graph_executor import Module  # the module layer sits above this one
-
     if isinstance(a, Module):
         slot.v_handle = a._h().value
         return MODULE
@@ -180,8 +179,6 @@ def unpack(v: TVMValue, code: int) -> Any:
     if code == NDARRAY:
         return NDArray(ctypes.cast(c_void_p(v.v_handle), DLTensorPtr), addr=v.v_handle)
     if code == MODULE:
-        from .graph_executor import Module
-
         return Module(c_void_p(v.v_handle))
     if code == FUNC:
         return Function(c_void_p(v.v_handle))
@@ -239,3 +236,113 @@ def _declare() -> None:
 
 
 _declare()
+
+
+# --------------------------------------------------------------------------------------------
+# Modules: a value may be a module, and a module hands out functions, so they share this file.
+
+#: Type keys of Relax VM executables: TVM 0.18's and the tvm-ffi releases'.
+VM_EXECUTABLE_KEYS = ("relax.Executable", "relax.VMExecutable")
+VM_EXECUTABLE_HINT = (
+    "{what} is a Relax VM executable, not a graph executor factory: run it with "
+    "tvmrt.relax.VirtualMachine(lib, tvmrt.cpu())"
+)
+
+#: What ``module["default"]`` gives: installed by the graph executor layer (a factory's
+#: ``default`` creates a graph executor); until then ``default`` is an ordinary function name.
+_default_function: Optional[Callable[["Module"], Any]] = None
+
+
+def install_default_function(make: Callable[["Module"], Any]) -> None:
+    """Install what ``module["default"]`` returns (the layer above calls this once)."""
+    global _default_function
+    _default_function = make
+
+
+class Module:
+    """A loaded module (TVM's ``tvm.runtime.Module``), e.g. an ``export_library`` ``.so``.
+    ``module["default"](dev)`` creates a graph executor from a factory module; ``module[name]``
+    is any other function of the module (a :class:`tvmrt.packed.Function`). A Relax VM
+    executable runs through :class:`tvmrt.relax.VirtualMachine`."""
+
+    def __init__(self, handle: c_void_p, path: str = "") -> None:
+        self._handle: Optional[c_void_p] = handle
+        self.path = path
+
+    def _h(self) -> c_void_p:
+        if self._handle is None:
+            raise TVMError("Module has been freed")
+        return self._handle
+
+    @property
+    def handle(self) -> c_void_p:
+        return self._h()
+
+    def free(self) -> None:
+        """Release the module now. Executors created from it keep what they need."""
+        h, self._handle = self._handle, None
+        if h is not None and lib is not None:
+            lib.TVMModFree(h)
+
+    def __del__(self) -> None:
+        try:
+            self.free()
+        except Exception:  # pragma: no cover
+            pass
+
+    def __enter__(self) -> "Module":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.free()
+
+    def __repr__(self) -> str:
+        return f"<tvmrt.Module {self.path or ''}{' (freed)' if self._handle is None else ''}>"
+
+    def implements_function(self, name: str, query_imports: bool = False) -> bool:
+        """Whether the module (or, with ``query_imports``, its imports) has function ``name``."""
+        f = c_void_p()
+        check(lib.TVMModGetFunction(self._h(), name.encode(), int(query_imports), byref(f)))
+        if f.value:
+            lib.TVMFuncFree(f)
+            return True
+        return False
+
+    @property
+    def type_key(self) -> str:
+        """The module's kind: ``GraphExecutorFactory``, ``library``, ``relax.Executable`` ..."""
+        return get_global_func("runtime.ModuleGetTypeKey")(self)
+
+    def is_vm_executable(self) -> bool:
+        """Whether this is a Relax VM executable (``relax.build`` / ``tvm.compile`` output)."""
+        return self.type_key in VM_EXECUTABLE_KEYS
+
+    def __getitem__(self, name: str) -> Any:
+        if not isinstance(name, str):
+            raise error.TypeError(f"function names are strings, got {type(name).__name__}")
+        if name == "default" and self.is_vm_executable():
+            raise error.AttributeError(VM_EXECUTABLE_HINT.format(what=f"{self.path or 'the module'}"))
+        if name == "default" and _default_function is not None:
+            return _default_function(self)
+        f = c_void_p()
+        check(lib.TVMModGetFunction(self._h(), name.encode(), 0, byref(f)))
+        if not f.value:
+            key = self.type_key
+            hint = " (a graph executor: module['default'](dev))" if key == "GraphExecutorFactory" else ""
+            where = f"module {self.path}" if self.path else "module"
+            raise error.AttributeError(f"{where} ({key}) has no function {name!r}{hint}")
+        return Function(f, name)
+
+    get_function = __getitem__
+
+
+def load_module(path: Union[str, "os.PathLike[str]"], fmt: str = "") -> Module:
+    """Load a module from a file (``export_library``'s ``.so``), as TVM's
+    ``tvm.runtime.load_module``."""
+    p = os.fspath(path)
+    # dlopen looks a bare name up in the library path; a file in the current directory is meant.
+    if os.sep not in p and os.path.exists(p):
+        p = os.path.join(".", p)
+    h = c_void_p()
+    check(lib.TVMModLoadFromFile(p.encode(), fmt.encode(), byref(h)))
+    return Module(h, os.fspath(path))

@@ -16,8 +16,9 @@ import numpy as np
 from . import error
 from ._lib import DLTensor, PipelineCallback, TVMError, check, lib
 from .error import from_message
-from .graph_executor import Module, Options, TensorInfo, _devices, _options, create
+from .graph_executor import Options, TensorInfo, _devices, _options, create
 from .ndarray import Device, NDArray, _TensorView, empty_aligned
+from .packed import Module
 
 __all__ = ["Pipeline"]
 

@@ -17,9 +17,9 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from . import error
-from .graph_executor import VM_EXECUTABLE_KEYS, BenchmarkResult, Module, load_module
+from .graph_executor import BenchmarkResult
 from .ndarray import Device, NDArray, array, cpu
-from .packed import Function, call_packed, pack_args
+from .packed import VM_EXECUTABLE_KEYS, Function, Module, call_packed, load_module, pack_args
 
 __all__ = ["Report", "VirtualMachine"]
 

@@ -1,6 +1,6 @@
 //! Panic boundary and argument checks shared by every exported function.
 
-use crate::runtime::error::{panic_message, set_last_error, Error, Result};
+use crate::runtime::base::error::{panic_message, set_last_error, Error, Result};
 use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -50,7 +50,7 @@ pub fn guard<R: ErrorValue>(function: &'static str, body: impl FnOnce() -> Resul
 /// [`guard`] without installing the layers, for exports that touch only the type table.
 /// C++ code built against tvm-ffi's headers allocates type indices from static initializers,
 /// at load time (before `main`): installing the layers there would make objects and so fix
-/// the checked-handle mode (`runtime::live`) before the program could choose it.
+/// the checked-handle mode (`runtime::object::live`) before the program could choose it.
 pub fn guard_before_init<R: ErrorValue>(function: &'static str, body: impl FnOnce() -> Result<R>) -> R {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(v)) => v,
@@ -71,10 +71,10 @@ pub fn guard_before_init<R: ErrorValue>(function: &'static str, body: impl FnOnc
 /// `ffi_boundary!("Name", before_init, { ... })` for [`guard_before_init`].
 macro_rules! ffi_boundary {
     ($name:literal, $body:block) => {
-        $crate::ffi::guard($name, move || -> $crate::runtime::error::Result<_> { $body })
+        $crate::ffi::guard($name, move || -> $crate::runtime::base::error::Result<_> { $body })
     };
     ($name:literal, before_init, $body:block) => {
-        $crate::ffi::guard_before_init($name, move || -> $crate::runtime::error::Result<_> { $body })
+        $crate::ffi::guard_before_init($name, move || -> $crate::runtime::base::error::Result<_> { $body })
     };
 }
 
@@ -83,7 +83,7 @@ macro_rules! check_not_null {
     ($($arg:ident),+ $(,)?) => {
         $(
             if $arg.is_null() {
-                return Err($crate::runtime::error::Error::value(
+                return Err($crate::runtime::base::error::Error::value(
                     concat!("argument `", stringify!($arg), "` is NULL"),
                 ));
             }
@@ -126,7 +126,7 @@ macro_rules! c_str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::error::last_error_message;
+    use crate::runtime::base::error::last_error_message;
 
     #[test]
     fn panics_and_errors_become_error_values() {
@@ -144,18 +144,18 @@ mod tests {
     #[test]
     fn a_panicking_packed_function_fails_the_call() {
         use crate::abi::TVMValue;
-        use crate::runtime::packed::PackedFunc;
+        use crate::runtime::function::packed::PackedFunc;
         let f = PackedFunc::from_typed(|_| panic!("inside a packed function"));
         let h = f.into_legacy();
         let mut ret = TVMValue::null();
         let mut code = 0;
         // SAFETY: a live function handle and valid out-pointers.
         let rc = unsafe {
-            crate::ffi::func::TVMFuncCall(h, std::ptr::null_mut(), std::ptr::null_mut(), 0, &mut ret, &mut code)
+            crate::ffi::legacy::func::TVMFuncCall(h, std::ptr::null_mut(), std::ptr::null_mut(), 0, &mut ret, &mut code)
         };
         assert_eq!(rc, -1);
         assert!(last_error_message().unwrap().contains("panic in TVMFuncCall: inside a packed function"));
         // SAFETY: we own the handle.
-        assert_eq!(unsafe { crate::ffi::func::TVMFuncFree(h) }, 0);
+        assert_eq!(unsafe { crate::ffi::legacy::func::TVMFuncFree(h) }, 0);
     }
 }

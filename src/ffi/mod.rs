@@ -4,22 +4,11 @@
 
 #[macro_use]
 mod boundary;
-pub mod array;
-pub mod backend;
-pub mod buckets;
-pub mod device;
-pub mod error;
-pub mod func;
+pub mod context;
 pub mod graph_executor;
-pub mod graph_phases;
-pub mod module;
-pub mod object;
-pub mod pipeline;
+pub mod legacy;
 mod ptr;
 pub mod rpc;
 pub mod tvm_ffi;
-pub mod tvm_ffi_env;
-pub mod tvm_ffi_tensor;
-pub mod tvm_ffi_types;
 
 pub(crate) use boundary::*;

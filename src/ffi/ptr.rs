@@ -2,9 +2,12 @@
 //! slices where NULL is allowed for length 0, and object handles checked against their type.
 //! Each check names the argument, so a bad call gets a message a C programmer can act on.
 
-use crate::runtime::error::{Error, Result};
-use crate::runtime::live;
-use crate::runtime::object::{kind_name, legacy, ObjPtr, ObjectHeader, ObjectType};
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::object::live;
+use crate::runtime::object::{
+    header::{legacy, ObjPtr, ObjectHeader, ObjectType},
+    type_table::kind_name,
+};
 use std::ffi::c_void;
 use std::mem::ManuallyDrop;
 
@@ -61,7 +64,7 @@ pub(crate) unsafe fn slice_mut<'a, T>(p: *mut T, len: usize, name: &str) -> Resu
 }
 
 /// Error unless the live object behind `handle` has `T`'s type. In the checked mode
-/// ([`crate::runtime::live`]) a handle that is not a live object is an error too, found before
+/// ([`crate::runtime::object::live`]) a handle that is not a live object is an error too, found before
 /// anything is read through it.
 ///
 /// # Safety
@@ -174,7 +177,7 @@ pub(crate) unsafe fn bytes_arg<'a>(a: *const crate::abi::TVMFFIByteArray, what: 
         return Err(null_error(what));
     }
     // SAFETY: a valid byte array (caller contract).
-    Ok(unsafe { crate::runtime::packed::byte_array(&*a) })
+    Ok(unsafe { crate::runtime::function::packed::byte_array(&*a) })
 }
 
 /// A `TVMFFIByteArray*` argument as UTF-8 text; NULL or other bytes are an error naming it.

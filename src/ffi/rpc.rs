@@ -3,9 +3,9 @@
 //! `rpc.ServerLoop`); `TVMRPCServerRun` is the whole server, as `tvm-rt rpc-server` runs it.
 
 use crate::rpc::server::{serve_socket, Options, Server};
-use crate::runtime::error::{Error, Result};
-use crate::runtime::packed::{PackedFunc, Value};
-use crate::runtime::registry;
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::function::packed::{PackedFunc, Value};
+use crate::runtime::function::registry;
 use std::ffi::{c_char, c_int};
 use std::net::TcpStream;
 use std::os::fd::FromRawFd;

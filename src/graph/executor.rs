@@ -4,11 +4,11 @@
 
 use super::plan::{Key, OpKind, Plan, StorageSpec};
 use crate::abi::{type_code as tc, DLDataType, DLTensor, TVMBackendPackedCFunc, TVMValue};
+use crate::runtime::base::error::{error_from_callee, last_error_generation, panic_message, Error, Result};
 use crate::runtime::device::ALLOC_ALIGNMENT;
-use crate::runtime::error::{error_from_callee, last_error_generation, panic_message, Error, Result};
-use crate::runtime::ndarray::{copy_from_to, NDArray};
-use crate::runtime::packed::{Args, PackedFunc, Value};
-use crate::runtime::tensor::TensorRef;
+use crate::runtime::dlpack::tensor_ref::TensorRef;
+use crate::runtime::function::packed::{Args, PackedFunc, Value};
+use crate::runtime::tensor::ndarray::{copy_from_to, NDArray};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -476,7 +476,7 @@ impl Executor {
     /// params are checked before any is copied, so a bad blob leaves the executor unchanged.
     pub fn load_params(&mut self, blob: &[u8]) -> Result<()> {
         let mut known = Vec::new();
-        for (name, arr) in crate::runtime::params::load_params(blob)? {
+        for (name, arr) in crate::runtime::tensor::params::load_params(blob)? {
             if let Some(i) = self.plan.input_index(&name) {
                 let what = format!("param `{name}`: set_input `{name}`");
                 self.plan.check_tensor(self.plan.input_entry(i), arr.tensor(), &what)?;
@@ -497,7 +497,7 @@ impl Executor {
         {
             return Err(Error::value("share_params: the executors run different graphs"));
         }
-        for (name, _) in crate::runtime::params::load_params(blob)? {
+        for (name, _) in crate::runtime::tensor::params::load_params(blob)? {
             let Some(i) = self.plan.input_index(&name) else { continue };
             let eid = self.plan.input_entry(i);
             let sid = self.plan.graph.attrs.storage_id[eid] as usize;

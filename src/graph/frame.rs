@@ -5,8 +5,8 @@
 use super::executor::Executor;
 use super::plan::{Key, TensorInfo};
 use super::runner::{run_profiled, OpTiming, Runner};
-use crate::runtime::error::Result;
-use crate::runtime::tensor::TensorRef;
+use crate::runtime::base::error::Result;
+use crate::runtime::dlpack::tensor_ref::TensorRef;
 use std::any::Any;
 
 /// The calls an executor answers the same way whatever its kind.

@@ -12,9 +12,9 @@ use super::plan::Plan;
 use super::plan::{Key, TensorInfo};
 use super::runner::{OpTiming, Runner, Sequential};
 use super::schedule::{runner, Parallelism};
+use crate::runtime::base::error::{Error, Result};
 use crate::runtime::device::StreamHandle;
-use crate::runtime::error::{Error, Result};
-use crate::runtime::tensor::TensorRef;
+use crate::runtime::dlpack::tensor_ref::TensorRef;
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use std::any::{Any, TypeId};
 use std::ops::{Deref, DerefMut};
@@ -79,7 +79,7 @@ impl Front<Executor> {
     /// A front over `exec` that runs as `options` say.
     pub fn create_over(exec: Executor, options: &ExecutorOptions) -> Result<Front<Executor>> {
         let plan = exec.plan().clone();
-        let default_intra = crate::runtime::threading::default_num_threads();
+        let default_intra = crate::runtime::threads::pool::default_num_threads();
         if options.inter_op_threads == 1 && options.intra_op_threads == default_intra {
             return Ok(Front::new(exec));
         }

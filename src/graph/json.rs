@@ -2,8 +2,8 @@
 //! allocated. Every failure names the node, the field and the value.
 
 use crate::abi::DLDataType;
-use crate::runtime::dtype::data_size;
-use crate::runtime::error::{count, Error, Result};
+use crate::runtime::base::error::{count, Error, Result};
+use crate::runtime::dlpack::dtype::data_size;
 use serde_json::{Map, Value as Json};
 use std::collections::BTreeMap;
 

@@ -7,8 +7,8 @@ use super::json::Graph;
 use super::options::MemoryPlan;
 use super::plan::{OpKind, Plan};
 use crate::abi::DLDevice;
-use crate::runtime::error::Result;
-use crate::runtime::packed::Module;
+use crate::runtime::base::error::Result;
+use crate::runtime::function::packed::Module;
 use std::collections::HashMap;
 
 /// A set of op indices as a bitset.

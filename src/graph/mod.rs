@@ -33,7 +33,7 @@ pub use plan::{Key, TensorInfo};
 /// Register the graph executor with the runtime: the blob loader for the factory modules
 /// `export_library` packs, and TVM's `tvm.graph_executor*` globals. Called by [`crate::init`].
 pub(crate) fn install() {
-    use crate::runtime::{blob, registry};
+    use crate::runtime::{function::registry, module::blob};
     blob::register_binary_loader("GraphExecutorFactory", factory::load_binary);
     blob::register_binary_loader("GraphRuntimeFactory", factory::load_binary);
     for (name, f) in module::globals().into_iter().chain(factory::globals()) {

@@ -1,7 +1,7 @@
 //! Executor and pipeline options, one convention everywhere: NULL / empty, or
 //! `"key=value,key=value"`. Unknown keys, repeated keys and bad values are errors naming the key.
 
-use crate::runtime::error::{Error, Result};
+use crate::runtime::base::error::{Error, Result};
 
 /// Parsed `key=value` pairs, checked against the keys a caller accepts.
 #[derive(Debug, Default)]
@@ -85,7 +85,7 @@ impl ExecutorOptions {
 
     /// The executor options among parsed options (absent keys take their defaults).
     fn from_options(o: &Options) -> Result<ExecutorOptions> {
-        let cores = crate::runtime::threading::default_num_threads();
+        let cores = crate::runtime::threads::pool::default_num_threads();
         let inter_op_threads = o.usize_in("inter_op_threads", 1, 1, MAX_THREADS)?;
         let intra_default = (cores / inter_op_threads).max(1);
         Ok(ExecutorOptions {
@@ -151,7 +151,7 @@ impl PipelineOptions {
         let o = Options::parse(text, PIPELINE_KEYS)?;
         let given_cpus =
             o.get("cpus").map(|v| parse_cpu_groups(v).map_err(|e| e.context("option `cpus`"))).transpose()?;
-        let allowed = crate::runtime::threading::allowed_cpus();
+        let allowed = crate::runtime::threads::pool::allowed_cpus();
         let groups_default = given_cpus.as_ref().map_or(allowed.len(), |g| g.len());
         let core_groups = o.usize_in("core_groups", groups_default, 1, MAX_THREADS)?;
         let threads_default = match &given_cpus {

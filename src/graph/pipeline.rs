@@ -21,10 +21,10 @@ use super::options::PipelineOptions;
 use super::plan::Plan;
 use super::runner::{Runner, Sequential};
 use crate::abi::{DLDevice, DLTensor};
+use crate::runtime::base::error::{Error, Result};
 use crate::runtime::device::{device_api, poll_until, DeviceApi, DeviceHandle, HostTask};
-use crate::runtime::error::{Error, Result};
-use crate::runtime::tensor::TensorRef;
-use crate::runtime::threading::{shared_pool, PoolKey, ThreadPool};
+use crate::runtime::dlpack::tensor_ref::TensorRef;
+use crate::runtime::threads::pool::{shared_pool, PoolKey, ThreadPool};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,7 +51,7 @@ unsafe impl Sync for OwnedTensor {}
 impl OwnedTensor {
     fn new(t: &DLTensor, shape: &[i64]) -> OwnedTensor {
         let shape: Box<[i64]> = shape.into();
-        let raw = DLTensor { shape: crate::runtime::cptr::dims_ptr(&shape), strides: std::ptr::null_mut(), ..*t };
+        let raw = DLTensor { shape: crate::runtime::base::cptr::dims_ptr(&shape), strides: std::ptr::null_mut(), ..*t };
         OwnedTensor { raw, _shape: shape }
     }
 

@@ -5,12 +5,12 @@
 use super::deps::{OpGraph, TaskGraph};
 use super::json::Graph;
 use crate::abi::{DLDataType, DLDevice, DLTensor, TVMBackendPackedCFunc};
-use crate::runtime::cptr::dims_ptr;
-use crate::runtime::dtype::data_size;
-use crate::runtime::error::{self, Error, Result};
-use crate::runtime::ndarray::NDArray;
-use crate::runtime::packed::{Module, PackedFunc};
-use crate::runtime::tensor::TensorRef;
+use crate::runtime::base::cptr::dims_ptr;
+use crate::runtime::base::error::{self, Error, Result};
+use crate::runtime::dlpack::dtype::data_size;
+use crate::runtime::dlpack::tensor_ref::TensorRef;
+use crate::runtime::function::packed::{Module, PackedFunc};
+use crate::runtime::tensor::ndarray::NDArray;
 use once_cell::sync::OnceCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -342,7 +342,7 @@ impl Plan {
             } else if spec.inputs_only {
                 let copy = NDArray::empty(&[spec.bytes.div_ceil(4) as i64], DLDataType::FLOAT32, spec.device)?;
                 let view = copy.create_view(arr.shape(), arr.dtype())?;
-                crate::runtime::ndarray::copy_from_to(arr.tensor(), view.tensor())?;
+                crate::runtime::tensor::ndarray::copy_from_to(arr.tensor(), view.tensor())?;
                 copy
             } else {
                 return Err(Error::value(format!(

@@ -4,7 +4,7 @@
 use super::chrome_trace::{to_json, Complete};
 use super::executor::Executor;
 use super::runner::{run_profiled, OpTiming, Sequential};
-use crate::runtime::error::Result;
+use crate::runtime::base::error::Result;
 use std::collections::HashMap;
 use std::time::Instant;
 

@@ -4,8 +4,8 @@
 //! op's span to an [`OpClock`] and the wrapper turns the spans into [`OpTiming`]s.
 
 use super::executor::Executor;
-use crate::runtime::error::Result;
-use crate::runtime::threading::{PoolGuard, ThreadPool};
+use crate::runtime::base::error::Result;
+use crate::runtime::threads::pool::{PoolGuard, ThreadPool};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Instant;

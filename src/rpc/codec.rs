@@ -37,7 +37,7 @@ pub mod index {
         BOOL, BYTE_ARRAY_PTR, DATA_TYPE, DEVICE, DLTENSOR_PTR, FLOAT, INT, NONE, OPAQUE_PTR, RAW_STR, SMALL_BYTES,
         SMALL_STR,
     };
-    use crate::runtime::object::type_index as object;
+    use crate::runtime::object::type_table::type_index as object;
     /// First object index; objects carry a second `u32` index after it.
     pub const OBJECT_BEGIN: i32 = crate::abi::ffi_type_index::STATIC_OBJECT_BEGIN;
     pub const STR: i32 = object::STRING as i32;

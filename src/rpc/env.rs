@@ -6,8 +6,8 @@
 //! registry and two sessions never see each other's files.
 
 use super::link;
-use crate::runtime::error::{Error, Result};
-use crate::runtime::packed::{Args, Module, PackedFunc, Value};
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::function::packed::{Args, Module, PackedFunc, Value};
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;

@@ -8,9 +8,9 @@
 //! links, devices and names leaving the directory are refused.
 
 use crate::abi::{dtype_code, DLDataType};
-use crate::runtime::error::{Error, Result};
-use crate::runtime::ndarray::copy_from_bytes;
-use crate::runtime::packed::{Args, Value};
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::function::packed::{Args, Value};
+use crate::runtime::tensor::ndarray::copy_from_bytes;
 use std::path::{Path, PathBuf};
 
 const BLOCK: usize = 512;

@@ -10,7 +10,7 @@
 use super::env::Env;
 use super::session::{Session, Step};
 use super::wire::RPC_MAGIC;
-use crate::runtime::error::{Error, Result};
+use crate::runtime::base::error::{Error, Result};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;

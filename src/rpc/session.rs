@@ -10,11 +10,11 @@ use super::codec;
 use super::env::Env;
 use super::wire::{self, code, Codec, HeldKind, Reader, Returned, WireResult, WireTensor, WireValue, Writer};
 use crate::abi::{device_type, dtype_code, type_code as tc, DLDataType, DLDevice, DLTensor};
-use crate::runtime::error::{Error, Result};
-use crate::runtime::ndarray::NDArray;
-use crate::runtime::packed::Value;
-use crate::runtime::registry;
-use crate::runtime::tensor::RawTensor;
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::dlpack::tensor_ref::RawTensor;
+use crate::runtime::function::packed::Value;
+use crate::runtime::function::registry;
+use crate::runtime::tensor::ndarray::NDArray;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
 

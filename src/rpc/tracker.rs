@@ -13,7 +13,7 @@
 //! gives up with the last error. Losing and regaining the tracker later is logged once each.
 
 use super::wire::TRACKER_MAGIC;
-use crate::runtime::error::{Error, Result};
+use crate::runtime::base::error::{Error, Result};
 use parking_lot::Mutex;
 use serde_json::{json, Value as Json};
 use std::io::{Read, Write};

@@ -1,13 +1,13 @@
 //! Global packed functions the runtime installs itself, above everything they call: the
 //! registry below knows none of them; the crate's `init` installs them with [`install`].
 
+use super::base::error::{Error, Result};
 use super::container::{map_object, FfiArrayObj, MapObj};
-use super::error::{Error, Result};
-use super::library::system_lib;
-use super::ndarray::NDArray;
-use super::packed::{Args, FunctionText, Module, PackedFunc, Value};
-use super::params::{load_params, save_params};
-use super::registry;
+use super::function::packed::{Args, FunctionText, Module, PackedFunc, Value};
+use super::function::registry;
+use super::module::library::system_lib;
+use super::tensor::ndarray::NDArray;
+use super::tensor::params::{load_params, save_params};
 
 /// Register the built-in globals (once; later calls do nothing). A name registered before the
 /// first call keeps its function.
@@ -17,9 +17,9 @@ pub(crate) fn install() {
         for (name, f) in all() {
             registry::register_built_in(name, f);
         }
-        if let Err(e) = super::ffi_record_methods::install()
-            .and_then(|_| super::ffi_container_globals::install_converters())
-            .and_then(|_| super::ffi_structural_map::install_hooks())
+        if let Err(e) = super::extra::record_methods::install()
+            .and_then(|_| super::collections::list_map_globals::install_converters())
+            .and_then(|_| super::extra::structural_mutate::install_hooks())
         {
             // Only a broken method table gets here (the tvm-ffi tests call every method).
             eprintln!("tvm-runtime: registering tvm-ffi's own methods failed: {e}");
@@ -28,25 +28,25 @@ pub(crate) fn install() {
 }
 
 fn all() -> Vec<(&'static str, PackedFunc)> {
-    let mut all = super::container_globals::globals();
-    all.extend(super::container_globals::shape_globals());
+    let mut all = super::collections::tvm_globals::globals();
+    all.extend(super::collections::tvm_globals::shape_globals());
     all.extend(params_globals());
     all.extend(array_globals());
     all.extend(module_globals());
     all.extend(ffi_module_globals());
-    all.extend(super::ffi_globals::globals());
-    all.extend(super::ffi_container_globals::globals());
-    all.extend(super::ffi_deep_copy::globals());
-    all.extend(super::ffi_recursive::globals());
-    all.extend(super::ffi_repr::globals());
-    all.extend(super::ffi_dataclass::globals());
-    all.extend(super::ffi_json::globals());
-    all.extend(super::ffi_serialization::globals());
-    all.extend(super::ffi_structural::globals());
-    all.extend(super::ffi_structural_visit::globals());
-    all.extend(super::ffi_structural_map::globals());
-    all.extend(super::ffi_visit_error::globals());
-    all.extend(super::time_evaluator::globals());
+    all.extend(super::collections::array_globals::globals());
+    all.extend(super::collections::list_map_globals::globals());
+    all.extend(super::extra::deep_copy::globals());
+    all.extend(super::collections::recursive::globals());
+    all.extend(super::extra::repr::globals());
+    all.extend(super::extra::dataclass::globals());
+    all.extend(super::extra::json::globals());
+    all.extend(super::extra::serialization::globals());
+    all.extend(super::extra::structural_equal::globals());
+    all.extend(super::extra::structural_visit::globals());
+    all.extend(super::extra::structural_mutate::globals());
+    all.extend(super::extra::visit_error::globals());
+    all.extend(super::module::time_evaluator::globals());
     all
 }
 
@@ -67,7 +67,7 @@ fn params_from_map(args: &Args<'_>, i: usize) -> Result<Vec<u8>> {
     save_params(arrays.iter().map(|(k, a)| (*k, a.tensor())))
 }
 
-fn params_to_map(params: Vec<(String, super::ndarray::NDArray)>) -> Value {
+fn params_to_map(params: Vec<(String, super::tensor::ndarray::NDArray)>) -> Value {
     Value::Object(map_object(params.into_iter().map(|(k, a)| (k, a.to_object_ref())).collect()))
 }
 
@@ -90,7 +90,7 @@ fn params_globals() -> Vec<(&'static str, PackedFunc)> {
             "runtime.LoadParamsFromFile",
             PackedFunc::from_typed(|args| {
                 let path = args.string(0)?;
-                Ok(params_to_map(super::params::load_params_file(std::path::Path::new(&path))?))
+                Ok(params_to_map(super::tensor::params::load_params_file(std::path::Path::new(&path))?))
             }),
         ),
     ]
@@ -118,7 +118,7 @@ fn array_globals() -> Vec<(&'static str, PackedFunc)> {
                         return Err(Error::unsupported(format!("memory scope `{scope}` is not supported")));
                     }
                 }
-                Ok(Value::NDArray(super::ndarray::NDArray::empty(shape.dims()?, dtype, dev)?))
+                Ok(Value::NDArray(super::tensor::ndarray::NDArray::empty(shape.dims()?, dtype, dev)?))
             }),
         ),
         (
@@ -156,9 +156,9 @@ fn module_globals() -> Vec<(&'static str, PackedFunc)> {
                 } else if !cpus.is_empty() {
                     cpus.len()
                 } else {
-                    super::threading::default_num_threads()
+                    super::threads::pool::default_num_threads()
                 };
-                use super::threading::{set_thread_pool, shared_pool, PoolKey};
+                use super::threads::pool::{set_thread_pool, shared_pool, PoolKey};
                 // Shared: a program that configures every thread the same way starts one pool.
                 set_thread_pool(shared_pool(PoolKey {
                     threads: n,
@@ -170,11 +170,11 @@ fn module_globals() -> Vec<(&'static str, PackedFunc)> {
         ),
         (
             "runtime.NumThreads",
-            PackedFunc::from_typed(|_| Ok(Value::Int(super::threading::current_pool().num_threads() as i64))),
+            PackedFunc::from_typed(|_| Ok(Value::Int(super::threads::pool::current_pool().num_threads() as i64))),
         ),
         (
             "runtime.module.loadfile_so",
-            PackedFunc::from_typed(|args| Ok(Value::Module(super::dso::load_so(&args.string(0)?)?))),
+            PackedFunc::from_typed(|args| Ok(Value::Module(super::module::dso::load_so(&args.string(0)?)?))),
         ),
         ("runtime.SystemLib", PackedFunc::from_typed(system_lib_global)),
         ("runtime.ModuleLoadFromFile", PackedFunc::from_typed(load_module_global)),
@@ -249,7 +249,7 @@ fn ffi_module_globals() -> Vec<(&'static str, PackedFunc)> {
         ("ffi.ModuleLoadFromFile", PackedFunc::from_typed(load_module_global)),
         (
             "ffi.Module.load_from_file.so",
-            PackedFunc::from_typed(|args| Ok(Value::Module(super::dso::load_so(&args.string(0)?)?))),
+            PackedFunc::from_typed(|args| Ok(Value::Module(super::module::dso::load_so(&args.string(0)?)?))),
         ),
         (
             "ffi.ModuleGetFunction",
@@ -336,15 +336,17 @@ fn function_text_global(which: FunctionText) -> PackedFunc {
 
 #[cfg(test)]
 mod tests {
-    use super::super::container::shape_object;
-    use super::super::registry::require;
     use super::*;
     use crate::abi::{DLDataType, DLDevice};
+    use crate::runtime::container::shape_object;
+    use crate::runtime::function::registry::require;
 
     #[test]
     fn kept_modules_are_held_once_until_removed() {
-        let m = super::super::const_loader::load_metadata_module(&mut super::super::byteio::Reader::new(&[], "none"))
-            .unwrap();
+        let m = crate::runtime::module::const_loader::load_metadata_module(
+            &mut crate::runtime::base::byteio::Reader::new(&[], "none"),
+        )
+        .unwrap();
         let held = || KEPT_MODULES.lock().iter().filter(|k| Module::ptr_eq(k, &m)).count();
         let (add, remove) = (keep_module_global(true), keep_module_global(false));
         add.call(&[Value::Module(m.clone())]).unwrap();
@@ -358,15 +360,17 @@ mod tests {
     #[test]
     fn module_introspection_globals() {
         install();
-        let m = super::super::const_loader::load_metadata_module(&mut super::super::byteio::Reader::new(&[], "none"))
-            .unwrap();
+        let m = crate::runtime::module::const_loader::load_metadata_module(
+            &mut crate::runtime::base::byteio::Reader::new(&[], "none"),
+        )
+        .unwrap();
         let call = |name: &str, rest: Vec<Value>| {
             let mut args = vec![Value::Module(m.clone())];
             args.extend(rest);
             require(name).unwrap().call(&args)
         };
         let mask = call("ffi.ModuleGetPropertyMask", vec![]).unwrap().as_int().unwrap();
-        assert_eq!(mask, super::super::packed::module_property::RUNNABLE);
+        assert_eq!(mask, crate::runtime::function::packed::module_property::RUNNABLE);
         assert!(
             matches!(call("ffi.ModuleInspectSource", vec![Value::Str("c".into())]).unwrap(), Value::Str(s) if s.is_empty())
         );
@@ -413,8 +417,12 @@ mod tests {
     #[test]
     fn params_globals_round_trip_maps() {
         install();
-        let a = crate::runtime::ndarray::NDArray::from_bytes(&[2], DLDataType::FLOAT32, &[0, 0, 128, 63, 0, 0, 0, 64])
-            .unwrap();
+        let a = crate::runtime::tensor::ndarray::NDArray::from_bytes(
+            &[2],
+            DLDataType::FLOAT32,
+            &[0, 0, 128, 63, 0, 0, 0, 64],
+        )
+        .unwrap();
         let map = require("runtime.Map").unwrap().call(&[Value::from("w"), Value::NDArray(a)]).unwrap();
         let bytes = match require("runtime.SaveParams").unwrap().call(&[map]).unwrap() {
             Value::Bytes(b) => b,

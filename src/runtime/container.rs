@@ -1,9 +1,12 @@
 //! Small container objects crossing the API: `runtime.String`, `Array`, `Map` (TVM's type
 //! keys; string keys) and `ShapeTuple`. TVM's global accessors over them (`runtime.ArraySize`,
-//! `runtime.MapGetItem`, ...) are defined above the packed functions, in `container_globals.rs`.
+//! `runtime.MapGetItem`, ...) are defined above the packed functions, in `collections/tvm_globals.rs`.
 
-use super::error::{Error, Result};
-use super::object::{type_index, InplaceObject, LegacyRef, ObjPtr, ObjectRef, ObjectType};
+use super::base::error::{Error, Result};
+use super::object::{
+    header::{InplaceObject, LegacyRef, ObjPtr, ObjectRef, ObjectType},
+    type_table::type_index,
+};
 use crate::abi::TVMFFIAny;
 use std::ffi::c_char;
 
@@ -298,7 +301,7 @@ impl SeqCell {
         let n = self.items().len();
         if i > n {
             // SAFETY: the value is ours to release.
-            unsafe { super::object::release_any(&a) };
+            unsafe { super::object::header::release_any(&a) };
             return Err(Error::index(format!("insert position {i} out of range for a list of size {n}")));
         }
         self.reserve(n + 1)?;
@@ -342,7 +345,7 @@ impl SeqCell {
         let n = self.items().len();
         if i >= n {
             // SAFETY: the value is ours to release.
-            unsafe { super::object::release_any(&a) };
+            unsafe { super::object::header::release_any(&a) };
             return Err(Error::index(format!("index {i} out of range for a list of size {n}")));
         }
         // SAFETY: element `i` is live; the old value moves out to the caller.
@@ -363,7 +366,7 @@ impl Drop for SeqCell {
     fn drop(&mut self) {
         for a in self.items() {
             // SAFETY: each element is owned by the cell, released once.
-            unsafe { super::object::release_any(a) };
+            unsafe { super::object::header::release_any(a) };
         }
         if let (Some(free), false) = (self.data_deleter, self.data.is_null()) {
             // SAFETY: the buffer's own deleter, called once.
@@ -561,14 +564,14 @@ pub fn shape_object(shape: &[i64]) -> ObjectRef {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::object::{Obj, ObjectHeader};
-    use crate::runtime::packed::Value;
+    use crate::runtime::function::packed::Value;
+    use crate::runtime::object::header::{Obj, ObjectHeader};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Offset of a field from the TVM 0.18 handle of its object (8 bytes into the tvm-ffi
     /// header, whose offsets are 8 more).
     fn offset<T>(header: *mut ObjectHeader, field: *const T) -> usize {
-        field as usize - crate::runtime::object::legacy::handle(header) as usize
+        field as usize - crate::runtime::object::header::legacy::handle(header) as usize
     }
 
     #[test]
@@ -587,7 +590,7 @@ mod tests {
 
     #[test]
     fn an_array_made_in_place_releases_what_it_made_when_a_value_fails() {
-        use crate::runtime::object::{retain, strong_count};
+        use crate::runtime::object::header::{retain, strong_count};
         let shape = ShapeTupleObj::new(&[4]);
         let h = shape.as_header();
         let make = |i: usize| match i {
@@ -663,7 +666,7 @@ mod tests {
     static FOREIGN_FREED: AtomicUsize = AtomicUsize::new(0);
 
     unsafe extern "C" fn free_foreign(h: *mut std::ffi::c_void, flags: std::ffi::c_int) {
-        assert_eq!(flags, crate::runtime::object::DELETE_BOTH, "no weak reference was taken");
+        assert_eq!(flags, crate::runtime::object::header::DELETE_BOTH, "no weak reference was taken");
         // SAFETY: installed only on boxes of `ForeignString` made by `foreign_string`.
         drop(unsafe { Box::from_raw(h as *mut ForeignString) });
         FOREIGN_FREED.fetch_add(1, Ordering::SeqCst);

@@ -1,58 +1,35 @@
 //! The runtime core in safe Rust where possible: objects, NDArray, packed functions and the
 //! registry, devices, modules, the backend API for kernels.
+//!
+//! A room per concern, listed bottom-up as in the map that opens docs/ARCHITECTURE.md: a room
+//! names only rooms above it (`tests/layers.rs` checks the code against the map).
 
-pub mod backend;
-pub mod blob;
-pub(crate) mod builtins;
-pub mod byteio;
-pub mod const_loader;
-pub mod container;
-pub(crate) mod container_globals;
-pub mod cptr;
-pub mod cxx_module;
-pub mod device;
-pub mod dso;
-pub mod dtype;
-pub mod elf;
-pub mod env_capi;
-pub mod error;
-pub mod ffi_backtrace;
-pub mod ffi_container_globals;
-pub mod ffi_containers;
-pub mod ffi_dataclass;
-pub mod ffi_deep_copy;
-pub mod ffi_dtype;
-pub mod ffi_error;
-pub mod ffi_fields;
-pub mod ffi_globals;
-pub mod ffi_json;
-pub mod ffi_library;
-pub mod ffi_record_methods;
-pub mod ffi_records;
-pub mod ffi_recursive;
-pub mod ffi_repr;
-pub mod ffi_serialization;
-pub mod ffi_structural;
-pub mod ffi_structural_map;
-pub mod ffi_structural_visit;
-pub mod ffi_visit_error;
-pub mod handles;
-pub mod library;
-pub mod live;
-pub mod module;
-pub mod ndarray;
+pub mod base;
+
 pub mod object;
-pub mod pacer;
-pub mod packed;
-pub mod params;
-pub mod reflection;
-pub mod registry;
-pub mod tensor;
-pub mod threading;
-pub mod time_evaluator;
-pub mod workers;
-pub mod workspace;
 
-pub use error::{Error, Result};
-pub use ndarray::NDArray;
-pub use packed::{Args, Module, ModuleNode, PackedFunc, Value};
+pub mod dlpack;
+
+pub mod device;
+
+pub mod threads;
+
+pub mod container;
+
+pub mod tensor;
+
+pub mod function;
+
+pub mod reflection;
+
+pub mod collections;
+
+pub mod module;
+
+pub mod extra;
+
+pub(crate) mod builtins;
+
+pub use base::error::{Error, Result};
+pub use function::packed::{Args, Module, ModuleNode, PackedFunc, Value};
+pub use tensor::ndarray::NDArray;

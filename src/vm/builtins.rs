@@ -8,11 +8,11 @@
 
 use super::value::{Callable, VmValue};
 use crate::abi::{dtype_code, DLDataType};
+use crate::runtime::base::error::{Error, Result};
 use crate::runtime::container::ShapeTupleObj;
-use crate::runtime::dtype::num_elements;
-use crate::runtime::error::{Error, Result};
-use crate::runtime::ndarray::NDArray;
-use crate::runtime::object::ObjPtr;
+use crate::runtime::dlpack::dtype::num_elements;
+use crate::runtime::object::header::ObjPtr;
+use crate::runtime::tensor::ndarray::NDArray;
 
 macro_rules! builtins {
     ($($variant:ident = $name:literal,)*) => {

@@ -11,7 +11,7 @@
 //! Registers at or above 2^54 are special: the void register (no value) and the VM register (the
 //! VM context a builtin receives).
 
-use crate::runtime::error::{Error, Result};
+use crate::runtime::base::error::{Error, Result};
 
 pub const OP_CALL: i64 = 1;
 pub const OP_RET: i64 = 2;

@@ -20,10 +20,10 @@
 
 use super::bytecode::{Arg, Instr, Reg, OP_CALL, OP_GOTO, OP_IF, OP_RET};
 use crate::abi::DLDataType;
-use crate::runtime::byteio::{Input, Reader};
-use crate::runtime::error::{Error, Result};
-use crate::runtime::ndarray::NDArray;
-use crate::runtime::params::{read_ndarray, MIN_RECORD_BYTES};
+use crate::runtime::base::byteio::{Input, Reader};
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::tensor::ndarray::NDArray;
+use crate::runtime::tensor::params::{read_ndarray, MIN_RECORD_BYTES};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -463,7 +463,7 @@ fn constant_text(c: &Constant) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::byteio::Writer;
+    use crate::runtime::base::byteio::Writer;
 
     fn header(w: &mut Writer, magic: u64) {
         w.u64(magic);

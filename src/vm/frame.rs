@@ -8,11 +8,11 @@ use super::bytecode::{Arg, Instr, Reg};
 use super::session::{AllocatorKind, Callee, Session};
 use super::value::{CArgs, Callable, VmValue};
 use crate::abi::{DLDataType, DLDevice};
+use crate::runtime::base::error::{Error, Result};
 use crate::runtime::container::ShapeTupleObj;
-use crate::runtime::error::{Error, Result};
-use crate::runtime::ndarray::{shape_tuple, NDArray};
-use crate::runtime::object::ObjPtr;
-use crate::runtime::packed::{Args, PackedFunc, Value};
+use crate::runtime::function::packed::{Args, PackedFunc, Value};
+use crate::runtime::object::header::ObjPtr;
+use crate::runtime::tensor::ndarray::{shape_tuple, NDArray};
 use std::borrow::Cow;
 use std::sync::Arc;
 

@@ -26,6 +26,6 @@ pub use value::VmValue;
 /// Called by the crate's `init`, the composition root.
 pub(crate) fn install() {
     for key in ["relax.Executable", "relax.VMExecutable"] {
-        crate::runtime::blob::register_binary_loader(key, module::load_binary);
+        crate::runtime::module::blob::register_binary_loader(key, module::load_binary);
     }
 }

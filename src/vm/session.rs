@@ -8,9 +8,9 @@ use super::executable::{Executable, FuncKind};
 use super::shortcut::Shortcut;
 use super::value::{Callable, VmValue};
 use crate::abi::{device_type, DLDevice};
-use crate::runtime::error::{Error, Result};
-use crate::runtime::packed::{Module, PackedFunc};
-use crate::runtime::registry;
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::function::packed::{Module, PackedFunc};
+use crate::runtime::function::registry;
 use std::sync::Arc;
 
 /// How storage is allocated (`vm_initialization`'s allocator code).

@@ -9,8 +9,8 @@ use super::builtins::{self, Builtin, Context};
 use super::bytecode::{Arg, Reg};
 use super::value::VmValue;
 use crate::abi::DLDataType;
-use crate::runtime::dtype::num_elements;
-use crate::runtime::error::Result;
+use crate::runtime::base::error::Result;
+use crate::runtime::dlpack::dtype::num_elements;
 
 /// A builtin call with its fixed arguments decoded.
 pub enum Shortcut {

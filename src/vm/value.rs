@@ -3,14 +3,14 @@
 
 use super::executable::Constant;
 use crate::abi::{type_code as tc, DLDataType, TVMValue};
+use crate::runtime::base::error::{Error, Result};
 use crate::runtime::container::{
     array_object, shape_object, string_object, ArrayObj, FfiArrayObj, ShapeTupleObj, StringObj,
 };
-use crate::runtime::error::{Error, Result};
-use crate::runtime::ndarray::{copy_from_to, NDArray};
-use crate::runtime::object::ObjectRef;
-use crate::runtime::packed::{Args, PackedFunc, Value};
-use crate::runtime::tensor::TensorRef;
+use crate::runtime::dlpack::tensor_ref::TensorRef;
+use crate::runtime::function::packed::{Args, PackedFunc, Value};
+use crate::runtime::object::header::ObjectRef;
+use crate::runtime::tensor::ndarray::{copy_from_to, NDArray};
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
@@ -219,8 +219,8 @@ impl CArgs {
             other => {
                 let obj = other.clone().into_object(closure)?;
                 let code = match obj.type_index() {
-                    crate::runtime::object::type_index::PACKED_FUNC => tc::PACKED_FUNC_HANDLE,
-                    crate::runtime::object::type_index::MODULE => tc::MODULE_HANDLE,
+                    crate::runtime::object::type_table::type_index::PACKED_FUNC => tc::PACKED_FUNC_HANDLE,
+                    crate::runtime::object::type_table::type_index::MODULE => tc::MODULE_HANDLE,
                     _ => tc::OBJECT_HANDLE,
                 };
                 let h = obj.legacy_handle();

@@ -6,9 +6,9 @@ use std::ffi::{c_void, CStr, CString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tvm_runtime::abi::{type_code as tc, DLDevice, DLTensor, TVMByteArray, TVMValue};
-use tvm_runtime::ffi::error::TVMGetLastError;
-use tvm_runtime::ffi::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
-use tvm_runtime::ffi::module::{TVMModFree, TVMModGetFunction, TVMModLoadFromFile};
+use tvm_runtime::ffi::legacy::error::TVMGetLastError;
+use tvm_runtime::ffi::legacy::func::{TVMFuncCall, TVMFuncFree, TVMFuncGetGlobal};
+use tvm_runtime::ffi::legacy::module::{TVMModFree, TVMModGetFunction, TVMModLoadFromFile};
 
 const LIBS: [&str; 2] = ["libtvm_runtime.so", "libtvm_runtime.a"];
 
@@ -107,7 +107,7 @@ pub fn kernels_c() -> PathBuf {
 /// test that starts with them runs checked.
 /// Returns whether the mode is on.
 pub fn check_handles() -> bool {
-    tvm_runtime::runtime::live::request_checking(true)
+    tvm_runtime::runtime::object::live::request_checking(true)
 }
 
 pub fn last_error() -> String {

@@ -50,8 +50,8 @@ impl fmt::Display for Failure {
 }
 
 /// The runtime's errors are the model's: a failing kernel, a bad file. Its message says which.
-impl From<tvm_runtime::runtime::error::Error> for Failure {
-    fn from(e: tvm_runtime::runtime::error::Error) -> Failure {
+impl From<tvm_runtime::runtime::base::error::Error> for Failure {
+    fn from(e: tvm_runtime::runtime::base::error::Error) -> Failure {
         Failure::internal(e.to_string())
     }
 }

@@ -11,7 +11,7 @@ use crate::instance::Frame;
 use crate::model::{cpu, TensorSpec};
 use crate::sys::{self, Api, TRITONBACKEND_Input, TRITONBACKEND_ModelInstance, TRITONBACKEND_Request};
 use std::ffi::{c_char, c_void, CString};
-use tvm_runtime::runtime::ndarray::NDArray;
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
 
 /// What one `execute` call works with.
 pub struct Instance<'a> {

@@ -4,17 +4,15 @@
 //! thread, kept by the VM module). A pinned instance's kernels run on its own pinned pool.
 
 use crate::error::{Failure, Result};
-use crate::model::{Session, TensorSpec};
+use crate::model::{vm_results, Session, TensorSpec};
 use crate::threads::InstanceThreads;
 use std::sync::Arc;
 use tvm_runtime::graph::buckets::BucketContext;
 use tvm_runtime::graph::pipeline::Pipeline;
 use tvm_runtime::graph::{Front, Key};
-use tvm_runtime::runtime::container::ArrayObj;
-use tvm_runtime::runtime::ndarray::NDArray;
-use tvm_runtime::runtime::object::LegacyRef;
-use tvm_runtime::runtime::packed::{Module, Value};
-use tvm_runtime::runtime::threading::{PoolGuard, ThreadPool};
+use tvm_runtime::runtime::function::packed::{Module, Value};
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
+use tvm_runtime::runtime::threads::pool::{PoolGuard, ThreadPool};
 use tvm_runtime::vm::VmModule;
 
 pub struct Frame {
@@ -102,26 +100,4 @@ fn run_graph(
             Ok(out)
         })
         .collect()
-}
-
-/// A VM function's result as arrays: one array, or a tuple of them.
-pub fn vm_results(v: Value) -> Result<Vec<NDArray>> {
-    match v {
-        Value::NDArray(a) => Ok(vec![a]),
-        Value::Object(o) => {
-            let items = o.downcast::<ArrayObj>().ok_or_else(|| not_arrays("an object that is not a tuple"))?;
-            let array = |item: &Option<LegacyRef>| match item {
-                Some(obj) => {
-                    Value::from_object(obj.get()).into_ndarray().map_err(|_| not_arrays("a tuple of other values"))
-                }
-                None => Err(not_arrays("a tuple with a NULL item")),
-            };
-            items.tail().iter().map(array).collect()
-        }
-        other => Err(not_arrays(other.type_name())),
-    }
-}
-
-fn not_arrays(what: &str) -> Failure {
-    Failure::unsupported(format!("the function returned {what}; the backend serves functions returning tensors"))
 }

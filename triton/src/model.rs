@@ -17,8 +17,11 @@ use tvm_runtime::graph::buckets::BucketSet;
 use tvm_runtime::graph::factory::GraphExecutorFactory;
 use tvm_runtime::graph::options::{BucketOptions, ExecutorOptions};
 use tvm_runtime::graph::{Graph, Plan};
-use tvm_runtime::runtime::packed::{Module, Value};
-use tvm_runtime::runtime::params::load_params_file;
+use tvm_runtime::runtime::container::ArrayObj;
+use tvm_runtime::runtime::function::packed::{Module, Value};
+use tvm_runtime::runtime::object::header::LegacyRef;
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
+use tvm_runtime::runtime::tensor::params::load_params_file;
 use tvm_runtime::vm::session::AllocatorKind;
 use tvm_runtime::vm::VmModule;
 
@@ -258,14 +261,36 @@ fn vm_outputs(session: &Session, inputs: &[TensorSpec]) -> Result<Vec<TensorSpec
     let Session::Vm { vm, function } = session else { unreachable!("a VM session") };
     let zeros = inputs
         .iter()
-        .map(|t| tvm_runtime::runtime::ndarray::NDArray::empty(&t.shape, t.dtype, cpu()).map(Value::NDArray))
+        .map(|t| tvm_runtime::runtime::tensor::ndarray::NDArray::empty(&t.shape, t.dtype, cpu()).map(Value::NDArray))
         .collect::<std::result::Result<Vec<_>, _>>()?;
-    let out = crate::instance::vm_results(VmModule::of(vm)?.call(function, &zeros)?)?;
+    let out = vm_results(VmModule::of(vm)?.call(function, &zeros)?)?;
     Ok(out
         .iter()
         .enumerate()
         .map(|(i, a)| TensorSpec { name: format!("output_{i}"), dtype: a.dtype(), shape: a.shape().to_vec() })
         .collect())
+}
+
+/// A VM function's result as arrays: one array, or a tuple of them.
+pub fn vm_results(v: Value) -> Result<Vec<NDArray>> {
+    match v {
+        Value::NDArray(a) => Ok(vec![a]),
+        Value::Object(o) => {
+            let items = o.downcast::<ArrayObj>().ok_or_else(|| not_arrays("an object that is not a tuple"))?;
+            let array = |item: &Option<LegacyRef>| match item {
+                Some(obj) => {
+                    Value::from_object(obj.get()).into_ndarray().map_err(|_| not_arrays("a tuple of other values"))
+                }
+                None => Err(not_arrays("a tuple with a NULL item")),
+            };
+            items.tail().iter().map(array).collect()
+        }
+        other => Err(not_arrays(other.type_name())),
+    }
+}
+
+fn not_arrays(what: &str) -> Failure {
+    Failure::unsupported(format!("the function returned {what}; the backend serves functions returning tensors"))
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 use crate::error::{Failure, Result};
 use crate::model::cpu;
 use tvm_runtime::graph::pipeline::Pipeline;
-use tvm_runtime::runtime::ndarray::NDArray;
-use tvm_runtime::runtime::tensor::TensorRef;
+use tvm_runtime::runtime::dlpack::tensor_ref::TensorRef;
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
 
 /// Run `inputs` (the model's data inputs, in order; R rows each, or exactly the model's shapes)
 /// and return the outputs with R rows (or the model's shapes).

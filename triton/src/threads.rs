@@ -17,7 +17,7 @@ use crate::config::parameter;
 use crate::error::{Failure, Result};
 use std::sync::Arc;
 use tvm_runtime::graph::options::{ExecutorOptions, PipelineOptions};
-use tvm_runtime::runtime::threading::{allowed_cpus, default_num_threads, shared_pool, PoolKey, ThreadPool};
+use tvm_runtime::runtime::threads::pool::{allowed_cpus, default_num_threads, shared_pool, PoolKey, ThreadPool};
 
 /// The threading parameters of a model, as its configuration states them.
 #[derive(Clone, Debug)]

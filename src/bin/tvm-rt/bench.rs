@@ -4,7 +4,7 @@
 use crate::fail::Failure;
 use crate::inputs::{feed, Fill, InputArgs};
 use crate::model::{describe, device, ExecArgs, Model, ModelArgs};
-use crate::vm::{self, VmArgs};
+use crate::vm::{self, no_executor_options, VmArgs, VmModel};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -12,7 +12,7 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 use tvm_runtime::graph::options::PipelineOptions;
 use tvm_runtime::graph::pipeline::Pipeline;
-use tvm_runtime::runtime::ndarray::NDArray;
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
 
 /// Measure latency (median, mean, p90, p99, min, max) and throughput of whole runs
 #[derive(clap::Args, Debug)]
@@ -79,7 +79,7 @@ impl PipelineArgs {
     /// More core groups than CPUs runs, but the groups share cores (and are not pinned):
     /// say so, since the numbers then measure time slicing more than the model.
     fn warn_about_oversubscription(&self) {
-        let cpus = tvm_runtime::runtime::threading::allowed_cpus().len();
+        let cpus = tvm_runtime::runtime::threads::pool::allowed_cpus().len();
         if let Some(groups) = self.core_groups.filter(|&g| g > cpus) {
             eprintln!(
                 "tvm-rt: warning: --core-groups {groups} is more than the {cpus} CPU(s) this process may use: \
@@ -130,7 +130,7 @@ struct Latency {
 
 pub fn main(args: Args) -> Result<(), Failure> {
     if let Some(model) = vm::open(&args.model)? {
-        return vm::bench(&args, &model);
+        return bench_vm(&args, &model);
     }
     args.vm.graph_only()?;
     let model = args.model.load(args.exec.memory_plan())?;
@@ -362,4 +362,18 @@ fn text(r: &Report) -> String {
         &[[vec![String::new()], cells].concat()],
     );
     s + &format!("\nthroughput: {:.1} runs/s\n", r.throughput_per_s)
+}
+
+// --- a VM executable ----------------------------------------------------------------------------------
+
+/// `tvm-rt bench` on a VM executable: whole calls of the function, on the same arrays.
+fn bench_vm(args: &Args, model: &VmModel) -> Result<(), Failure> {
+    no_executor_options(&args.exec)?;
+    args.no_pipeline()?;
+    let arrays = model.arrays(&args.vm, &args.inputs, Some(Fill::Random))?;
+    let call = model.call(&args.vm, arrays)?;
+    let (stop, show) = args.stop();
+    let (latencies, wall) = measure_executor(args.warmup, stop, show, || call().map(drop))?;
+    let executor = format!("cpu; Relax VM, function {}, pooled allocator", args.vm.name());
+    report(args, model.source.clone(), executor, latencies, wall)
 }

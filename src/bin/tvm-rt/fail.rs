@@ -3,7 +3,7 @@
 use std::fmt::Display;
 use std::path::Path;
 use std::process::ExitCode;
-use tvm_runtime::runtime::error::{panic_message, Error};
+use tvm_runtime::runtime::base::error::{panic_message, Error};
 
 /// A failed command: its message and exit code.
 #[derive(Debug)]

@@ -8,7 +8,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::path::PathBuf;
 use tvm_runtime::graph::{Executor, Front, Plan};
-use tvm_runtime::runtime::ndarray::NDArray;
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
 
 /// `NAME=FILE` of `--input`, `--output`, `--compare` and `params pack`.
 pub fn name_and_path(text: &str) -> Result<(String, PathBuf), String> {

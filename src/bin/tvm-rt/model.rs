@@ -12,8 +12,8 @@ use tvm_runtime::graph::factory::GraphExecutorFactory;
 use tvm_runtime::graph::memory_plan::build_plan;
 use tvm_runtime::graph::options::{BucketOptions, ExecutorOptions, MemoryPlan};
 use tvm_runtime::graph::{Executor, Front, Graph, Plan};
-use tvm_runtime::runtime::packed::Module;
-use tvm_runtime::runtime::params::load_params_file;
+use tvm_runtime::runtime::function::packed::Module;
+use tvm_runtime::runtime::tensor::params::load_params_file;
 
 /// Which model: an `export_library` .so, or graph JSON + kernel library + params.
 #[derive(clap::Args, Debug)]

@@ -6,8 +6,8 @@ use crate::table::{render, thousands};
 use crate::tensors::{read_npy, write_npy};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use tvm_runtime::runtime::ndarray::NDArray;
-use tvm_runtime::runtime::params::{load_params_file, save_params};
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
+use tvm_runtime::runtime::tensor::params::{load_params_file, save_params};
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {

@@ -5,11 +5,18 @@ use crate::fail::{Failure, FileContext};
 use crate::inputs::{feed, Fill, InputArgs};
 use crate::model::{describe, ExecArgs, ModelArgs};
 use crate::table::render;
+use crate::vm::{no_executor_options, open as vm_open, VmModel, POOLED_ALLOCATOR};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
+use tvm_runtime::abi::DLDevice;
 use tvm_runtime::graph::profile::{chrome_trace, median_timings};
 use tvm_runtime::graph::runner::OpTiming;
+use tvm_runtime::runtime::function::packed::Value;
+use tvm_runtime::vm::profiler::{timed_session, KernelCall};
+use tvm_runtime::vm::session::AllocatorKind;
+use tvm_runtime::vm::{ExecutableModule, Frame};
 
 /// Time every op: per-op and per-kernel tables sorted by time, and a Chrome trace
 #[derive(clap::Args, Debug)]
@@ -70,8 +77,8 @@ struct Row {
 }
 
 pub fn main(args: Args) -> Result<(), Failure> {
-    if let Some(model) = crate::vm::open(&args.model)? {
-        return crate::vm::profile(&args, &model);
+    if let Some(model) = vm_open(&args.model)? {
+        return profile_vm(&args, &model);
     }
     args.vm.graph_only()?;
     let model = args.model.load(args.exec.memory_plan())?;
@@ -190,4 +197,43 @@ fn text(r: &Report, top: usize) -> String {
 
 fn times(r: &Row) -> [String; 3] {
     [format!("{:.2}", r.time_us), format!("{:.1}", r.percent), format!("{:.1}", r.cumulative_percent)]
+}
+
+// --- a VM executable ------------------------------------------------------------------------------
+
+/// `tvm-rt profile` on a VM executable: every kernel call of the function timed, over a
+/// session of its own whose kernels are wrapped in timers (the builtins and the interpreter's
+/// own work are not in the tables); the graph path's tables and trace, a call being an op.
+fn profile_vm(args: &Args, model: &VmModel) -> Result<(), Failure> {
+    no_executor_options(&args.exec)?;
+    let name = model.function(&args.vm)?.name.clone();
+    let values: Vec<Value> =
+        model.arrays(&args.vm, &args.inputs, Some(Fill::Random))?.into_iter().map(Value::NDArray).collect();
+    let exec = ExecutableModule::of(&model.exec)?.exec.clone();
+    let allocator = AllocatorKind::from_code(POOLED_ALLOCATOR)?;
+    let (session, recording) = timed_session(&exec, &model.exec, &[DLDevice::cpu(0)], allocator)?;
+    let mut frame = Frame::new(Arc::new(session));
+    for _ in 0..args.warmup {
+        frame.call(&name, &values)?;
+    }
+    let mut runs = Vec::with_capacity(args.runs as usize);
+    for _ in 0..args.runs {
+        recording.lock().restart();
+        frame.call(&name, &values)?;
+        runs.push(recording.lock().calls.iter().enumerate().map(|(i, c)| op_timing(i, c)).collect());
+    }
+    let executor = format!("cpu; Relax VM, function {name}, pooled allocator; kernel calls only");
+    report(args, model.source.clone(), executor, &runs)
+}
+
+/// A kernel call as one op of the graph path's tables (its position in the run as the node id).
+fn op_timing(i: usize, c: &KernelCall) -> OpTiming {
+    OpTiming {
+        node_id: i as u32,
+        name: c.name.clone(),
+        func_name: c.name.clone(),
+        start_ns: c.start_ns,
+        duration_ns: c.duration_ns,
+        lane: 0,
+    }
 }

@@ -5,13 +5,13 @@ use crate::fail::{Failure, FileContext};
 use crate::inputs::{feed, name_and_path, InputArgs, Shapes};
 use crate::model::{is_manifest, load_buckets, ExecArgs, Model, ModelArgs};
 use crate::tensors::{describe, read_npy, values_f64, write_npy};
-use crate::vm::{self, VmArgs};
+use crate::vm::{self, flatten, no_executor_options, VmArgs, VmModel};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tvm_runtime::abi::{dtype_code, DLDataType};
 use tvm_runtime::graph::buckets::{BucketContext, BucketSet};
 use tvm_runtime::graph::Plan;
-use tvm_runtime::runtime::ndarray::NDArray;
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
 
 /// Run the model once: inputs from .npy files (or filled), outputs to .npy files or compared
 #[derive(clap::Args, Debug)]
@@ -45,7 +45,7 @@ pub struct Args {
 
 pub fn main(args: Args) -> Result<(), Failure> {
     if let Some(model) = vm::open(&args.model)? {
-        return vm::run(&args, &model);
+        return run_vm(&args, &model);
     }
     args.vm.graph_only()?;
     let (model, buckets) = match args.model.model.as_deref().filter(|p| is_manifest(p)) {
@@ -104,7 +104,7 @@ fn run_in_bucket(args: &Args, set: Arc<BucketSet>) -> Result<Vec<NDArray>, Failu
 }
 
 /// A compact copy of `a` (a bucketed output may be a view the next run overwrites).
-fn copy_of(a: &NDArray) -> tvm_runtime::runtime::error::Result<NDArray> {
+fn copy_of(a: &NDArray) -> tvm_runtime::runtime::base::error::Result<NDArray> {
     NDArray::from_bytes(a.shape(), a.dtype(), &a.to_vec_u8()?)
 }
 
@@ -252,6 +252,52 @@ fn unravel(mut k: usize, shape: &[i64]) -> Vec<usize> {
         k /= dim;
     }
     index
+}
+
+// --- a VM executable ------------------------------------------------------------------------------------
+
+/// `tvm-rt run` on a VM executable: call the function once; print, write and compare every
+/// array of its result (named by index: `0`, or a tuple's `0`, `1`, ...).
+fn run_vm(args: &Args, model: &VmModel) -> Result<(), Failure> {
+    no_executor_options(&args.exec)?;
+    let arrays = model.arrays(&args.vm, &args.inputs, None)?;
+    let expected: Vec<NDArray> = args.compares.iter().map(|(_, path)| read_npy(path)).collect::<Result<_, _>>()?;
+    let outputs = flatten(model.call(&args.vm, arrays)?()?)?;
+    let function = args.vm.name();
+    println!("ran {} (function {function})", model.source);
+    for (name, out) in &outputs {
+        println!("output {name}: {}", summary(out)?);
+    }
+    let named = |name: &str| -> Result<&NDArray, Failure> {
+        outputs.iter().find(|(n, _)| n == name).map(|(_, a)| a).ok_or_else(|| {
+            let names: Vec<String> = outputs.iter().map(|(n, _)| format!("`{n}`")).collect();
+            Failure::usage(format!("`{function}` has no output `{name}` (outputs: {})", names.join(", ")))
+        })
+    };
+    let writes: Vec<(&NDArray, &Path)> =
+        args.outputs.iter().map(|(n, p)| Ok((named(n)?, p.as_path()))).collect::<Result<_, Failure>>()?;
+    if let Some(dir) = &args.output_dir {
+        std::fs::create_dir_all(dir).in_file(dir)?;
+        for (name, out) in &outputs {
+            let path = dir.join(file_name(&format!("{function}_{}", name.replace('.', "_"))));
+            crate::tensors::write_npy(&path, out)?;
+            println!("wrote output {name} to {}", path.display());
+        }
+    }
+    for (out, path) in writes {
+        crate::tensors::write_npy(path, out)?;
+        println!("wrote output to {}", path.display());
+    }
+    let mut failed = Vec::new();
+    for ((name, path), want) in args.compares.iter().zip(&expected) {
+        if !compare(name, named(name)?, want, path, (args.rtol, args.atol))? {
+            failed.push(format!("`{name}`"));
+        }
+    }
+    match failed.is_empty() {
+        true => Ok(()),
+        false => Err(Failure::mismatch(format!("output {} differs from the expected array", failed.join(", ")))),
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::Path;
 use tvm_runtime::abi::{dtype_code, DLDataType};
-use tvm_runtime::runtime::ndarray::NDArray;
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
 
 /// The element types `.npy` files and the runtime share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

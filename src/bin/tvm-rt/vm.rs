@@ -1,9 +1,9 @@
 //! Relax VM executables (`relax.build` / `tvm.compile` + `export_library`): what `inspect`,
 //! `run`, `bench` and `profile` do with them. Through TVM's module functions, as any user of
 //! the runtime calls them (`vm_load_executable`, `vm_initialization`, the function by name, the
-//! executable's `describe`); `profile` alone builds a session of its own from the VM's public
-//! `Session` and `Frame`, to time the kernels. Each command asks [`open`] first; a model that
-//! is not a VM executable goes on to the graph path unchanged.
+//! executable's `describe`; `profile` alone builds a session of its own from the VM's public
+//! `Session` and `Frame`, to time the kernels). Each command asks [`open`] first and runs what it
+//! opened itself; a model that is not a VM executable goes on to the graph path unchanged.
 
 use crate::fail::{Failure, FileContext};
 use crate::inputs::{Fill, InputArgs};
@@ -14,20 +14,15 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
 use tvm_runtime::abi::{DLDataType, DLDevice};
-use tvm_runtime::graph::runner::OpTiming;
-use tvm_runtime::runtime::ndarray::NDArray;
-use tvm_runtime::runtime::packed::{Module, PackedFunc, Value};
-use tvm_runtime::runtime::registry;
-use tvm_runtime::vm::profiler::{timed_session, KernelCall};
-use tvm_runtime::vm::session::AllocatorKind;
-use tvm_runtime::vm::{ExecutableModule, Frame};
+use tvm_runtime::runtime::function::packed::{Module, PackedFunc, Value};
+use tvm_runtime::runtime::function::registry;
+use tvm_runtime::runtime::tensor::ndarray::NDArray;
 
 /// Type keys of VM executables: TVM 0.18's and the tvm-ffi releases'.
 const EXECUTABLE_KEYS: [&str; 2] = ["relax.Executable", "relax.VMExecutable"];
 /// `vm_initialization`'s allocator: TVM's pooled allocator, its default.
-const POOLED_ALLOCATOR: i64 = 2;
+pub const POOLED_ALLOCATOR: i64 = 2;
 
 /// What the commands that run a model take for a VM executable.
 #[derive(clap::Args, Debug)]
@@ -48,7 +43,7 @@ impl VmArgs {
         }
     }
 
-    fn name(&self) -> &str {
+    pub fn name(&self) -> &str {
         self.function.as_deref().unwrap_or("main")
     }
 }
@@ -63,8 +58,8 @@ pub struct Description {
 }
 
 #[derive(Deserialize, Serialize)]
-struct Function {
-    name: String,
+pub struct Function {
+    pub name: String,
     kind: String,
     params: Vec<Param>,
     registers: usize,
@@ -99,7 +94,7 @@ impl fmt::Display for Dim {
 pub struct VmModel {
     pub source: String,
     pub description: Description,
-    exec: Module,
+    pub exec: Module,
     vm: Module,
 }
 
@@ -185,7 +180,7 @@ fn shape_text(p: &Param) -> String {
 // --- inputs ---------------------------------------------------------------------------------
 
 impl VmModel {
-    fn function(&self, args: &VmArgs) -> Result<&Function, Failure> {
+    pub fn function(&self, args: &VmArgs) -> Result<&Function, Failure> {
         let name = args.name();
         self.description.functions.iter().find(|f| f.name == name).ok_or_else(|| {
             let names: Vec<String> = self.description.functions.iter().map(|f| format!("`{}`", f.name)).collect();
@@ -343,103 +338,4 @@ fn collect(value: Value, index: Option<String>, out: &mut Vec<(String, NDArray)>
         }
     }
     Ok(())
-}
-
-// --- run ------------------------------------------------------------------------------------
-
-/// `tvm-rt run` on a VM executable: call the function once; print, write and compare every
-/// array of its result (named by index: `0`, or a tuple's `0`, `1`, ...).
-pub fn run(args: &crate::run::Args, model: &VmModel) -> Result<(), Failure> {
-    no_executor_options(&args.exec)?;
-    let arrays = model.arrays(&args.vm, &args.inputs, None)?;
-    let expected: Vec<NDArray> = args.compares.iter().map(|(_, path)| read_npy(path)).collect::<Result<_, _>>()?;
-    let outputs = flatten(model.call(&args.vm, arrays)?()?)?;
-    let function = args.vm.name();
-    println!("ran {} (function {function})", model.source);
-    for (name, out) in &outputs {
-        println!("output {name}: {}", crate::run::summary(out)?);
-    }
-    let named = |name: &str| -> Result<&NDArray, Failure> {
-        outputs.iter().find(|(n, _)| n == name).map(|(_, a)| a).ok_or_else(|| {
-            let names: Vec<String> = outputs.iter().map(|(n, _)| format!("`{n}`")).collect();
-            Failure::usage(format!("`{function}` has no output `{name}` (outputs: {})", names.join(", ")))
-        })
-    };
-    let writes: Vec<(&NDArray, &Path)> =
-        args.outputs.iter().map(|(n, p)| Ok((named(n)?, p.as_path()))).collect::<Result<_, Failure>>()?;
-    if let Some(dir) = &args.output_dir {
-        std::fs::create_dir_all(dir).in_file(dir)?;
-        for (name, out) in &outputs {
-            let path = dir.join(crate::run::file_name(&format!("{function}_{}", name.replace('.', "_"))));
-            crate::tensors::write_npy(&path, out)?;
-            println!("wrote output {name} to {}", path.display());
-        }
-    }
-    for (out, path) in writes {
-        crate::tensors::write_npy(path, out)?;
-        println!("wrote output to {}", path.display());
-    }
-    let mut failed = Vec::new();
-    for ((name, path), want) in args.compares.iter().zip(&expected) {
-        if !crate::run::compare(name, named(name)?, want, path, (args.rtol, args.atol))? {
-            failed.push(format!("`{name}`"));
-        }
-    }
-    match failed.is_empty() {
-        true => Ok(()),
-        false => Err(Failure::mismatch(format!("output {} differs from the expected array", failed.join(", ")))),
-    }
-}
-
-// --- bench ----------------------------------------------------------------------------------
-
-/// `tvm-rt bench` on a VM executable: whole calls of the function, on the same arrays.
-pub fn bench(args: &crate::bench::Args, model: &VmModel) -> Result<(), Failure> {
-    no_executor_options(&args.exec)?;
-    args.no_pipeline()?;
-    let arrays = model.arrays(&args.vm, &args.inputs, Some(Fill::Random))?;
-    let call = model.call(&args.vm, arrays)?;
-    let (stop, show) = args.stop();
-    let (latencies, wall) = crate::bench::measure_executor(args.warmup, stop, show, || call().map(drop))?;
-    let executor = format!("cpu; Relax VM, function {}, pooled allocator", args.vm.name());
-    crate::bench::report(args, model.source.clone(), executor, latencies, wall)
-}
-
-// --- profile ------------------------------------------------------------------------------
-
-/// `tvm-rt profile` on a VM executable: every kernel call of the function timed, over a
-/// session of its own whose kernels are wrapped in timers (the builtins and the interpreter's
-/// own work are not in the tables); the graph path's tables and trace, a call being an op.
-pub fn profile(args: &crate::profile::Args, model: &VmModel) -> Result<(), Failure> {
-    no_executor_options(&args.exec)?;
-    let name = model.function(&args.vm)?.name.clone();
-    let values: Vec<Value> =
-        model.arrays(&args.vm, &args.inputs, Some(Fill::Random))?.into_iter().map(Value::NDArray).collect();
-    let exec = ExecutableModule::of(&model.exec)?.exec.clone();
-    let allocator = AllocatorKind::from_code(POOLED_ALLOCATOR)?;
-    let (session, recording) = timed_session(&exec, &model.exec, &[DLDevice::cpu(0)], allocator)?;
-    let mut frame = Frame::new(Arc::new(session));
-    for _ in 0..args.warmup {
-        frame.call(&name, &values)?;
-    }
-    let mut runs = Vec::with_capacity(args.runs as usize);
-    for _ in 0..args.runs {
-        recording.lock().restart();
-        frame.call(&name, &values)?;
-        runs.push(recording.lock().calls.iter().enumerate().map(|(i, c)| op_timing(i, c)).collect());
-    }
-    let executor = format!("cpu; Relax VM, function {name}, pooled allocator; kernel calls only");
-    crate::profile::report(args, model.source.clone(), executor, &runs)
-}
-
-/// A kernel call as one op of the graph path's tables (its position in the run as the node id).
-fn op_timing(i: usize, c: &KernelCall) -> OpTiming {
-    OpTiming {
-        node_id: i as u32,
-        name: c.name.clone(),
-        func_name: c.name.clone(),
-        start_ns: c.start_ns,
-        duration_ns: c.duration_ns,
-        lane: 0,
-    }
 }

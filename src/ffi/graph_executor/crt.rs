@@ -10,7 +10,7 @@ use super::info::{TVMGraphExecutorGetInputIndex, TVMGraphExecutorGetNumInputs, T
 use super::io::{TVMGraphExecutorGetOutput, TVMGraphExecutorLoadParams, TVMGraphExecutorRun, TVMGraphExecutorSetInput};
 use super::lifecycle::{TVMGraphExecutorCreate, TVMGraphExecutorFree};
 use crate::abi::{DLDevice, DLTensor};
-use crate::runtime::error::{set_last_error, Error};
+use crate::runtime::base::error::{set_last_error, Error};
 use std::ffi::{c_char, c_int, c_void};
 
 /// CRT name of `TVMGraphExecutorCreate` (uses `devices[0]`).

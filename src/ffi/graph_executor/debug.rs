@@ -5,7 +5,7 @@ use super::handle::{handle, TVMGraphExecutor};
 use crate::ffi::ptr::out_param;
 use crate::graph::profile::{chrome_trace, profile_table};
 use crate::graph::Executor;
-use crate::runtime::error::Error;
+use crate::runtime::base::error::Error;
 use std::ffi::{c_char, c_int, CString};
 
 /// Run once timing every op. `format` 0 gives a text table, 1 a Chrome trace (JSON for

@@ -2,8 +2,8 @@
 //! every call looks its argument up in.
 
 use crate::graph::{Frame, Front};
-use crate::runtime::error::{Error, Result};
-use crate::runtime::handles::HandleTable;
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::object::handles::HandleTable;
 use parking_lot::Mutex;
 use std::ffi::CString;
 use std::sync::Arc;

@@ -146,7 +146,7 @@ fn c_info(info: &TensorInfo<'_>, name: &CString) -> TVMTensorInfo {
     TVMTensorInfo {
         name: name.as_ptr(),
         ndim: info.shape.len() as i32,
-        shape: crate::runtime::cptr::dims_ptr(info.shape),
+        shape: crate::runtime::base::cptr::dims_ptr(info.shape),
         dtype: info.dtype,
         nbytes: info.nbytes,
         is_param: info.is_param as i32,

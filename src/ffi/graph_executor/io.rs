@@ -5,7 +5,7 @@ use super::handle::{handle, TVMGraphExecutor};
 use crate::abi::DLTensor;
 use crate::ffi::ptr::slice;
 use crate::graph::{Executor, Key};
-use crate::runtime::tensor::TensorRef;
+use crate::runtime::dlpack::tensor_ref::TensorRef;
 use std::ffi::{c_char, c_int, c_void};
 
 /// Copy weights from a params blob (TVM's format) into the matching inputs.

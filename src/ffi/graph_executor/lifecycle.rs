@@ -8,8 +8,8 @@ use crate::graph::factory::GraphExecutorFactory;
 use crate::graph::memory_plan::build_plan;
 use crate::graph::options::ExecutorOptions;
 use crate::graph::{Front, Graph};
-use crate::runtime::error::{Error, Result};
-use crate::runtime::packed::Module;
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::function::packed::Module;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
@@ -150,7 +150,7 @@ unsafe fn create_from_json(
 ) -> Result<*mut TVMGraphExecutor> {
     // SAFETY: forwarded contract.
     let json = unsafe { c_str!(graph_json)? };
-    let module = unsafe { crate::ffi::module::module_arg(module, "module")? };
+    let module = unsafe { crate::ffi::legacy::module::module_arg(module, "module")? };
     let devices = unsafe { device_list(devices, num_devices)? };
     let options = unsafe { executor_options(options)? };
     let plan = build_plan(Graph::parse(json)?, module, devices, options.memory_plan)?;
@@ -168,7 +168,7 @@ unsafe fn create_from_factory(
     options: *const c_char,
 ) -> Result<*mut TVMGraphExecutor> {
     // SAFETY: forwarded contract.
-    let m: Module = unsafe { crate::ffi::module::module_arg(factory, "factory")? };
+    let m: Module = unsafe { crate::ffi::legacy::module::module_arg(factory, "factory")? };
     let devices = unsafe { device_list(devices, num_devices)? };
     let options = unsafe { executor_options(options)? };
     let plan = GraphExecutorFactory::of(&m)?.plan_with(&m, devices, options.memory_plan)?;

@@ -11,7 +11,8 @@
 //! one factory share kernels and weights. Tensors passed in are borrowed for the call only,
 //! except with the zero-copy calls, where the caller keeps the memory alive while the executor
 //! uses it. Names and shapes returned by the info calls live as long as the executor. The
-//! asynchronous phases (`...Async`, `TVMGraphExecutorSynchronize`) are in `graph_phases.rs`.
+//! asynchronous phases (`...Async`, `TVMGraphExecutorSynchronize`) are in [`phases`]; bucketed
+//! executors ([`buckets`]) and request pipelines ([`pipeline`]) are the same handles' other kinds.
 
 // In the order a user meets them, which is also the order of the generated header.
 mod handle;
@@ -25,6 +26,12 @@ mod info;
 mod debug;
 
 mod crt;
+
+pub mod phases;
+
+pub mod buckets;
+
+pub mod pipeline;
 
 pub use crt::*;
 pub use debug::*;

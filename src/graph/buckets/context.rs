@@ -12,10 +12,10 @@ use crate::graph::frame::Frame;
 use crate::graph::front::Front;
 use crate::graph::plan::{Key, TensorInfo};
 use crate::graph::runner::{OpTiming, Runner};
-use crate::runtime::dtype::data_size;
-use crate::runtime::error::{Error, Result};
-use crate::runtime::ndarray::NDArray;
-use crate::runtime::tensor::TensorRef;
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::dlpack::dtype::data_size;
+use crate::runtime::dlpack::tensor_ref::TensorRef;
+use crate::runtime::tensor::ndarray::NDArray;
 use std::any::Any;
 use std::sync::Arc;
 

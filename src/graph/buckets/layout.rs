@@ -6,7 +6,7 @@
 
 use super::super::plan::Plan;
 use crate::abi::DLDataType;
-use crate::runtime::error::{Error, Result};
+use crate::runtime::base::error::{Error, Result};
 
 /// One input or output tensor of a version.
 #[derive(Clone, Debug, PartialEq)]

@@ -3,8 +3,8 @@
 //! relative paths are relative to the manifest's directory. For tools and language bindings
 //! that would rather name one file than load N modules.
 
-use crate::runtime::error::{Error, Result};
-use crate::runtime::packed::Module;
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::function::packed::Module;
 use std::path::{Path, PathBuf};
 
 /// The artifact paths a manifest lists, resolved against its directory.

@@ -27,10 +27,10 @@ use super::options::BucketOptions;
 use super::plan::Plan;
 use super::Graph;
 use crate::abi::{device_type, DLDataType, DLDevice};
+use crate::runtime::base::error::{Error, Result};
 use crate::runtime::device::ALLOC_ALIGNMENT;
-use crate::runtime::error::{Error, Result};
-use crate::runtime::ndarray::NDArray;
-use crate::runtime::packed::Module;
+use crate::runtime::function::packed::Module;
+use crate::runtime::tensor::ndarray::NDArray;
 use layout::{analyze, Dim, Layout, OutputAxis, Signature};
 use std::sync::Arc;
 

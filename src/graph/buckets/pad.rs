@@ -3,7 +3,7 @@
 //! element. Each destination byte is written once.
 
 use crate::abi::{dtype_code, DLDataType};
-use crate::runtime::error::{Error, Result};
+use crate::runtime::base::error::{Error, Result};
 
 /// One element of `dtype` holding `value`, as bytes; an error when the dtype cannot hold it.
 pub fn pad_element(value: f64, dtype: DLDataType) -> Result<Vec<u8>> {

@@ -2,7 +2,7 @@
 //! of extents requests will have. A request of extent `e` runs in the smallest bucket `>= e`.
 
 use super::super::options::Options;
-use crate::runtime::error::{Error, Result};
+use crate::runtime::base::error::{Error, Result};
 
 /// At most this many extents from one policy (a model is compiled once per extent).
 pub const MAX_BUCKETS: usize = 4096;

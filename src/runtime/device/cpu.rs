@@ -9,9 +9,9 @@
 use super::cpu_stream::{CpuEvent, CpuStream};
 use super::{DeviceApi, EventHandle, HostTask, StreamHandle};
 use crate::abi::{DLDataType, DLDevice};
-use crate::runtime::error::{Error, Result};
-use crate::runtime::handles::HandleTable;
-use crate::runtime::tensor::TensorRef;
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::dlpack::tensor_ref::TensorRef;
+use crate::runtime::object::handles::HandleTable;
 use std::ffi::c_void;
 use std::sync::Arc;
 

@@ -19,7 +19,7 @@
 //! Events count recordings, as CUDA events do: a wait or synchronize refers to the latest
 //! recording made before it, and an event never recorded counts as reached.
 
-use crate::runtime::workers;
+use crate::runtime::base::workers;
 use once_cell::sync::Lazy;
 use parking_lot::{Condvar, Mutex};
 use std::cell::Cell;

@@ -10,8 +10,8 @@ pub use cpu::CpuDeviceApi;
 pub use cpu_stream::{poll_until, HostTask};
 
 use crate::abi::{device_type, DLDataType, DLDevice};
-use crate::runtime::error::{Error, Result};
-use crate::runtime::tensor::TensorRef;
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::dlpack::tensor_ref::TensorRef;
 use once_cell::sync::OnceCell;
 use std::ffi::c_void;
 
@@ -124,7 +124,7 @@ pub fn device_api(dev_type: i32) -> Result<&'static dyn DeviceApi> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::ndarray::{copy_from_to, NDArray};
+    use crate::runtime::tensor::ndarray::{copy_from_to, NDArray};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Host memory served under another device type, counting the calls that reach it.

@@ -1,0 +1,1074 @@
+//! tvm-ffi's mutable and hashed containers, in the layouts its C++ headers read and write inline:
+//! `ffi.List` (the sequence cell of `ffi.Array`, grown in place) and `ffi.Map` / `ffi.Dict`
+//! (`container/map_base.h`'s `MapBaseObj`).
+//!
+//! Maps made here always use the header's *small* layout (entries in insertion order in one
+//! buffer, found by a linear scan; the small-layout tag in the top bit of `slots`), at any size:
+//! C++ code reads that layout at any size, and when it grows such a map past its slots it
+//! rebuilds it in its own dense layout. Both layouts are read here (a dense map in the order of
+//! its iteration list), so maps that foreign code built, or switched in place to dense, work too.
+//! Lookups are linear: no hash function has to agree with C++'s.
+//!
+//! A map made here holds its pairs in its own block, after the cell, as tvm-ffi's small maps do
+//! (one allocation, no data deleter); a dict that outgrows that room moves them to a buffer of
+//! its own. Buffers are `malloc`ed and freed by [`free_buffer`], stored as the cell's data
+//! deleter: C++ code that grows a list calls that deleter on the old buffer and keeps it for
+//! the new one, which it allocates with `operator new` (`malloc` underneath, as with libstdc++).
+//!
+//! tvm-ffi's mutable containers are not synchronised; here every read and write of a list's or
+//! a dict's cell from this runtime holds one lock, so this runtime's own users cannot race. (A
+//! map is read without it: it is not changed once shared.)
+//!
+//! One file of about 1 050 lines (a fifth of them tests), on purpose: the globals' argument
+//! readers at its end read the cells in place under the containers' lock (the hash blocks, the
+//! small-map pairs, the quick key test), so they share the cells' private parts; in a file of
+//! their own those would have to be opened to the whole room.
+
+use crate::abi::TVMFFIAny;
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::function::packed::Value;
+use crate::runtime::object::{
+    header::{release_any, InplaceObject, Obj, ObjPtr, ObjectHeader, ObjectRef, ObjectType},
+    type_table::type_index as ti,
+};
+use parking_lot::{Mutex, MutexGuard};
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+
+pub(crate) use crate::runtime::container::alloc_buffer;
+pub use crate::runtime::container::{free_buffer, SeqCell};
+
+/// Held across every read and write of a mutable container's cell made from this runtime.
+static CELLS: Mutex<()> = Mutex::new(());
+
+fn lock() -> MutexGuard<'static, ()> {
+    CELLS.lock()
+}
+
+/// The text of a string value, inline or an `ffi.String` object.
+pub fn text_of(v: &Value) -> Option<std::borrow::Cow<'_, [u8]>> {
+    use crate::runtime::container::StringObj;
+    match v {
+        Value::Str(s) => Some(s.as_bytes().into()),
+        Value::RawStr(c) => Some(c.as_bytes().into()),
+        Value::Object(o) => o.downcast::<StringObj>().and_then(|s| s.as_bytes().ok().map(|b| b.to_vec().into())),
+        _ => None,
+    }
+}
+
+/// The bytes of a bytes value, inline or an `ffi.Bytes` object.
+pub fn bytes_of(v: &Value) -> Option<std::borrow::Cow<'_, [u8]>> {
+    match v {
+        Value::Bytes(b) => Some(b.as_slice().into()),
+        Value::Object(o) => o
+            .downcast::<crate::runtime::container::BytesObj>()
+            .and_then(|b| b.as_bytes().ok().map(|b| b.to_vec().into())),
+        _ => None,
+    }
+}
+
+/// Whether two values are equal as tvm-ffi's `AnyEqual` sees them (same kind and value; strings
+/// and bytes by content, small or not; other objects by identity).
+pub fn any_equal(a: &Value, b: &Value) -> bool {
+    if let (Some(x), Some(y)) = (text_of(a), text_of(b)) {
+        return x == y;
+    }
+    if let (Some(x), Some(y)) = (bytes_of(a), bytes_of(b)) {
+        return x == y;
+    }
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Float(x), Value::Float(y)) => x == y,
+        (Value::Null, Value::Null) => true,
+        (Value::Object(x), Value::Object(y)) if x.type_index() == y.type_index() && x.as_header() != y.as_header() => {
+            // A type may define its own key equality (tvm-ffi's `__any_equal__`).
+            match crate::runtime::reflection::type_info::attr(b"__any_equal__", x.type_index()) {
+                Some(Value::Func(eq)) => {
+                    eq.call(&[a.clone(), b.clone()]).ok().is_some_and(|r| r.as_int().is_ok_and(|v| v != 0))
+                }
+                _ => false,
+            }
+        }
+        _ => {
+            let (x, y) = (a.clone().into_any(), b.clone().into_any());
+            let same = x.type_index == y.type_index && x.value == y.value;
+            // SAFETY: both were made owned by `into_any` just above; released once.
+            unsafe { (release_any(&x), release_any(&y)) };
+            same
+        }
+    }
+}
+
+/// Whether two values (owned, or a call's views) are equal as map keys: decided in place where
+/// the values themselves say it (see [`quick_key_equal`]), else as [`any_equal`] decides.
+fn keys_equal(a: &TVMFFIAny, b: &TVMFFIAny) -> Result<bool> {
+    match quick_key_equal(a, b) {
+        Some(same) => Ok(same),
+        None => Ok(any_equal(&view(a)?, &view(b)?)),
+    }
+}
+
+/// The text of an inline string value: a small string's bytes, or a caller's C string.
+fn inline_text(a: &TVMFFIAny) -> Option<&[u8]> {
+    use crate::abi::ffi_type_index as fti;
+    match a.type_index {
+        fti::SMALL_STR => {
+            let n = (a.zero_padding as usize).min(7);
+            // SAFETY: the value's own 8 bytes, of which the first `n` are the text.
+            Some(unsafe { std::slice::from_raw_parts(&a.value as *const u64 as *const u8, n) })
+        }
+        // SAFETY: a valid view's C string (NUL-terminated, alive for the call).
+        fti::RAW_STR if !a.as_ptr().is_null() => {
+            Some(unsafe { std::ffi::CStr::from_ptr(a.as_ptr().cast()) }.to_bytes())
+        }
+        _ => None,
+    }
+}
+
+/// Whether two keys are equal when the values themselves decide it, as [`any_equal`] would:
+/// integers, booleans and None by value and type, inline texts by their bytes, one object
+/// twice. `None` where only `any_equal` can say (an object against a text or another object:
+/// a string object's text, a type's own `__any_equal__`).
+fn quick_key_equal(a: &TVMFFIAny, b: &TVMFFIAny) -> Option<bool> {
+    use crate::abi::ffi_type_index as fti;
+    // The common keys first: two of one plain type, two small strings (lengths, then the bytes
+    // of the text: the rest of the 8 need not be zero).
+    match (a.type_index, b.type_index) {
+        (fti::INT, fti::INT) | (fti::BOOL, fti::BOOL) | (fti::NONE, fti::NONE) => return Some(a.value == b.value),
+        (fti::SMALL_STR, fti::SMALL_STR) => {
+            let n = a.zero_padding.min(7) as usize;
+            let same = n == b.zero_padding.min(7) as usize && a.value.to_ne_bytes()[..n] == b.value.to_ne_bytes()[..n];
+            return Some(same);
+        }
+        _ => {}
+    }
+    let plain = |t: i32| matches!(t, fti::NONE | fti::INT | fti::BOOL);
+    let object = |t: i32| t >= fti::STATIC_OBJECT_BEGIN;
+    if let (Some(x), Some(y)) = (inline_text(a), inline_text(b)) {
+        return Some(x == y);
+    }
+    match (a.type_index, b.type_index) {
+        // Two of one plain type are decided above: a plain value against anything else differs.
+        (x, y) if plain(x) || plain(y) => Some(false),
+        (x, y) if x == y && object(x) && a.value == b.value => Some(true),
+        _ => None,
+    }
+}
+
+/// Where `key` is among a small map's pairs, when every comparison is decided in place
+/// ([`quick_key_equal`]); `None` when one is not, or the map is dense.
+fn quick_position(cell: &MapCell, key: &TVMFFIAny) -> Option<Option<usize>> {
+    let (base, n) = cell.small_pairs()?;
+    for i in 0..n {
+        // SAFETY: entry `i` of the small map's `n` live pairs.
+        if quick_key_equal(unsafe { &(*base.add(i)).key }, key)? {
+            return Some(Some(i));
+        }
+    }
+    Some(None)
+}
+
+/// The elements of an `ffi.Array` or `ffi.List` (new references), or `None` for other objects.
+pub fn sequence_items(o: &ObjectRef) -> Result<Option<Vec<Value>>> {
+    if let Some(l) = o.downcast::<ListObj>() {
+        return l.with(|c| c.items().iter().map(view).collect::<Result<Vec<_>>>()).map(Some);
+    }
+    match o.downcast::<crate::runtime::container::FfiArrayObj>() {
+        Some(a) => a.items().iter().map(view).collect::<Result<Vec<_>>>().map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The entries of an `ffi.Map` or `ffi.Dict` in order (new references).
+pub fn map_items(o: &ObjectRef) -> Result<Vec<(Value, Value)>> {
+    map_cell(o, |c| {
+        // SAFETY: live entries of the locked cell.
+        c.entries().into_iter().map(|kv| unsafe { Ok((view(&(*kv).key)?, view(&(*kv).value)?)) }).collect()
+    })
+}
+
+/// A value viewed from a container slot (a new reference for objects).
+pub fn view(a: &TVMFFIAny) -> Result<Value> {
+    // SAFETY: slots hold owned, initialised values, alive while the container is.
+    unsafe { Value::from_any_view(a) }
+}
+
+/// Releases owned values (each gives up its reference).
+pub fn release_all(values: Vec<TVMFFIAny>) {
+    for a in values {
+        // SAFETY: each value is owned (caller contract of the values' makers), released once.
+        unsafe { release_any(&a) };
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ffi.List
+
+/// Payload of an `ffi.List`: tvm-ffi's sequence cell, which this runtime and C++ code both grow.
+#[repr(transparent)]
+pub struct ListObj(UnsafeCell<SeqCell>);
+
+// SAFETY: the cell is only touched under `CELLS` from this runtime; elements are owned values
+// of Send + Sync objects.
+unsafe impl Send for ListObj {}
+// SAFETY: as above.
+unsafe impl Sync for ListObj {}
+
+impl ObjectType for ListObj {
+    const TYPE_INDEX: u32 = crate::runtime::object::type_table::type_index::LIST;
+    const LAYOUT_SHARED: bool = true;
+}
+
+impl ListObj {
+    pub fn new(items: Vec<TVMFFIAny>) -> Result<Self> {
+        Ok(ListObj(UnsafeCell::new(SeqCell::new(items)?)))
+    }
+
+    /// A list of a call's views, each made an owned value straight into the list's buffer (on
+    /// an error the values made so far are released with the cell).
+    pub fn from_views(views: &[TVMFFIAny]) -> Result<ObjPtr<ListObj>> {
+        let mut cell = SeqCell::with_capacity(views.len())?;
+        for v in views {
+            // SAFETY: the caller's views are valid for the call.
+            cell.push(unsafe { crate::runtime::reflection::type_info::owned_any(v) }?)?;
+        }
+        Ok(ObjPtr::new(ListObj(UnsafeCell::new(cell))))
+    }
+
+    /// Runs `f` on the cell, under the containers' lock.
+    pub fn with<R>(&self, f: impl FnOnce(&mut SeqCell) -> Result<R>) -> Result<R> {
+        let _g = lock();
+        // SAFETY: exclusive access under the lock (C++ code mutating the same list at the same
+        // time would race as it does with tvm-ffi's own library).
+        f(unsafe { &mut *self.0.get() })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ffi.Map / ffi.Dict
+
+/// The top bit of `slots`: the map uses the small layout.
+const SMALL_TAG: u64 = 1 << 63;
+/// Entries per block of the dense layout, and its empty / protected slot marks.
+const BLOCK_CAP: usize = 16;
+const EMPTY_SLOT: u8 = 0xFF;
+const PROTECTED_SLOT: u8 = 0xFE;
+/// The dense layout's end-of-list index.
+const NO_INDEX: u64 = u64::MAX;
+
+/// A key and its value, as both layouts store them.
+#[repr(C)]
+pub struct Kv {
+    pub key: TVMFFIAny,
+    pub value: TVMFFIAny,
+}
+
+/// One entry of the dense layout: the pair and its place in the iteration list.
+#[repr(C)]
+struct DenseItem {
+    kv: Kv,
+    prev: u64,
+    next: u64,
+}
+
+/// `MapBaseObj`'s fields and, after them, the ones a map switched in place to the dense layout
+/// (`DenseMapBaseObj`) adds: every map made here is large enough to be switched.
+#[repr(C)]
+pub struct MapCell {
+    data: *mut c_void,
+    size: u64,
+    slots: u64,
+    data_deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+    fib_shift: u32,
+    iter_head: u64,
+    iter_tail: u64,
+}
+
+impl MapCell {
+    fn new() -> Self {
+        MapCell {
+            data: std::ptr::null_mut(),
+            size: 0,
+            slots: SMALL_TAG,
+            data_deleter: None,
+            fib_shift: 0,
+            iter_head: NO_INDEX,
+            iter_tail: NO_INDEX,
+        }
+    }
+
+    fn is_small(&self) -> bool {
+        self.slots & SMALL_TAG != 0
+    }
+
+    fn capacity(&self) -> u64 {
+        self.slots & !SMALL_TAG
+    }
+
+    /// The dense layout's item at slot `i`, and its metadata byte.
+    ///
+    /// # Safety
+    /// The map is dense and `i` below its slot count.
+    unsafe fn dense_slot(&self, i: u64) -> (u8, *mut DenseItem) {
+        let block_bytes = BLOCK_CAP + BLOCK_CAP * std::mem::size_of::<DenseItem>();
+        let (b, j) = ((i as usize) / BLOCK_CAP, (i as usize) % BLOCK_CAP);
+        // SAFETY: the caller's promise: block `b` exists in `data`.
+        unsafe {
+            let block = (self.data as *mut u8).add(b * block_bytes);
+            (*block.add(j), (block.add(BLOCK_CAP) as *mut DenseItem).add(j))
+        }
+    }
+
+    /// A small map's pairs, in order: its buffer and their count (`None` for a dense map).
+    fn small_pairs(&self) -> Option<(*mut Kv, usize)> {
+        self.is_small().then_some((self.data as *mut Kv, self.size as usize))
+    }
+
+    /// The entries, in iteration order (pointers into the cell, valid until it changes).
+    pub fn entries(&self) -> Vec<*mut Kv> {
+        let mut out = Vec::with_capacity(self.size as usize);
+        let mut place = self.first_place();
+        while let Some(kv) = self.entry_at(place) {
+            if out.len() == self.size as usize {
+                break; // a foreign dense map whose list runs on (not ours to follow further)
+            }
+            out.push(kv);
+            place = self.next_place(place);
+        }
+        out
+    }
+
+    /// The first place of the iteration order (a place is the small layout's index, the dense
+    /// layout's slot); past the end when the map is empty.
+    pub fn first_place(&self) -> u64 {
+        match self.is_small() {
+            true => 0,
+            false => self.iter_head,
+        }
+    }
+
+    /// The entry at `place`, or `None` past the end. A place the cell no longer has (a dict
+    /// changed since the place was read) is past the end too, never an address outside it.
+    pub fn entry_at(&self, place: u64) -> Option<*mut Kv> {
+        if let Some((base, n)) = self.small_pairs() {
+            // SAFETY: a small map's buffer holds `size` initialised pairs.
+            return (place < n as u64).then(|| unsafe { base.add(place as usize) });
+        }
+        if place >= self.capacity() {
+            return None;
+        }
+        // SAFETY: a slot of this dense map (checked above).
+        let (meta, item) = unsafe { self.dense_slot(place) };
+        // SAFETY: an occupied slot holds an item.
+        (meta != EMPTY_SLOT && meta != PROTECTED_SLOT).then(|| unsafe { &mut (*item).kv as *mut Kv })
+    }
+
+    /// The place after `place` (which must hold an entry, else past the end).
+    pub fn next_place(&self, place: u64) -> u64 {
+        if self.is_small() {
+            return place.saturating_add(1);
+        }
+        if self.entry_at(place).is_none() {
+            return NO_INDEX;
+        }
+        // SAFETY: an occupied slot of this dense map (checked above).
+        unsafe { (*self.dense_slot(place).1).next }
+    }
+
+    pub fn len(&self) -> usize {
+        self.size as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    /// The entry whose key equals `key` (comparing may call a type's `__any_equal__`: not under
+    /// the containers' lock; see [`map_index`]).
+    fn find(&self, key: &Value) -> Result<Option<*mut Kv>> {
+        for kv in self.entries() {
+            // SAFETY: a live entry of this cell.
+            if any_equal(&view(unsafe { &(*kv).key })?, key) {
+                return Ok(Some(kv));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The value stored for `key`, if any (as [`find`](Self::find)).
+    #[cfg(test)]
+    fn get(&self, key: &Value) -> Result<Option<Value>> {
+        // SAFETY: a live entry of this cell.
+        self.find(key)?.map(|kv| view(unsafe { &(*kv).value })).transpose()
+    }
+
+    /// Moves the entries into a fresh small-layout buffer with room for `room` more, releasing
+    /// the old storage (its pairs are moved, not released).
+    fn respill(&mut self, room: usize) -> Result<()> {
+        let entries = self.entries();
+        let n = entries.len();
+        let cap = (n + room).max(2).max(n * 2);
+        let buf = alloc_buffer::<Kv>(cap)?;
+        for (i, kv) in entries.into_iter().enumerate() {
+            // SAFETY: moving each live pair bit for bit into the new buffer (within its `cap`).
+            unsafe { std::ptr::copy_nonoverlapping(kv, buf.add(i), 1) };
+        }
+        if let Some(free) = self.data_deleter {
+            // SAFETY: the old storage's own deleter; its pairs were moved out above (a dense
+            // block or a small buffer is freed without touching its contents).
+            unsafe { free(self.data) };
+        }
+        (self.data, self.size, self.slots) = (buf as *mut c_void, n as u64, cap as u64 | SMALL_TAG);
+        self.data_deleter = Some(free_buffer);
+        (self.iter_head, self.iter_tail) = (NO_INDEX, NO_INDEX);
+        Ok(())
+    }
+
+    /// Sets `key` to `value` (both owned; a replaced value is released), for a map not yet
+    /// shared (compares keys, as [`find`](Self::find)). On an error both are released.
+    fn put(&mut self, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
+        match self.key_position(&key) {
+            Ok(at) => self.set_at(at, key, value),
+            Err(e) => {
+                release_all(vec![key, value]);
+                Err(e)
+            }
+        }
+    }
+
+    /// The position of the entry whose key equals the owned value `key`.
+    fn key_position(&self, key: &TVMFFIAny) -> Result<Option<usize>> {
+        let Some((base, n)) = self.small_pairs() else {
+            let key = view(key)?;
+            return Ok(self.find(&key)?.and_then(|kv| self.entries().iter().position(|p| *p == kv)));
+        };
+        for i in 0..n {
+            // SAFETY: entry `i` of the small map's `n` live pairs.
+            if keys_equal(unsafe { &(*base.add(i)).key }, key)? {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Removes `key`'s entry; whether there was one (as [`find`](Self::find)).
+    #[cfg(test)]
+    fn erase(&mut self, key: &Value) -> Result<bool> {
+        if !self.is_small() {
+            self.respill(0)?;
+        }
+        let Some(kv) = self.find(key)? else { return Ok(false) };
+        let base = self.data as *mut Kv;
+        // SAFETY: `kv` is entry `i` of the small buffer; it is released and the later entries
+        // move down one place, keeping the insertion order.
+        unsafe {
+            let i = kv.offset_from(base) as usize;
+            release_any(&(*kv).key);
+            release_any(&(*kv).value);
+            std::ptr::copy(base.add(i + 1), base.add(i), self.size as usize - i - 1);
+        }
+        self.size -= 1;
+        Ok(true)
+    }
+
+    /// Sets the value of entry `at` (the key given is released), or appends the pair when `at`
+    /// is `None` or out of range. Both values are owned. Compares nothing, so it may run under
+    /// the containers' lock.
+    pub fn set_at(&mut self, at: Option<usize>, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
+        let entry = match (at, self.small_pairs()) {
+            // SAFETY: entry `i` of a small map's `n` pairs.
+            (Some(i), Some((base, n))) if i < n => Some(unsafe { base.add(i) }),
+            (Some(i), None) => self.entries().get(i).copied(),
+            _ => None,
+        };
+        if let Some(kv) = entry {
+            // SAFETY: a live entry; its old value and the duplicate key are released once.
+            unsafe {
+                release_any(&(*kv).value);
+                (*kv).value = value;
+                release_any(&key);
+            }
+            return Ok(());
+        }
+        if !self.is_small() || self.size >= self.capacity() {
+            self.respill(1)?;
+        }
+        // SAFETY: room for one more pair in a small buffer.
+        unsafe { (self.data as *mut Kv).add(self.size as usize).write(Kv { key, value }) };
+        self.size += 1;
+        Ok(())
+    }
+
+    /// Removes entry `at` (keeping the order of the others); whether there was one.
+    pub fn erase_at(&mut self, at: usize) -> Result<bool> {
+        if !self.is_small() {
+            self.respill(0)?;
+        }
+        if at >= self.size as usize {
+            return Ok(false);
+        }
+        let base = self.data as *mut Kv;
+        // SAFETY: entry `at` of the small buffer is released and the later ones move down.
+        unsafe {
+            release_any(&(*base.add(at)).key);
+            release_any(&(*base.add(at)).value);
+            std::ptr::copy(base.add(at + 1), base.add(at), self.size as usize - at - 1);
+        }
+        self.size -= 1;
+        Ok(true)
+    }
+
+    /// Releases every entry and the storage, leaving an empty small map.
+    pub fn clear(&mut self) {
+        self.release_all();
+        // The old storage is released above: forget it rather than drop it again.
+        std::mem::forget(std::mem::replace(self, MapCell::new()));
+    }
+
+    fn release_all(&mut self) {
+        if let Some((base, n)) = self.small_pairs() {
+            for i in 0..n {
+                // SAFETY: each of the `n` live pairs released once.
+                unsafe { (release_any(&(*base.add(i)).key), release_any(&(*base.add(i)).value)) };
+            }
+        } else {
+            for i in 0..self.slots {
+                // SAFETY: every slot of the dense blocks; occupied ones released once.
+                let (meta, item) = unsafe { self.dense_slot(i) };
+                if meta != EMPTY_SLOT && meta != PROTECTED_SLOT {
+                    // SAFETY: as above.
+                    unsafe { (release_any(&(*item).kv.key), release_any(&(*item).kv.value)) };
+                }
+            }
+        }
+        if let (Some(free), false) = (self.data_deleter, self.data.is_null()) {
+            // SAFETY: the storage's own deleter, called once.
+            unsafe { free(self.data) };
+        }
+    }
+}
+
+impl Drop for MapCell {
+    fn drop(&mut self) {
+        self.release_all();
+    }
+}
+
+/// Payload of an `ffi.Map` (`INDEX` 72) or an `ffi.Dict` (76): the same cell.
+#[repr(transparent)]
+pub struct HashObj<const INDEX: u32>(UnsafeCell<MapCell>);
+
+pub type FfiMapObj = HashObj<{ crate::runtime::object::type_table::type_index::FFI_MAP }>;
+pub type DictObj = HashObj<{ crate::runtime::object::type_table::type_index::DICT }>;
+
+// SAFETY: the cell is only touched under `CELLS` from this runtime; entries are owned values of
+// Send + Sync objects.
+unsafe impl<const I: u32> Send for HashObj<I> {}
+// SAFETY: as above.
+unsafe impl<const I: u32> Sync for HashObj<I> {}
+
+impl<const I: u32> ObjectType for HashObj<I> {
+    const TYPE_INDEX: u32 = I;
+    const LAYOUT_SHARED: bool = true;
+}
+
+impl<const I: u32> InplaceObject for HashObj<I> {
+    type Elem = Kv;
+    /// None: the cell releases the pairs, wherever they are by then (a map that outgrew its
+    /// block moved them to a buffer of their own), and a pair has no destructor to run.
+    fn tail_len(&self) -> usize {
+        0
+    }
+}
+
+impl<const I: u32> HashObj<I> {
+    /// An empty map with room for `n` pairs after its cell, in the same block: tvm-ffi's own
+    /// small maps' layout (one allocation; no data deleter, so nothing frees the room apart).
+    fn with_room(n: usize) -> ObjPtr<Self> {
+        let cell = |first: *mut Kv| {
+            let mut cell = MapCell::new();
+            (cell.data, cell.slots) = (first as *mut c_void, n as u64 | SMALL_TAG);
+            HashObj(UnsafeCell::new(cell))
+        };
+        // SAFETY: the cell holds no pairs yet, so it reads none of the `n` uninitialised slots.
+        unsafe { ObjPtr::new_inline_with(n, I, cell) }
+    }
+
+    /// The cell of a map nobody else holds yet.
+    fn unshared(map: &mut ObjPtr<Self>) -> &mut MapCell {
+        // SAFETY: the map was just made and its only reference is the caller's, borrowed
+        // mutably for as long as the cell is.
+        unsafe { &mut *map.0.get() }
+    }
+
+    /// A map of `pairs` (owned values; a repeated key keeps its last value). On an error every
+    /// pair is released.
+    pub fn new(pairs: Vec<(TVMFFIAny, TVMFFIAny)>) -> Result<ObjPtr<Self>> {
+        let mut map = Self::with_room(pairs.len());
+        let mut pairs = pairs.into_iter();
+        for (k, v) in pairs.by_ref() {
+            if let Err(e) = Self::unshared(&mut map).put(k, v) {
+                release_all(pairs.flat_map(|(k, v)| [k, v]).collect());
+                return Err(e);
+            }
+        }
+        Ok(map)
+    }
+
+    /// A map of a call's views, keys and values alternating (tvm-ffi's `ffi.Map` arguments),
+    /// each made an owned value in place: one allocation for small keys and values.
+    pub fn from_views(views: &[TVMFFIAny]) -> Result<ObjPtr<Self>> {
+        if views.len() % 2 != 0 {
+            return Err(Error::value(format!("expected key and value pairs, got {} arguments", views.len())));
+        }
+        let mut map = Self::with_room(views.len() / 2);
+        for kv in views.chunks(2) {
+            // SAFETY: the caller's views are valid for the call.
+            let key = unsafe { crate::runtime::reflection::type_info::owned_any(&kv[0]) }?;
+            // SAFETY: as above.
+            let value = match unsafe { crate::runtime::reflection::type_info::owned_any(&kv[1]) } {
+                Ok(v) => v,
+                Err(e) => {
+                    release_all(vec![key]);
+                    return Err(e);
+                }
+            };
+            Self::unshared(&mut map).put(key, value)?;
+        }
+        Ok(map)
+    }
+
+    /// Runs `f` on the cell, under the containers' lock.
+    pub fn with<R>(&self, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
+        let _g = lock();
+        // SAFETY: exclusive access under the lock (see the module note on C++ code).
+        f(unsafe { &mut *self.0.get() })
+    }
+}
+
+/// The position of `key` among a map's or dict's entries. Keys are compared outside the
+/// containers' lock (a type's `__any_equal__` may read other containers).
+pub fn map_index(o: &ObjectRef, key: &Value) -> Result<Option<usize>> {
+    Ok(map_items(o)?.iter().position(|(k, _)| any_equal(k, key)))
+}
+
+/// The value a map or dict holds for `key`.
+pub fn map_get(o: &ObjectRef, key: &Value) -> Result<Option<Value>> {
+    Ok(map_items(o)?.into_iter().find(|(k, _)| any_equal(k, key)).map(|(_, v)| v))
+}
+
+/// Sets `key` to `value` in a dict (both owned).
+pub fn dict_set(d: &ObjPtr<DictObj>, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
+    let at = map_index(&d.to_object_ref(), &view(&key)?)?;
+    d.with(|c| c.set_at(at, key, value))
+}
+
+/// Removes `key` from a dict; whether it was there.
+pub fn dict_erase(d: &ObjPtr<DictObj>, key: &Value) -> Result<bool> {
+    match map_index(&d.to_object_ref(), key)? {
+        Some(at) => d.with(|c| c.erase_at(at)),
+        None => Ok(false),
+    }
+}
+
+/// The map or dict an object is, as a cell runner (for globals that take either).
+pub fn map_cell<R>(o: &ObjectRef, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
+    if let Some(m) = o.downcast::<FfiMapObj>() {
+        m.with(f)
+    } else if let Some(d) = o.downcast::<DictObj>() {
+        d.with(f)
+    } else {
+        Err(Error::type_error(format!("expected ffi.Map or ffi.Dict, got {}", type_name(o))))
+    }
+}
+
+/// View `i` of a call, or an error naming the missing argument.
+#[inline]
+pub fn arg(views: &[TVMFFIAny], i: usize) -> Result<&TVMFFIAny> {
+    match views.get(i) {
+        Some(v) => Ok(v),
+        None => Err(Error::type_error(format!("missing argument {i}"))),
+    }
+}
+
+/// The integer view `i` of a call holds (an int or a bool).
+#[inline]
+pub fn int_arg(views: &[TVMFFIAny], i: usize) -> Result<i64> {
+    use crate::abi::ffi_type_index as fti;
+    let v = arg(views, i)?;
+    match v.type_index {
+        fti::INT | fti::BOOL => Ok(v.as_i64()),
+        t => Err(wrong_arg(i, "int", t)),
+    }
+}
+
+/// The object view `i` of a call holds when it has type index `index`, borrowed for the call
+/// (made here or by foreign code: containers share tvm-ffi's layouts); `what` names the type.
+#[inline]
+pub fn object_arg(views: &[TVMFFIAny], i: usize, index: u32, what: &str) -> Result<*mut ObjectHeader> {
+    let v = arg(views, i)?;
+    let p = v.as_ptr() as *mut ObjectHeader;
+    if v.type_index != index as i32 || p.is_null() {
+        return Err(wrong_arg(i, what, v.type_index));
+    }
+    crate::runtime::object::live::check(p, "object").map_err(|e| e.context(format!("argument {i}")))?;
+    Ok(p)
+}
+
+/// The error of argument `i` not being a `what` (its type index `got`).
+#[cold]
+fn wrong_arg(i: usize, what: &str, got: i32) -> Error {
+    Error::type_error(format!("argument {i}: expected {what}, got type index {got}"))
+}
+
+/// The map or dict view `i` of a call holds, borrowed for the call.
+fn map_arg(views: &[TVMFFIAny], i: usize) -> Result<&FfiMapObj> {
+    let index = if arg(views, i)?.type_index == ti::DICT as i32 { ti::DICT } else { ti::FFI_MAP };
+    let p = object_arg(views, i, index, "ffi.Map or ffi.Dict")?;
+    // SAFETY: a live map or dict (`Map` and `Dict` share the cell, whoever made them), kept
+    // alive by the caller for the call.
+    Ok(unsafe { &(*(p as *const Obj<FfiMapObj>)).data })
+}
+
+/// Runs `f` under the containers' lock on the cell of the map or dict view `i` holds.
+pub fn with_map_arg<R>(views: &[TVMFFIAny], i: usize, f: impl FnOnce(&mut MapCell) -> Result<R>) -> Result<R> {
+    map_arg(views, i)?.with(f)
+}
+
+/// Runs `f` on the cell of the map or dict view `i` holds, to read it: a dict's under the
+/// containers' lock; a map's without it, since a map is not changed once shared (tvm-ffi's
+/// maps are copied on write, here and in C++: changed in place only by the holder of the one
+/// reference, whom no other reader can be racing).
+pub fn read_map_arg<R>(views: &[TVMFFIAny], i: usize, f: impl FnOnce(&MapCell) -> Result<R>) -> Result<R> {
+    read_map(map_arg(views, i)?, views[i].type_index == ti::DICT as i32, f)
+}
+
+/// [`read_map_arg`] on a map or dict the caller holds (`dict`: whether it is one).
+fn read_map<R>(map: &FfiMapObj, dict: bool, f: impl FnOnce(&MapCell) -> Result<R>) -> Result<R> {
+    if dict {
+        return map.with(|c| f(c));
+    }
+    // SAFETY: a map, not changed while shared (the caller's reference shares it).
+    f(unsafe { &*map.0.get() })
+}
+
+/// tvm-ffi's forward iterator over a map or dict (`ffi.MapForwardIterFunctor`): it holds the
+/// map and a place in it; [`MapWalk::step`] reads the key (command 0) or the value (1) there,
+/// or moves on (2: whether an entry follows). A dict changed meanwhile reads from where the
+/// place lands in it, or past the end (an error), never outside it.
+pub struct MapWalk {
+    map: ObjectRef,
+    place: std::sync::atomic::AtomicU64,
+}
+
+impl MapWalk {
+    /// A walk over the map or dict view `i` holds, from its first entry.
+    pub fn new(views: &[TVMFFIAny], i: usize) -> Result<MapWalk> {
+        let first = read_map_arg(views, i, |c| Ok(c.first_place()))?;
+        // SAFETY: a live map or dict (checked by `read_map_arg`), kept alive by the caller.
+        let map = unsafe { ObjectRef::from_borrowed(views[i].as_ptr().cast()) };
+        Ok(MapWalk { map, place: first.into() })
+    }
+
+    /// Command 0, 1 or 2 at the current place; 0 and 1 give the caller an owned value.
+    pub fn step(&self, command: i64) -> Result<TVMFFIAny> {
+        use std::sync::atomic::Ordering::Relaxed;
+        // SAFETY: a map or dict (checked in `new`), alive while this walk holds it.
+        let map = unsafe { &(*(self.map.as_header() as *const Obj<FfiMapObj>)).data };
+        read_map(map, self.map.type_index() == ti::DICT, |c| {
+            let at = self.place.load(Relaxed);
+            let read = |pick: fn(&Kv) -> &TVMFFIAny| match c.entry_at(at) {
+                // SAFETY: an entry of the cell, live while it is read, copied out with its own
+                // reference.
+                Some(kv) => unsafe { crate::runtime::reflection::type_info::owned_any(pick(&*kv)) },
+                None => Err(Error::index(format!("map iterator read ({command}) past the end"))),
+            };
+            match command {
+                0 => read(|kv| &kv.key),
+                1 => read(|kv| &kv.value),
+                2 => {
+                    let next = c.next_place(at);
+                    self.place.store(next, Relaxed);
+                    Ok(TVMFFIAny::int(crate::abi::ffi_type_index::BOOL, c.entry_at(next).is_some() as i64))
+                }
+                _ => Err(Error::value(format!("map iterator command {command} is not 0, 1 or 2"))),
+            }
+        })
+    }
+}
+
+/// Runs `f` under the containers' lock on the cell of the list view `i` holds.
+pub fn with_list_arg<R>(views: &[TVMFFIAny], i: usize, f: impl FnOnce(&mut SeqCell) -> Result<R>) -> Result<R> {
+    let p = object_arg(views, i, ti::LIST, "ffi.List")?;
+    // SAFETY: a live list (tvm-ffi's sequence cell, whoever made it), kept alive by the caller.
+    unsafe { &(*(p as *const Obj<ListObj>)).data }.with(f)
+}
+
+/// What `take` makes of the value the map or dict of view 0 holds for the key of view 1, if it
+/// holds one: found in place when the keys decide it themselves, else as [`map_get`] finds it.
+pub fn map_find_arg<R>(views: &[TVMFFIAny], take: impl Fn(&TVMFFIAny) -> Result<R>) -> Result<Option<R>> {
+    let key = arg(views, 1)?;
+    let quick = read_map_arg(views, 0, |c| {
+        let (Some(at), Some((base, _))) = (quick_position(c, key), c.small_pairs()) else { return Ok(None) };
+        // SAFETY: entry `at` of the small map, live while it is read.
+        at.map(|i| take(unsafe { &(*base.add(i)).value })).transpose().map(Some)
+    })?;
+    if let Some(found) = quick {
+        return Ok(found);
+    }
+    // SAFETY: the caller's views, valid for the call (view 0 checked a map or dict above).
+    let (map, key) = unsafe { (ObjectRef::from_borrowed(views[0].as_ptr().cast()), Value::from_any_view(key)?) };
+    let Some(value) = map_get(&map, &key)? else { return Ok(None) };
+    let value = value.into_any();
+    let taken = take(&value);
+    // SAFETY: made owned just above, released once.
+    unsafe { release_any(&value) };
+    taken.map(Some)
+}
+
+/// Sets the key of view 1 to the value of view 2 in the dict of view 0.
+pub fn dict_set_arg(views: &[TVMFFIAny]) -> Result<()> {
+    let header = object_arg(views, 0, ti::DICT, "ffi.Dict")?;
+    // SAFETY: the caller's views, valid for the call.
+    let (k, v) = unsafe {
+        (
+            crate::runtime::reflection::type_info::owned_any(arg(views, 1)?)?,
+            crate::runtime::reflection::type_info::owned_any(arg(views, 2)?),
+        )
+    };
+    let v = v.inspect_err(|_| release_all(vec![k]))?;
+    let mut pair = Some((k, v));
+    with_map_arg(views, 0, |c| match quick_position(c, &k) {
+        Some(at) => {
+            let (k, v) = pair.take().expect("the pair, once");
+            c.set_at(at, k, v)
+        }
+        None => Ok(()),
+    })?;
+    let Some((k, v)) = pair else { return Ok(()) };
+    // SAFETY: the live dict of the caller's view (checked above), kept alive for the call.
+    let d = unsafe { ObjectRef::from_borrowed(header) }.downcast::<DictObj>();
+    dict_set(&d.ok_or_else(|| Error::type_error("expected ffi.Dict"))?, k, v)
+}
+
+/// An object's type key for messages.
+pub fn type_name(o: &ObjectRef) -> String {
+    crate::runtime::object::type_table::type_index_to_key(o.type_index())
+        .unwrap_or_else(|_| format!("type index {}", o.type_index()))
+}
+
+/// A new map or dict object of `pairs`.
+pub fn new_map<const I: u32>(pairs: Vec<(TVMFFIAny, TVMFFIAny)>) -> Result<ObjectRef> {
+    Ok(HashObj::<I>::new(pairs)?.to_object_ref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int(v: i64) -> TVMFFIAny {
+        Value::Int(v).into_any()
+    }
+
+    #[test]
+    fn map_cell_has_map_base_layout() {
+        // MapBaseObj: data_ @24, size_ @32, slots_ @40, data_deleter_ @48; the dense layout's
+        // fib_shift_ @56, iter_list_head_ @64, iter_list_tail_ @72 (sizeof DenseMapBaseObj 80).
+        assert_eq!(std::mem::size_of::<MapCell>(), 56);
+        assert_eq!(std::mem::offset_of!(MapCell, data_deleter), 24);
+        assert_eq!(std::mem::offset_of!(MapCell, iter_head), 40);
+        assert_eq!(std::mem::size_of::<DenseItem>(), 48);
+    }
+
+    /// The keys a [`MapWalk`] over `map` reads, in order, until it says none follows.
+    fn walk_keys(map: &ObjectRef) -> Vec<i64> {
+        let view = [TVMFFIAny::ptr(map.type_index() as i32, map.as_header() as *const c_void)];
+        let walk = MapWalk::new(&view, 0).unwrap();
+        let mut keys = Vec::new();
+        for _ in 0..map_cell(map, |c| Ok(c.len())).unwrap() {
+            keys.push(walk.step(0).unwrap().as_i64());
+            assert!(walk.step(1).is_ok());
+            if walk.step(2).unwrap().as_i64() == 0 {
+                break;
+            }
+        }
+        assert!(walk.step(0).is_err() && walk.step(1).is_err(), "past the end is an error");
+        assert!(walk.step(3).is_err(), "an unknown command is an error");
+        keys
+    }
+
+    /// A dense map cell over one block whose slots `order` hold keys `slot * 100` (int values),
+    /// linked in that order; the storage is the caller's to keep while the cell lives.
+    fn dense_cell(order: &[u64]) -> (Vec<u64>, MapCell) {
+        let block_bytes = BLOCK_CAP + BLOCK_CAP * std::mem::size_of::<DenseItem>();
+        let mut storage = vec![0u64; block_bytes / 8];
+        let mut cell = MapCell::new();
+        (cell.data, cell.size, cell.slots) =
+            (storage.as_mut_ptr() as *mut c_void, order.len() as u64, BLOCK_CAP as u64);
+        // SAFETY: the block's metadata bytes, then its items (initialised below).
+        unsafe { std::ptr::write_bytes(cell.data as *mut u8, EMPTY_SLOT, BLOCK_CAP) };
+        for (i, &slot) in order.iter().enumerate() {
+            let prev = if i == 0 { NO_INDEX } else { order[i - 1] };
+            let next = order.get(i + 1).copied().unwrap_or(NO_INDEX);
+            // SAFETY: slot `slot` of the one block.
+            unsafe {
+                let (_, item) = cell.dense_slot(slot);
+                *(cell.data as *mut u8).add(slot as usize) = 0;
+                item.write(DenseItem { kv: Kv { key: int(slot as i64 * 100), value: int(1) }, prev, next });
+            }
+        }
+        (cell.iter_head, cell.iter_tail) = (order[0], *order.last().unwrap());
+        (storage, cell)
+    }
+
+    #[test]
+    fn the_forward_iterator_walks_small_and_dense_maps_in_order() {
+        for n in [0, 1, 3, 40] {
+            let map = new_map::<{ ti::FFI_MAP }>((0..n).map(|k| (int(k * 7), int(k))).collect()).unwrap();
+            assert_eq!(walk_keys(&map), (0..n).map(|k| k * 7).collect::<Vec<_>>(), "{n} entries");
+        }
+        // The dense layout (maps C++ code made with more than a few entries): slots in one
+        // block, linked in an order of their own.
+        let order = [5u64, 2, 9, 0, 15];
+        let (storage, cell) = dense_cell(&order);
+        let map = ObjPtr::new(HashObj::<{ ti::FFI_MAP }>(UnsafeCell::new(cell))).to_object_ref();
+        assert_eq!(walk_keys(&map), order.iter().map(|&slot| slot as i64 * 100).collect::<Vec<_>>());
+        drop((map, storage));
+        let d = DictObj::new((0..40).map(|k| (int(k), int(k))).collect()).unwrap();
+        d.with(|c| {
+            assert!(c.erase(&Value::Int(5))?);
+            c.put(int(100), int(0))
+        })
+        .unwrap();
+        let expected: Vec<i64> = (0..40).filter(|&k| k != 5).chain([100]).collect();
+        assert_eq!(walk_keys(&d.to_object_ref()), expected);
+    }
+
+    #[test]
+    fn a_dict_changed_under_its_iterator_reads_inside_it_or_past_the_end() {
+        let d = DictObj::new((0..40).map(|k| (int(k), int(k))).collect()).unwrap();
+        let view = [TVMFFIAny::ptr(ti::DICT as i32, d.as_header() as *const c_void)];
+        let walk = MapWalk::new(&view, 0).unwrap();
+        for _ in 0..30 {
+            walk.step(2).unwrap();
+        }
+        // Shrunk to 3 entries, then grown past its old size: the place the walk holds reads
+        // whatever entry lands there, or past the end, as the dict now is.
+        d.with(|c| {
+            for k in 3..40 {
+                c.erase(&Value::Int(k))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(walk.step(0).is_err(), "place 30 of a 3-entry dict is past the end");
+        d.with(|c| (100..200).try_for_each(|k| c.put(int(k), int(k)))).unwrap();
+        for _ in 0..200 {
+            let key = walk.step(0).map(|a| a.as_i64());
+            assert!(matches!(key, Ok(0..=2 | 100..=199) | Err(_)), "{key:?}");
+            if walk.step(2).unwrap().as_i64() == 0 {
+                break;
+            }
+        }
+    }
+
+    #[test]
+    fn dict_sets_replaces_and_erases_in_insertion_order() {
+        let d = DictObj::new(vec![(int(1), int(10)), (int(2), int(20)), (int(1), int(11))]).unwrap();
+        d.with(|c| {
+            assert_eq!(c.len(), 2);
+            assert!(matches!(c.get(&Value::Int(1))?, Some(Value::Int(11))));
+            for k in 3..40 {
+                c.put(int(k), int(k * 10))?;
+            }
+            assert!(c.erase(&Value::Int(2))?);
+            assert!(!c.erase(&Value::Int(2))?);
+            let keys: Vec<i64> = c.entries().iter().map(|kv| unsafe { (**kv).key.value as i64 }).collect();
+            assert_eq!(keys[..3], [1, 3, 4]);
+            assert_eq!(c.len(), 38);
+            c.clear();
+            assert_eq!(c.len(), 0);
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn a_map_of_views_holds_its_pairs_in_its_block_and_keeps_the_last_of_equal_keys() {
+        let text = |s: &str| Value::Str(s.into()).into_any();
+        // Small strings, integers and two string objects of equal text (decided by content).
+        let views = [text("k"), int(1), int(7), int(2), text("a long key"), int(3), text("k"), int(4)];
+        let views = [&views[..], &[text("a long key"), int(5)]].concat();
+        let map = FfiMapObj::from_views(&views).unwrap();
+        release_all(views);
+        map.with(|c| {
+            assert!(c.is_small() && c.data_deleter.is_none(), "pairs in the map's own block");
+            assert_eq!(c.len(), 3);
+            assert!(matches!(c.get(&Value::Str("k".into()))?, Some(Value::Int(4))));
+            assert!(matches!(c.get(&Value::Int(7))?, Some(Value::Int(2))));
+            assert!(matches!(c.get(&Value::Str("a long key".into()))?, Some(Value::Int(5))));
+            Ok(())
+        })
+        .unwrap();
+        let odd = FfiMapObj::from_views(&[int(1)]).unwrap_err();
+        assert!(odd.to_string().contains("key and value pairs"), "{odd}");
+    }
+
+    #[test]
+    fn keys_decided_in_place_agree_with_any_equal() {
+        use crate::abi::ffi_type_index as fti;
+        let text = |s: &str| Value::Str(s.into()).into_any();
+        let shape = Value::Object(crate::runtime::container::shape_object(&[2])).into_any();
+        let values = vec![
+            int(1),
+            int(2),
+            TVMFFIAny::int(fti::BOOL, 1),
+            TVMFFIAny::NONE,
+            TVMFFIAny::float(1.0),
+            text("a"),
+            text("b"),
+            text("a long key"),
+            text("a long key"),
+            shape,
+            shape,
+            text("ab"),
+            text("abc"),
+            text(""),
+            // "a" with bytes past its length that are not zero (foreign code need not clear them)
+            TVMFFIAny { type_index: fti::SMALL_STR, zero_padding: 1, value: u64::from_ne_bytes(*b"a\0\xffxyzw\x01") },
+        ];
+        let raw = std::ffi::CString::new("a").unwrap();
+        let raw = TVMFFIAny::ptr(fti::RAW_STR, raw.as_ptr().cast());
+        assert_eq!(quick_key_equal(&raw, &values[5]), Some(true), "a C string against a small string");
+        assert_eq!(quick_key_equal(&raw, &values[6]), Some(false));
+        let mut decided = 0;
+        for (i, a) in values.iter().enumerate() {
+            for (j, b) in values.iter().enumerate() {
+                if let Some(same) = quick_key_equal(a, b) {
+                    assert_eq!(same, any_equal(&view(a).unwrap(), &view(b).unwrap()), "values {i} and {j}");
+                    decided += 1;
+                }
+            }
+        }
+        assert!(decided > 80, "most pairs decided in place: {decided} of {}", values.len() * values.len());
+        assert_eq!(quick_key_equal(&values[7], &values[8]), None, "two string objects: by their text");
+        assert_eq!(quick_key_equal(&values[5], &values[14]), Some(true), "only the text's bytes count");
+        assert_eq!(quick_key_equal(&values[11], &values[12]), Some(false), "a prefix is another text");
+        release_all(values[..10].to_vec());
+    }
+
+    #[test]
+    fn list_grows_in_place() {
+        let l = ListObj::new(vec![int(1)]).unwrap();
+        l.with(|c| {
+            for v in 2..20 {
+                c.push(int(v))?;
+            }
+            assert_eq!(c.items().len(), 19);
+            assert_eq!(c.items()[18].value, 19);
+            Ok(())
+        })
+        .unwrap();
+    }
+}
