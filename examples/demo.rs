@@ -25,14 +25,37 @@ const TOLERANCE: f32 = 1e-5;
 /// Profiled runs; each op's time is its median over them.
 const PROFILE_RUNS: usize = 20;
 
-fn arg(name: &str, default: u64) -> Result<u64, String> {
-    let args: Vec<String> = std::env::args().collect();
-    match args.iter().position(|a| a == name) {
-        Some(i) => {
-            args.get(i + 1).and_then(|v| v.parse().ok()).ok_or_else(|| format!("{name} needs a non-negative integer"))
+const USAGE: &str = "\
+usage: cargo run --release --example demo [-- --seed N --runs N]
+
+Builds the demo model into target/demo/demo_model.so, runs it through the C API, checks it
+against a Rust reference and reports latency and per-op times.
+
+  --seed N   which image to classify: a ring and a bar placed by N (default 0)
+  --runs N   timed runs for the latency figures (default 200)
+  --help     this text";
+
+/// The demo's options: `None` when `--help` asked for the usage text.
+struct Options {
+    seed: u64,
+    runs: usize,
+}
+
+fn options(args: &[String]) -> Result<Option<Options>, String> {
+    let mut o = Options { seed: 0, runs: 200 };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let number = |v: Option<&String>| {
+            v.and_then(|v| v.parse::<u64>().ok()).ok_or_else(|| format!("{a} needs a non-negative integer\n\n{USAGE}"))
+        };
+        match a.as_str() {
+            "--help" | "-h" => return Ok(None),
+            "--seed" => o.seed = number(it.next())?,
+            "--runs" => o.runs = number(it.next())?.max(1) as usize,
+            other => return Err(format!("unknown argument `{other}`\n\n{USAGE}")),
         }
-        None => Ok(default),
     }
+    Ok(Some(o))
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -41,7 +64,19 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn main() -> ExitCode {
-    match run() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let o = match options(&args) {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(o.seed, o.runs) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
@@ -51,10 +86,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run() -> Result<bool, String> {
-    let seed = arg("--seed", 0)?;
-    let runs = arg("--runs", 200)?.max(1) as usize;
-
+fn run(seed: u64, runs: usize) -> Result<bool, String> {
     println!("demo model: 1x1x16x16 image -> conv3x3(8)+relu -> maxpool -> conv3x3(16)+relu -> maxpool -> dense(10) -> softmax");
     let t0 = Instant::now();
     let so = model::build()?;

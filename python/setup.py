@@ -12,6 +12,11 @@ from wheel.bdist_wheel import bdist_wheel
 
 CARGO_TOML = Path(__file__).resolve().parent.parent / "Cargo.toml"
 
+# The wheel's library is built with other features (`--no-default-features`) than `cargo build`'s,
+# so in cargo's own target directory each would rebuild the other's crates (and leave the other
+# variant in target/release); the wheel gets a target directory of its own instead.
+os.environ.setdefault("CARGO_TARGET_DIR", str(CARGO_TOML.parent / "target" / "python-cargo"))
+
 
 def cargo_version() -> str:
     text = CARGO_TOML.read_text()

@@ -20,10 +20,14 @@ trace=target/tvm027-structure-trace.json
 swap() { target/release/tvm-rt ffi-swap --python "$venv/bin/python" "$@" >/dev/null; }
 trap 'swap --restore 2>/dev/null || true' EXIT
 echo "-- on the wheel's libtvm_ffi.so"
+# The README's run of a Relax model, which must print the same on ours (below).
+"$venv/bin/python" examples/tvm_ffi/run_relax.py >target/tvm027-readme-run.txt
 "$venv/bin/python" tests/tvm027_runtime/run_relax_cases.py tests/data/relax-0.27 real
 "$venv/bin/python" tests/tvm027_runtime/compile_and_run.py real "$trace"
 echo "-- on this library's libtvm_ffi.so (tvm-rt ffi-swap)"
 swap
+"$venv/bin/python" examples/tvm_ffi/run_relax.py | diff -u target/tvm027-readme-run.txt -
+echo "README's examples/tvm_ffi/run_relax.py: the same output as on the wheel's library"
 "$venv/bin/python" tests/tvm027_runtime/run_relax_cases.py tests/data/relax-0.27 ours
 "$venv/bin/python" tests/tvm027_runtime/compile_and_run.py ours "$trace"
 echo "-- the same, handles checked"

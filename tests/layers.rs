@@ -5,16 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display())) {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+mod common;
+use common::rust_files;
 
 /// Lines under `src/<layer>` that name any of `forbidden` (as `crate::<name>`).
 fn upward_references(layer: &str, forbidden: &[&str]) -> Vec<String> {

@@ -72,6 +72,27 @@ def test_host_is_where_http_and_grpc_listen():
         p.wait()
 
 
+def test_the_log_names_where_grpc_listens_and_a_request_warns_nothing(tmp_path):
+    """KServe logs the wildcard address it asked for; the log names the address gRPC listens on,
+    once. And a request logs no deprecation warning (FastAPI 0.131 and later, which Ray Serve 2.60
+    needs, warn on every response of KServe 0.21's ORJSONResponse)."""
+    grpc_port = free_port()
+    log = tmp_path / "serve.log"
+    http_port, p = start_server("--grpc-port", str(grpc_port), "--model", f"demo={FIXTURES['demo']}", log=log)
+    try:
+        x = np.zeros(256, np.float32)
+        body = {"inputs": [{"name": "data", "shape": [1, 1, 16, 16], "datatype": "FP32", "data": x.tolist()}]}
+        status, _ = post(http_port, "/v2/models/demo/infer", json.dumps(body).encode(), {"Content-Type": "application/json"})
+        assert status == 200
+    finally:
+        p.kill()
+        p.wait()
+    text = log.read_text()
+    assert text.count(f"gRPC server on 127.0.0.1:{grpc_port}") == 1, text[-3000:]
+    assert f"[::]:{grpc_port}" not in text, text[-3000:]
+    assert "Deprecat" not in text, text[-3000:]
+
+
 @pytest.mark.skipif(not CLIENT_PYTHON, reason="needs the tritonclient venv (TVMRT_SERVE_CLIENT_PYTHON)")
 def test_numbers_over_http_json_binary_and_grpc(server):
     case = FIXTURES["cases"][0]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,6 +47,22 @@ def test_installed_package_uses_its_own_library():
     # An installed package may lie inside the checkout (docs/python.md's venv under target/),
     # but not be the checkout's source directory.
     assert PACKAGE != REPO / "python" / "tvmrt", f"tvmrt imported from the checkout's sources ({PACKAGE}), not the install"
+
+
+def test_the_readme_states_the_package_and_wheel_sizes():
+    """README.md's "a N MB package (a M MB wheel)" stays true of the installed package and of the
+    wheel CI built (target/wheel), within a quarter."""
+    if not (PACKAGE / "libtvm_runtime.so").is_file():
+        pytest.skip("running from a source checkout, not an installed package")
+    said = re.search(r"a ([\d.]+) MB\s+package \(a ([\d.]+) MB wheel\)", (REPO / "README.md").read_text())
+    assert said, "README.md no longer states the package's size as `a N MB package (a M MB wheel)`"
+    files = [f for f in PACKAGE.rglob("*") if f.is_file() and "__pycache__" not in f.parts]
+    sizes = {"package": sum(f.stat().st_size for f in files) / 1e6}
+    wheels = sorted((REPO / "target" / "wheel").glob("tvmrt-*.whl"))
+    if wheels:
+        sizes["wheel"] = wheels[-1].stat().st_size / 1e6
+    for (what, size), stated in zip(sizes.items(), map(float, said.groups())):
+        assert abs(size - stated) <= 0.25 * stated, f"README.md says a {stated} MB {what}, it is {size:.1f} MB"
 
 
 @pytest.fixture

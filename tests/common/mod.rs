@@ -28,6 +28,18 @@ pub fn library_dir() -> PathBuf {
     })
 }
 
+/// Every `.rs` file under `dir`, recursively.
+pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
 pub fn repo() -> PathBuf {
     check_handles();
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+import warnings
 from typing import List, Optional
 
 
@@ -70,6 +71,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     from . import http, listen
 
     http.install(model_server.app, a.max_body_bytes)
+    # KServe 0.21 answers every request with FastAPI's ORJSONResponse, which FastAPI 0.131 and
+    # later (Ray Serve 2.60 needs 0.133) deprecate with a warning per response: that warning
+    # is silenced here, and no other.
+    warnings.filterwarnings("ignore", message="ORJSONResponse is deprecated", category=UserWarning)
     listen.install(a.host)
     if a.on_ray:
         from . import replicas

@@ -28,8 +28,24 @@ def rest_server(base, host: str):
     return RESTServer
 
 
+class _TrueAddress(logging.Filter):
+    """KServe logs ``Starting gRPC server on [::]:PORT`` after adding that address: on the
+    ``kserve`` logger, that one record is made to name the address the port was added on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bound: dict = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == "Starting gRPC server on %s" and record.args and record.args[0] in self.bound:
+            record.args = (self.bound[record.args[0]],)
+        return True
+
+
 def grpc_server(base, host: str):
     address = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    true_address = _TrueAddress()
+    logging.getLogger("kserve").addFilter(true_address)
 
     class GRPCServer(base):
         """KServe's ``start`` makes a ``grpc.aio`` server, keeps it as ``self._server`` and adds
@@ -47,7 +63,7 @@ def grpc_server(base, host: str):
 
                 def add_on_host(listen: str) -> int:
                     on_host = f"{address}:{listen.rpartition(':')[2]}"
-                    logging.getLogger("kserve").info("gRPC server on %s (in place of %s)", on_host, listen)
+                    true_address.bound[listen] = on_host
                     return add(on_host)
 
                 server.add_insecure_port = add_on_host
