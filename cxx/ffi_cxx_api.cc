@@ -232,6 +232,35 @@ void ModuleObj::ImportModule(const Module& other) {
   imports_.push_back(other);
 }
 
+// tvm-ffi's `TVMFFIEnvModLookupFromImports` for a module C++ code made (e.g. apache-tvm's LLVM
+// JIT module, whose kernels pass themselves as `__tvm_ffi__library_ctx`): the module's imports,
+// then the globals, the function kept in the module's lookup cache (compiled code borrows it).
+struct ModuleObj::InternalUnsafe {
+  static TVMFFIObject* GetFunctionFromImports(ModuleObj* self, const char* name) {
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lock(mu);
+    String s_name(name);
+    auto it = self->import_lookup_cache_.find(s_name);
+    if (it != self->import_lookup_cache_.end()) return Borrowed((*it).second);
+    Optional<Function> found;
+    for (const Any& imp : self->imports_) {
+      found = Global("ffi.ModuleGetFunction")(imp, s_name, true).cast<Optional<Function>>();
+      if (found.has_value()) break;
+    }
+    if (!found.has_value()) found = Function::GetGlobal(s_name);
+    if (!found.has_value()) {
+      TVM_FFI_THROW(RuntimeError) << "Cannot find function " << name << " in the imported modules or global registry.";
+    }
+    self->import_lookup_cache_.Set(s_name, *found);
+    return Borrowed(*found);
+  }
+
+ private:
+  static TVMFFIObject* Borrowed(const Function& f) {
+    return const_cast<TVMFFIObject*>(details::ObjectUnsafe::GetHeader(static_cast<const Object*>(f.get())));
+  }
+};
+
 void ModuleObj::ClearImports() {
   if (ObjectRef rt = RuntimeModule(this); rt.defined()) {
     Global("ffi.ModuleClearImports")(rt);
@@ -377,7 +406,7 @@ extern "C" int tvmrt_cxx_module_get_function(TVMFFIObjectHandle module, const ch
 
 // One of the module's virtual functions taking up to two strings, its result moved into `*out`:
 // 0 GetFunctionDoc(a), 1 GetFunctionMetadata(a), 2 GetPropertyMask(), 3 InspectSource(a),
-// 4 GetWriteFormats(), 5 WriteToFile(a, b).
+// 4 GetWriteFormats(), 5 WriteToFile(a, b), 6 ImplementsFunction(a) (its own functions), 7 imports().
 extern "C" int tvmrt_cxx_module_query(TVMFFIObjectHandle module, int what, const char* a, size_t a_len,
                                       const char* b, size_t b_len, TVMFFIAny* out) {
   return Guarded([&] {
@@ -391,6 +420,8 @@ extern "C" int tvmrt_cxx_module_query(TVMFFIObjectHandle module, int what, const
       case 3: result = m->InspectSource(first); break;
       case 4: result = m->GetWriteFormats(); break;
       case 5: m->WriteToFile(first, second); break;
+      case 6: result = m->ImplementsFunction(first); break;
+      case 7: result = m->imports(); break;
       default: TVM_FFI_THROW(ValueError) << "unknown module query " << what;
     }
     *out = tvm::ffi::details::AnyUnsafe::MoveAnyToTVMFFIAny(std::move(result));
@@ -402,6 +433,14 @@ extern "C" int tvmrt_cxx_module_import(TVMFFIObjectHandle module, TVMFFIObjectHa
   return Guarded([&] {
     AsModule(module)->ImportModule(tvm::ffi::Module(
         tvm::ffi::details::ObjectUnsafe::ObjectPtrFromUnowned<tvm::ffi::ModuleObj>(static_cast<TVMFFIObject*>(other))));
+  });
+}
+
+// `TVMFFIEnvModLookupFromImports` for a module C++ code made: `*out` borrowed from its cache.
+extern "C" int tvmrt_cxx_module_lookup_from_imports(TVMFFIObjectHandle module, const char* name,
+                                                    TVMFFIObjectHandle* out) {
+  return Guarded([&] {
+    *out = tvm::ffi::ModuleObj::InternalUnsafe::GetFunctionFromImports(AsModule(module), name);
   });
 }
 

@@ -67,7 +67,12 @@ const TVM_EXPORTS: &[&str] = &[
 ];
 
 fn dynamic_symbols() -> Vec<String> {
-    let so = library_dir().join("libtvm_runtime.so");
+    symbols_of("libtvm_runtime.so")
+}
+
+/// The defined dynamic symbols of a library of this build.
+fn symbols_of(file: &str) -> Vec<String> {
+    let so = library_dir().join(file);
     assert!(so.exists(), "{} was not built", so.display());
     let out =
         Command::new("nm").args(["-D", "--defined-only"]).arg(&so).output().expect("`nm` (binutils) must be installed");
@@ -118,6 +123,23 @@ fn every_export_begins_with_tvm() {
     let cxx = cxx_exports();
     let other: Vec<_> = dynamic_symbols().into_iter().filter(|s| !s.starts_with("TVM") && !cxx.contains(s)).collect();
     assert!(other.is_empty(), "exports not named TVM*: {other:?}");
+}
+
+/// libtvm_ffi.so exports what tvm-ffi's own library exports, the `TVMFFI*` functions and its C++
+/// symbols, and none of TVM 0.18's C API: apache-tvm's libtvm_runtime.so defines some of those
+/// names with other signatures (`TVMBackendAnyListSetPackedArg`), and its JIT finds them by name.
+#[test]
+fn the_tvm_ffi_library_exports_tvm_ffi_alone() {
+    if !library_dir().join("libtvm_ffi.so").is_file() {
+        eprintln!("libtvm_ffi.so not built here (run `cargo build`): its exports are not checked");
+        return;
+    }
+    let (cxx, syms) = (cxx_exports(), symbols_of("libtvm_ffi.so"));
+    let ffi = syms.iter().filter(|s| s.starts_with("TVMFFI")).count();
+    assert!(ffi >= 50, "only {ffi} TVMFFI* functions exported");
+    let other: Vec<_> = syms.iter().filter(|s| !s.starts_with("TVMFFI") && !cxx.contains(s)).collect();
+    assert!(other.is_empty(), "libtvm_ffi.so exports more than tvm-ffi's library: {other:?}");
+    assert!(cxx.iter().all(|c| syms.contains(c)), "libtvm_ffi.so lacks tvm-ffi's C++ symbols");
 }
 
 /// `readelf -d` of a library in this build: its SONAME.

@@ -262,7 +262,7 @@ fn ffi_module_globals() -> Vec<(&'static str, PackedFunc)> {
             "ffi.ModuleImplementsFunction",
             PackedFunc::from_typed(|args| {
                 let query_imports = args.len() >= 3 && flag(&args, 2)?;
-                Ok(Value::Bool(args.module(0)?.get_function(&args.string(1)?, query_imports)?.is_some()))
+                Ok(Value::Bool(args.module(0)?.implements_function(&args.string(1)?, query_imports)?))
             }),
         ),
         ("ffi.ModuleGetKind", PackedFunc::from_typed(|args| Ok(Value::Str(args.module(0)?.type_key().to_string())))),

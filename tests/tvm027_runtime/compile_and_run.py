@@ -246,6 +246,31 @@ def case_python_callbacks(rng):
     return [v * 2 + 1], [vm["main"](tvm.runtime.tensor(v)).numpy()], True
 
 
+def case_kernel_calls_packed(rng):
+    """A TIR kernel calling a Python global (`T.call_packed`), compiled and run in-process: the
+    kernel lives in apache-tvm's LLVM JIT module, a module C++ code made, which passes itself to
+    `TVMFFIEnvModLookupFromImports` as a C++ `ModuleObj*`."""
+    from tvm.script import tirx as T
+
+    def add_one_into(x, y):
+        y.copyfrom(x.numpy() + 1)
+
+    tvm.register_global_func("test.compile_and_run.add_one_into", add_one_into, override=True)
+
+    @T.prim_func
+    def main(a: T.handle, b: T.handle):
+        x = T.match_buffer(a, (5,), "float32")
+        y = T.match_buffer(b, (5,), "float32")
+        T.evaluate(T.call_packed("test.compile_and_run.add_one_into", x, y))
+
+    lib = tvm.compile(main, target="llvm")
+    v = rng.standard_normal(5, "float32")
+    out = tvm.runtime.tensor(np.zeros(5, "float32"))
+    for _ in range(2):  # the second call finds the function in the module's lookup cache
+        lib["main"](tvm.runtime.tensor(v), out)
+    return [v + 1], [out.numpy()], True
+
+
 def case_callback_error(rng):
     """A Python function the VM calls raises: the caller gets that exception, with the frames of
     the code that raised it (the error object goes through the runtime as it was raised)."""
@@ -284,6 +309,7 @@ def main():
         ("schedule", case_schedule),
         ("python_callbacks", case_python_callbacks),
         ("callback_error", case_callback_error),
+        ("kernel_calls_packed", case_kernel_calls_packed),
     ]
     total = len(cases)
     for name, case in cases:

@@ -6,9 +6,10 @@
 use crate::abi::{DLManagedTensorVersioned, DLTensor};
 use crate::ffi::ptr::out_param;
 use crate::runtime::base::error::Error;
-use crate::runtime::function::packed::ForeignHandle;
+use crate::runtime::function::packed::{ForeignHandle, Module, CXX_VPTR_BYTES};
 use crate::runtime::module::library::{register_context_symbol, register_system_symbol};
-use crate::runtime::object::header::{legacy, ObjPtr, ObjectType};
+use crate::runtime::object::header::{ObjPtr, ObjectHeader, ObjectRef, ObjectType};
+use crate::runtime::object::live;
 use crate::runtime::tensor::ndarray::NDArray;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -208,8 +209,13 @@ pub extern "C" fn TVMFFIEnvCheckSignals() -> c_int {
 /// Look a function up from a library's imports, then the globals (what compiled kernels call
 /// through `__TVMFFIEnvModLookupFromImports`): `*out` is borrowed, cached by the module.
 ///
+/// `library_ctx` is what tvm-ffi's library passes: a C++ `ModuleObj*`, whose object header
+/// follows its vtable pointer, 8 bytes in. Modules C++ code made (apache-tvm's LLVM JIT module)
+/// pass themselves so; the runtime's own library modules are given out the same way
+/// (`init_library_context`), so one rule reads both.
+///
 /// # Safety
-/// `library_ctx` must be NULL (an error) or the library module's tvm-ffi handle (the value of
+/// `library_ctx` must be NULL (an error) or a module as a C++ `ModuleObj*` (the value of
 /// `__tvm_ffi__library_ctx`); `func_name` NULL (an error) or a NUL-terminated string; `out` NULL
 /// (an error) or writable.
 #[no_mangle]
@@ -222,10 +228,13 @@ pub unsafe extern "C" fn TVMFFIEnvModLookupFromImports(
         check_not_null!(library_ctx);
         // SAFETY: the caller's contract.
         let (name, out) = unsafe { (c_str!(func_name)?, out_param(out, "out")?) };
-        // SAFETY: a module's tvm-ffi handle (caller contract); its type is checked.
-        let m =
-            unsafe { crate::ffi::legacy::module::module_arg(legacy::handle(library_ctx as *mut _), "library_ctx")? };
-        *out = m.get_func_from_env(name)? as *mut c_void;
+        let header = (library_ctx as *mut u8).wrapping_add(CXX_VPTR_BYTES);
+        live::check(header, "Module").map_err(|e| e.context("argument `library_ctx`"))?;
+        // SAFETY: a live object behind the C++ pointer (caller contract; verified in the checked
+        // mode); a new reference, its type checked by the lookup.
+        let module = unsafe { ObjectRef::from_borrowed(header as *mut ObjectHeader) };
+        *out =
+            Module::lookup_from_imports(&module, name).map_err(|e| e.context("argument `library_ctx`"))? as *mut c_void;
         Ok(0)
     })
 }

@@ -802,14 +802,6 @@ unsafe fn answer_safe_call(
     body: impl FnOnce(&[TVMFFIAny]) -> Result<TVMFFIAny>,
 ) -> i32 {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: writable, so readable (caller contract).
-        let held = unsafe { (*result).type_index };
-        if held >= fti::STATIC_OBJECT_BEGIN {
-            // As tvm-ffi's own functions: writing the result would lose the caller's reference.
-            return Err(Error::internal(format!(
-                "the result slot already holds an object (type index {held}); a call's result must start empty"
-            )));
-        }
         let n = usize::try_from(num_args).map_err(|_| Error::value(format!("negative num_args {num_args}")))?;
         // SAFETY: `num_args` views (caller contract); NULL only with none.
         let views = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(args, n) } };
@@ -817,8 +809,17 @@ unsafe fn answer_safe_call(
     }));
     let err = match outcome {
         Ok(Ok(any)) => {
-            // SAFETY: writable (caller contract).
-            unsafe { *result = any };
+            // The slot may hold a value of an earlier call: C++ callers pass an `Any` they reuse
+            // (TVM's time evaluator does), which tvm-ffi's `Function::CallPacked` assigns to,
+            // releasing what it held. So does this, and only once the call succeeded.
+            // SAFETY: writable, so readable (caller contract); a held object is the slot's
+            // reference, released once.
+            unsafe {
+                let old = std::mem::replace(&mut *result, any);
+                if old.type_index >= fti::STATIC_OBJECT_BEGIN {
+                    crate::runtime::object::header::release_any(&old);
+                }
+            }
             return 0;
         }
         Ok(Err(e)) => e,
@@ -1095,6 +1096,16 @@ pub trait ModuleNode: Send + Sync + 'static {
     /// A function this module itself provides (imports are searched by [`Module`]).
     /// `this` is the module object, for functions that must keep it alive.
     fn get_function(&self, name: &str, this: &Module) -> Result<Option<PackedFunc>>;
+    /// Whether this module itself provides `name` (a C++ module answers from its own list, as
+    /// a static library does for the functions it will link).
+    fn implements_function(&self, name: &str, this: &Module) -> Result<bool> {
+        Ok(self.get_function(name, this)?.is_some())
+    }
+    /// The imports a module keeps itself (a C++ module, in its own `imports_`); `None` when the
+    /// runtime keeps them ([`Module::import`]).
+    fn own_imports(&self) -> Result<Option<Vec<Module>>> {
+        Ok(None)
+    }
     /// The raw compiled function behind `name`, for callers that invoke kernels directly
     /// (the graph executor's run loop). Only library modules have them.
     fn get_backend_function(&self, _name: &str) -> Option<TVMBackendPackedCFunc> {
@@ -1173,6 +1184,11 @@ impl ObjectType for ModuleObj {
 /// A reference-counted module.
 pub type Module = ObjPtr<ModuleObj>;
 
+/// How far a C++ `ModuleObj*` points before the module's object header: its vtable pointer. A
+/// module made here keeps one there too ([`Module::from_node`]), so `header - 8` is a C++ view
+/// of either kind of module.
+pub const CXX_VPTR_BYTES: usize = 8;
+
 /// Serializes import edits so that the cycle check and the insertion are atomic.
 static IMPORT_LOCK: Mutex<()> = Mutex::new(());
 
@@ -1211,7 +1227,10 @@ impl Module {
         // this runtime's deleters never read; a C++ `ModuleObj` keeps its vptr there, so C++
         // code calling a virtual function on this module reaches the view's (its functions
         // take the object as `this + 8`, i.e. this header). The C++ part returns a static vtable.
-        unsafe { ((m.as_header() as *mut u8).sub(8) as *mut *const c_void).write(tvmrt_cxx_runtime_module_vptr()) };
+        unsafe {
+            ((m.as_header() as *mut u8).sub(CXX_VPTR_BYTES) as *mut *const c_void)
+                .write(tvmrt_cxx_runtime_module_vptr())
+        };
         m
     }
 
@@ -1268,13 +1287,34 @@ impl Module {
             return Ok(Some(f));
         }
         if query_imports {
-            for m in self.imports() {
+            for m in self.searched_imports()? {
                 if let Some(f) = m.get_function(name, true)? {
                     return Ok(Some(f));
                 }
             }
         }
         Ok(None)
+    }
+
+    /// Whether this module (then, if asked, one of its imports, depth-first) provides `name`.
+    pub fn implements_function(&self, name: &str, query_imports: bool) -> Result<bool> {
+        if self.node.implements_function(name, self)? {
+            return Ok(true);
+        }
+        if query_imports {
+            for m in self.searched_imports()? {
+                if m.implements_function(name, true)? {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The imports a lookup searches: the module's own list where it keeps one (C++ modules),
+    /// else the runtime's.
+    fn searched_imports(&self) -> Result<Vec<Module>> {
+        Ok(self.node.own_imports()?.unwrap_or_else(|| self.imports()))
     }
 
     /// The raw compiled function behind `name`, searching imports depth-first. The function
@@ -1313,18 +1353,22 @@ mod tests {
         assert!(e.message().contains("sum takes ints"), "{e}");
         let e = sum.call(&[Value::Int(1), Value::Int(2), Value::Int(3)]).unwrap_err();
         assert!(e.message().contains("three is too many"), "{e}");
-        // A result slot that holds an object is refused, as tvm-ffi's functions refuse it, and
-        // left as it was: the caller keeps its reference.
-        let held = sum.clone().into_any();
-        let mut out = held;
+        // A result slot that holds an object (a reused C++ `Any`) is assigned to: the new value
+        // written, the held one released. A failed call leaves it as it was.
+        let mut out = sum.clone().into_any();
+        assert_eq!(sum.ref_count(), 2);
         // SAFETY: as above.
         let rc = unsafe { (sum.safe_call)(sum.as_header() as *mut c_void, args.as_ptr(), 2, &mut out) };
-        assert_eq!((rc, out.type_index, out.as_ptr()), (-1, type_index::PACKED_FUNC as i32, held.as_ptr()));
-        let msg = crate::runtime::base::error::last_error_message().unwrap_or_default();
-        assert!(msg.contains("already holds an object"), "{msg}");
-        assert_eq!(sum.ref_count(), 2);
+        assert_eq!((rc, out.type_index, out.as_i64()), (0, fti::INT, 11));
+        assert_eq!(sum.ref_count(), 1, "the slot's reference was released");
+        let mut out = sum.clone().into_any();
+        let bad = [TVMFFIAny::int(fti::INT, 5); 3];
+        // SAFETY: as above.
+        let rc = unsafe { (sum.safe_call)(sum.as_header() as *mut c_void, bad.as_ptr(), 3, &mut out) };
+        assert_eq!((rc, out.type_index), (-1, type_index::PACKED_FUNC as i32));
+        assert_eq!(sum.ref_count(), 2, "a failed call leaves the slot and its reference");
         // SAFETY: the reference `into_any` made, released once.
-        unsafe { crate::runtime::object::header::release_any(&held) };
+        unsafe { crate::runtime::object::header::release_any(&out) };
     }
 
     #[test]

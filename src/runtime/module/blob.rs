@@ -113,7 +113,8 @@ pub(super) fn link_import_tree(modules: Vec<Module>, (row_ptr, children): Import
                     modules.len()
                 ))
             })?;
-            m.import(child).map_err(|e| e.context("module blob: import tree"))?;
+            // A module C++ code made (a loader global's) keeps its imports in its own list.
+            m.import_module(child).map_err(|e| e.context("module blob: import tree"))?;
         }
     }
     Ok(modules[0].clone())

@@ -11,7 +11,7 @@ use crate::runtime::function::packed::{FuncObj, FunctionText, Module, ModuleNode
 use crate::runtime::module::library::context_symbols;
 use crate::runtime::object::{
     header::{ObjectHeader, ObjectRef},
-    type_table::type_index,
+    type_table::{derived_from, type_index, type_index_to_key},
 };
 use std::any::Any;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -25,6 +25,11 @@ extern "C" {
     fn tvmrt_cxx_module_kind(module: *mut ObjectHeader, out: *mut *const c_char) -> c_int;
     fn tvmrt_cxx_module_import(module: *mut ObjectHeader, other: *mut ObjectHeader) -> c_int;
     fn tvmrt_cxx_module_clear_imports(module: *mut ObjectHeader) -> c_int;
+    fn tvmrt_cxx_module_lookup_from_imports(
+        module: *mut ObjectHeader,
+        name: *const c_char,
+        out: *mut *mut ObjectHeader,
+    ) -> c_int;
     fn tvmrt_cxx_module_get_function(
         module: *mut ObjectHeader,
         name: *const c_char,
@@ -51,6 +56,8 @@ enum Query {
     InspectSource = 3,
     WriteFormats = 4,
     WriteToFile = 5,
+    ImplementsFunction = 6,
+    Imports = 7,
 }
 
 /// Give the C++ part (`Module::VisitContextSymbols`) the context symbols' table.
@@ -186,6 +193,30 @@ impl ModuleNode for CxxModule {
         self.query(Query::WriteToFile, file, format).map(drop)
     }
 
+    fn implements_function(&self, name: &str, _this: &Module) -> Result<bool> {
+        match self.query(Query::ImplementsFunction, name, "")? {
+            Value::Bool(b) => Ok(b),
+            v => {
+                Err(Error::type_error(format!("C++ module `{}`: ImplementsFunction gave {}", self.kind, v.type_name())))
+            }
+        }
+    }
+
+    fn own_imports(&self) -> Result<Option<Vec<Module>>> {
+        let v = self.query(Query::Imports, "", "")?;
+        let items = match &v {
+            Value::Object(o) => crate::runtime::collections::list_map::sequence_items(o)?,
+            _ => None,
+        };
+        let items =
+            items.ok_or_else(|| Error::type_error(format!("C++ module `{}`: imports() gave no array", self.kind)))?;
+        let module = |item: Value| match item {
+            Value::Module(m) => Ok(m),
+            v => Err(Error::type_error(format!("C++ module `{}` imports a {}", self.kind, v.type_name()))),
+        };
+        items.into_iter().map(module).collect::<Result<_>>().map(Some)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -216,6 +247,32 @@ impl Module {
         // SAFETY: `kind()` returns a NUL-terminated string the module keeps.
         let kind = unsafe { CStr::from_ptr(kind) }.to_string_lossy().into_owned();
         Ok(Some(Module::from_node(CxxModule { obj: obj.clone(), kind })))
+    }
+
+    /// `TVMFFIEnvModLookupFromImports` on the module object `obj` (what compiled code passes as
+    /// `__tvm_ffi__library_ctx`): the module's imports, then the globals; the function is
+    /// borrowed, kept by the module. A module made here looks up as `TVMBackendGetFuncFromEnv`
+    /// does; one C++ code made (apache-tvm's LLVM JIT module) searches its own import list and
+    /// keeps the function in its own lookup cache, as tvm-ffi's library does.
+    pub fn lookup_from_imports(obj: &ObjectRef, name: &str) -> Result<*mut ObjectHeader> {
+        if let Some(m) = obj.downcast::<ModuleObj>() {
+            return m.get_func_from_env(name);
+        }
+        let index = obj.type_index();
+        let module = index == type_index::MODULE || derived_from(index, type_index::MODULE).unwrap_or(false);
+        if obj.made_here() || !module {
+            let key = type_index_to_key(index).unwrap_or_else(|_| format!("type index {index}"));
+            return Err(Error::type_error(format!("the library context is a {key}, not a module")));
+        }
+        let name = CString::new(name).map_err(|_| Error::value("a function name with a NUL byte"))?;
+        let mut out = std::ptr::null_mut();
+        let generation = last_error_generation();
+        // SAFETY: a live module object C++ code made (its type says so); `name` is NUL-terminated,
+        // `out` writable. The call catches every C++ exception.
+        if unsafe { tvmrt_cxx_module_lookup_from_imports(obj.as_header(), name.as_ptr(), &mut out) } != 0 {
+            return Err(raised(generation, "the lookup of an imported function"));
+        }
+        Ok(out)
     }
 
     /// The object to hand out for this module: a C++ module goes out as itself.

@@ -7,7 +7,9 @@
 
 use crate::abi::{type_code as tc, TVMBackendPackedCFunc, TVMFFISafeCallType, TVMValue};
 use crate::runtime::base::error::{error_from_callee, last_error_generation, Error, Result};
-use crate::runtime::function::packed::{call_safe, FunctionText, Module, ModuleNode, PackedFunc, Value};
+use crate::runtime::function::packed::{
+    call_safe, FunctionText, Module, ModuleNode, PackedFunc, Value, CXX_VPTR_BYTES,
+};
 use crate::runtime::module::tvm_ffi_library::{expose_runtime_exports, wrap_ffi_kernel, KERNEL_PREFIX};
 use once_cell::sync::{Lazy, OnceCell};
 use parking_lot::{Mutex, RwLock};
@@ -168,10 +170,12 @@ pub fn init_library_context(symbols: &dyn SymbolSource, module: &Module, functio
         }
     }
     // TVM 0.18's code passes its context to `TVMBackendGetFuncFromEnv` (a 0.18 handle), tvm-ffi's
-    // to `TVMFFIEnvModLookupFromImports` (a tvm-ffi handle).
+    // to `TVMFFIEnvModLookupFromImports` (a C++ `ModuleObj*`, as tvm-ffi's library sets it: the
+    // vtable pointer before the header, which modules made here carry too).
+    let cxx_view = (module.as_header() as *mut u8).wrapping_sub(CXX_VPTR_BYTES) as *mut c_void;
     let contexts = [
         ("__tvm_module_ctx", module.legacy_handle()),
-        (crate::runtime::module::tvm_ffi_library::LIBRARY_CTX, module.as_header() as *mut c_void),
+        (crate::runtime::module::tvm_ffi_library::LIBRARY_CTX, cxx_view),
     ];
     for (ctx, handle) in contexts {
         let Some(slot) = symbols.symbol(ctx) else { continue };

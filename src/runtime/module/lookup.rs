@@ -36,8 +36,10 @@ impl Module {
         Ok(kept.as_header())
     }
 
-    /// `TVMModLoadFromFile`: dispatch on `format` (or the file extension) to
-    /// `runtime.module.loadfile_<format>`.
+    /// `TVMModLoadFromFile`: dispatch on `format` (or the file extension) to the loader global
+    /// for it, under either generation's name: TVM 0.18's `runtime.module.loadfile_<format>`,
+    /// else tvm-ffi's `ffi.Module.load_from_file.<format>` (apache-tvm's compiler registers its
+    /// `.ll` loader so). Both take the file name and the format.
     pub fn load_from_file(file_name: &str, format: &str) -> Result<Module> {
         let fmt = if format.is_empty() {
             match file_name.rsplit_once('.') {
@@ -56,12 +58,13 @@ impl Module {
             "dll" | "dylib" | "dso" => "so",
             f => f,
         };
-        let loader_name = format!("runtime.module.loadfile_{fmt}");
-        let loader = registry::get(&loader_name).ok_or_else(|| {
-            Error::value(format!(
-                "cannot load module `{file_name}`: unknown format `{fmt}` (no loader `{loader_name}` is registered)"
-            ))
-        })?;
+        let names = [format!("runtime.module.loadfile_{fmt}"), format!("ffi.Module.load_from_file.{fmt}")];
+        let Some((loader_name, loader)) = names.iter().find_map(|n| registry::get(n).map(|f| (n, f))) else {
+            return Err(Error::value(format!(
+                "cannot load module `{file_name}`: unknown format `{fmt}` (no loader `{}` or `{}` is registered)",
+                names[0], names[1]
+            )));
+        };
         loader
             .call(&[Value::Str(file_name.to_string()), Value::Str(format.to_string())])?
             .into_module()

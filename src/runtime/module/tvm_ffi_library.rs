@@ -4,12 +4,14 @@
 //!
 //! Library bin layout: `<nbytes: u64> <indptr: vec<u64>> <children: vec<u64>>`, then per module
 //! `<kind: str>` and, except for `_lib` (the library itself), `<bytes: str>`, handed to the
-//! binary loader registered for `kind` (the same registry `__tvm_dev_mblob` uses).
+//! loader global `ffi.Module.load_from_bytes.<kind>` where one is registered, else to the binary
+//! loader registered for `kind` (the same registry `__tvm_dev_mblob` uses).
 
 use crate::abi::{ffi_type_index as ti, type_code as tc, TVMFFIAny, TVMFFIByteArray, TVMFFISafeCallType};
 use crate::runtime::base::byteio::{Input, Reader};
 use crate::runtime::base::error::{error_from_callee, last_error_generation, Error, Result};
 use crate::runtime::function::packed::{Args, Module, PackedFunc, Value};
+use crate::runtime::function::registry;
 use crate::runtime::module::blob::{binary_loader, link_import_tree};
 use crate::runtime::object::type_table::type_index;
 use crate::runtime::tensor::ndarray::NDArray;
@@ -55,9 +57,19 @@ fn read_module(r: &mut Reader<'_>, i: usize, lib: &Module) -> Result<Module> {
     let field = format!("bytes of module {i} (`{kind}`)");
     let len = r.count(&field, 1)?;
     let bytes = r.bytes(len, &field)?;
+    let context = |e: Error| e.context(format!("loading module {i} (`{kind}`)"));
+    // As tvm-ffi's library: a loader registered as `ffi.Module.load_from_bytes.<kind>` (apache-tvm's
+    // runtime registers its own, e.g. for `relax.VMExecutable`) decodes the module; the
+    // runtime's own decoders serve the kinds nobody registered so.
+    if let Some(loader) = registry::get(&format!("{LOAD_FROM_BYTES}{kind}")) {
+        return loader.call(&[Value::Bytes(bytes.to_vec())]).and_then(Value::into_module).map_err(context);
+    }
     let loader = binary_loader(&kind)?;
-    loader(&mut Reader::new(bytes, "module bytes")).map_err(|e| e.context(format!("loading module {i} (`{kind}`)")))
+    loader(&mut Reader::new(bytes, "module bytes")).map_err(context)
 }
+
+/// The prefix of tvm-ffi's loader globals for modules in a library bin.
+pub const LOAD_FROM_BYTES: &str = "ffi.Module.load_from_bytes.";
 
 /// The runtime exports tvm-ffi kernels import without naming the library that provides them.
 const KERNEL_IMPORTS: [&std::ffi::CStr; 2] = [c"TVMFFIErrorSetRaisedFromCStrParts", c"TVMFFIErrorSetRaisedFromCStr"];
