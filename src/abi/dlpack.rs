@@ -59,6 +59,9 @@ pub mod dtype_code {
     pub const COMPLEX: u8 = 5;
     pub const E4M3_FLOAT: u8 = 6;
     pub const E5M2_FLOAT: u8 = 7;
+    /// DLPack 1.x's `kDLBool` (8 bits a value), what the tvm-ffi releases write; TVM 0.18 gave
+    /// code 6 to its e4m3 floats and wrote bools as `uint1`.
+    pub const DLPACK1_BOOL: u8 = 6;
     pub const CUSTOM_BEGIN: u8 = 129;
 }
 

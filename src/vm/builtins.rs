@@ -394,12 +394,11 @@ fn check_tuple_info(a: &[&VmValue]) -> Result<()> {
 fn check_prim_value_info(a: &[&VmValue]) -> Result<()> {
     let ctx = err_ctx(a, 2)?;
     let d = dtype(a, 1)?;
-    let ok = matches!(
-        (get(a, 0)?, d.code),
-        (VmValue::Int(_), dtype_code::INT | dtype_code::UINT)
-            | (VmValue::Int(_) | VmValue::Float(_), dtype_code::FLOAT)
-            | (VmValue::Null, dtype_code::OPAQUE_HANDLE)
-    );
+    let ok = match (get(a, 0)?, d.code) {
+        (VmValue::Int(_), _) if integer_or_bool(d) => true,
+        (VmValue::Int(_) | VmValue::Float(_), dtype_code::FLOAT) | (VmValue::Null, dtype_code::OPAQUE_HANDLE) => true,
+        _ => false,
+    };
     if !ok {
         return Err(Error::type_error(format!("{ctx}, expected dtype {d}, but received {}", get(a, 0)?.kind())));
     }
@@ -462,13 +461,18 @@ fn call_tir_dyn(frame: &mut impl Context, args: &mut Vec<VmValue>) -> Result<VmV
 }
 
 /// The truth of an `If` condition: an int, or the first element of an integer tensor.
+/// An integer type, or a bool: TVM 0.18's (`uint1`) or DLPack 1.x's (code 6, 8 bits), which the
+/// tvm-ffi releases' executables and kernels use. No condition or integer value is ever one of
+/// TVM 0.18's 8-bit e4m3 floats, which share that code, so it reads as a bool here.
+fn integer_or_bool(d: DLDataType) -> bool {
+    matches!(d.code, dtype_code::INT | dtype_code::UINT) || (d.code == dtype_code::DLPACK1_BOOL && d.bits == 8)
+}
+
 pub fn read_if_cond(v: &VmValue) -> Result<bool> {
     match v {
         VmValue::Int(i) => Ok(*i != 0),
         VmValue::Tensor(t)
-            if t.device().device_type == 1
-                && t.dl_tensor.byte_offset == 0
-                && matches!(t.dtype().code, dtype_code::INT | dtype_code::UINT) =>
+            if t.device().device_type == 1 && t.dl_tensor.byte_offset == 0 && integer_or_bool(t.dtype()) =>
         {
             let bytes = t.dtype().bits.div_ceil(8) as usize;
             if t.nbytes() < bytes || !matches!(bytes, 1 | 2 | 4 | 8) {

@@ -85,6 +85,28 @@ def bb_cnn():
         bb.emit_func_output(o)
     return bb.get()
 
+@I.ir_module
+class IfCond:
+    # The condition is a bool tensor a kernel computes: DLPack 1.x's kDLBool (code 6), which
+    # TVM 0.18 used for its e4m3 floats.
+    @R.function
+    def main(x: R.Tensor((2, 4), "float32")):
+        c = R.greater(R.sum(R.abs(x)), R.const(0.0, "float32"))
+        if c:
+            y = R.add(x, x)
+        else:
+            y = R.multiply(x, x)
+        return y
+
+    @R.function
+    def other(x: R.Tensor((2, 4), "float32")):
+        c = R.less(R.sum(R.abs(x)), R.const(0.0, "float32"))
+        if c:
+            y = R.add(x, x)
+        else:
+            y = R.multiply(x, x)
+        return y
+
 models = {
   "mlp": (bb_mlp(), {"main": [[("x", (4, 32))]]}),
   "tuple": (Tuple, {"main": [[("x", (4, 8)), ("y", (4, 8))]]}),
@@ -92,6 +114,7 @@ models = {
   "two_funcs": (TwoFuncs, {"main": [[("x", (4, 8))]], "second": [[("a", (4, 8)), ("b", (8, 3))]]}),
   "one_kernel": (One, {"main": [[("x", (4, 4)), ("y", (4, 4))]]}),
   "cnn": (bb_cnn(), {"main": [[("x", (1, 3, 16, 16))]]}),
+  "if_cond": (IfCond, {"main": [[("x", (2, 4))]], "other": [[("x", (2, 4))]]}),
 }
 manifest = {"tvm_version": tvm.__version__, "api": "tvm.compile", "target": "llvm", "numpy": np.__version__, "models": {}}
 for name, (mod, funcs) in models.items():
