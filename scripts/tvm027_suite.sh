@@ -22,9 +22,10 @@ done
 venv=target/tvm027-venv
 tvm027_venv "$venv" 0.1.15.post2
 "$venv/bin/python" -c 'import pytest' 2>/dev/null || "$venv/bin/pip" install -q --disable-pip-version-check pytest
-[ -f target/release/libtvm_ffi.so ] && [ -x target/release/tvm-rt ] || cargo build --release
-swap() { target/release/tvm-rt ffi-swap --python "$venv/bin/python" "$@" >/dev/null; }
-trap 'swap --restore 2>/dev/null || true' EXIT
+ensure_ffi_release
+python=$venv/bin/python
+lib=$(tvm_ffi_library "$python")
+trap 'use_ffi_library "$python" "$lib" real' EXIT
 out=target/tvm027-suite
 rm -rf "$out" && mkdir -p "$out"
 suite=third_party/tvm_tests/tests/python
@@ -37,7 +38,7 @@ run() {
     log="$out/$1.$(echo "$f" | tr / _).log"
     # CI=true would make apache/tvm's conftest install a request hook it does not ship here
     rc=0
-    (cd "$suite" && env -u CI timeout 900 "$REPO/$venv/bin/python" -m pytest -q -rA \
+    (cd "$suite" && env -u CI timeout 900 "$REPO/$python" -m pytest -q -rA \
       -p no:cacheprovider -k "not rpc" "$f") >"$log" 2>&1 || rc=$?
     grep -E '^PASSED ' "$log" | cut -d' ' -f2 >>"$out/$1.passed" || true
     # pytest's exit codes 0-5 end with its summary; anything else is the process dying (a crash
@@ -52,11 +53,12 @@ run() {
 }
 
 echo "-- on the wheel's libtvm_ffi.so"
+use_ffi_library "$python" "$lib" real
 run real
 echo "-- on this runtime's libtvm_ffi.so (tvm-rt ffi-swap)"
-swap
+use_ffi_library "$python" "$lib" ours
 run ours
-swap --restore
+use_ffi_library "$python" "$lib" real
 
 real=$(wc -l <"$out/real.passed") ours=$(wc -l <"$out/ours.passed")
 lost=$(comm -23 "$out/real.passed" "$out/ours.passed")

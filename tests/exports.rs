@@ -407,22 +407,9 @@ fn header_functions() -> Vec<String> {
     names.collect()
 }
 
-/// The `.rs` files under `dir`, its subfolders included.
-fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for path in std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
-        if path.is_dir() {
-            files.extend(rust_files(&path));
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            files.push(path);
-        }
-    }
-    files
-}
-
 #[test]
 fn every_export_runs_inside_the_panic_boundary() {
-    let mut files = rust_files(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/ffi"));
+    let mut files = common::rust_files(&common::repo().join("src/ffi"));
     files.sort();
     let (mut seen, mut problems) = (Vec::new(), Vec::new());
     for path in &files {

@@ -6,13 +6,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::rust_files;
+use common::{files_with_extension, rust_files};
 
 /// Lines under `src/<layer>` that name any of `forbidden` (as `crate::<name>`).
 fn upward_references(layer: &str, forbidden: &[&str]) -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(layer);
-    let mut files = Vec::new();
-    rust_files(&root, &mut files);
+    let files = rust_files(&root);
     assert!(!files.is_empty(), "no Rust files under {}", root.display());
     let mut hits = Vec::new();
     for file in files {
@@ -256,12 +255,15 @@ fn rooted_paths(code: &str) -> Vec<(usize, Vec<String>)> {
 /// name and text.
 type Modules = BTreeMap<Vec<String>, (String, String)>;
 
+/// Import edges: per module, the modules it imports, each with the first `file:line` naming it.
+type Edges = BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>>;
+
 /// The modules of the crate whose root file is `root` (relative to the repository), with the
 /// files under `dir` (its folder) except those under `skip` (another crate's folder).
 fn crate_modules(root: &str, dir: &str, skip: Option<&str>) -> Modules {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = vec![repo.join(root)];
-    rust_files(&repo.join(dir), &mut files);
+    files.extend(rust_files(&repo.join(dir)));
     files.dedup();
     let mut modules = Modules::new();
     for file in files {
@@ -361,7 +363,7 @@ fn resolve(modules: &Modules, reexports: &Reexports, from: &[String], path: &[St
 }
 
 /// The import edges between the crate's modules, each with the first line naming it.
-fn import_edges(modules: &Modules) -> BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>> {
+fn import_edges(modules: &Modules) -> Edges {
     let code: BTreeMap<_, _> =
         modules.iter().map(|(m, (_, text))| (m.clone(), without_test_items(&code_only(text)))).collect();
     let reexports = reexports(&code);
@@ -379,9 +381,9 @@ fn import_edges(modules: &Modules) -> BTreeMap<Vec<String>, BTreeMap<Vec<String>
 }
 
 /// The strongly connected components with more than one module (Tarjan), as import circles.
-fn circles(edges: &BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>>) -> Vec<Vec<Vec<String>>> {
+fn circles(edges: &Edges) -> Vec<Vec<Vec<String>>> {
     struct Walk<'a> {
-        edges: &'a BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>>,
+        edges: &'a Edges,
         index: BTreeMap<&'a Vec<String>, (usize, usize)>,
         stack: Vec<&'a Vec<String>>,
         found: Vec<Vec<Vec<String>>>,
@@ -421,14 +423,19 @@ fn circles(edges: &BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>>) -> Vec<
 
 /// Each import circle of the layer, with the edges inside it and where they are written.
 fn import_circles(modules: &Modules) -> Vec<String> {
-    let edges = import_edges(modules);
-    circles(&edges)
+    described_circles(&import_edges(modules), "::")
+}
+
+/// Each import circle among `edges`, as its edges and where they are written, a module path's
+/// parts joined by `sep`.
+fn described_circles(edges: &Edges, sep: &str) -> Vec<String> {
+    circles(edges)
         .into_iter()
         .map(|comp| {
             let mut lines = Vec::new();
             for m in &comp {
                 for (t, at) in edges[m].iter().filter(|(t, _)| comp.contains(t)) {
-                    lines.push(format!("  {} -> {} ({at})", m.join("::"), t.join("::")));
+                    lines.push(format!("  {} -> {} ({at})", m.join(sep), t.join(sep)));
                 }
             }
             lines.sort();
@@ -467,10 +474,8 @@ fn every_rust_folder_is_checked_for_circles() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let flat =
         ["tests", "tests/common", "benches", "benches/common", "examples", "fuzz/fuzz_targets", "tvm-ffi-lib/src", "."];
-    let mut files = Vec::new();
-    for top in ["src", "tests", "benches", "examples", "fuzz/fuzz_targets", "triton/src", "tvm-ffi-lib/src"] {
-        rust_files(&repo.join(top), &mut files);
-    }
+    let tops = ["src", "tests", "benches", "examples", "fuzz/fuzz_targets", "triton/src", "tvm-ffi-lib/src"];
+    let files: Vec<PathBuf> = tops.iter().flat_map(|top| rust_files(&repo.join(top))).collect();
     let mut unchecked: Vec<String> = files
         .iter()
         .map(|f| f.parent().unwrap().strip_prefix(repo).unwrap().display().to_string())
@@ -515,8 +520,7 @@ fn room_of<'a>(map: &'a [(String, Vec<String>)], file: &str) -> Option<&'a str> 
 fn the_map_matches_the_tree() {
     let map = room_map();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let files = rust_files(&src);
     let mut problems = Vec::new();
     for f in &files {
         let dir = format!("{}/", f.parent().unwrap().strip_prefix(&src).unwrap().display());
@@ -624,9 +628,8 @@ fn circle_check_finds_circles_and_ignores_comments_and_tests() {
 /// The Python package's modules, each with the package modules it imports (`from .x import`,
 /// `from . import x`, `from .x.y import`; at the top or inside a function, since a deferred import
 /// is still a dependency), with the first line naming each.
-fn python_edges(package: &Path) -> BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>> {
-    let mut files = Vec::new();
-    python_files(package, &mut files);
+fn python_edges(package: &Path) -> Edges {
+    let files = files_with_extension(package, "py");
     let name_of = |f: &Path| -> Vec<String> {
         let rel = f.strip_prefix(package).unwrap().with_extension("");
         let mut name: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
@@ -663,34 +666,12 @@ fn python_edges(package: &Path) -> BTreeMap<Vec<String>, BTreeMap<Vec<String>, S
     edges
 }
 
-fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            python_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "py") {
-            out.push(path);
-        }
-    }
-}
-
 /// The Python package reads top-down too: no module imports one that imports it.
 #[test]
 fn python_package_imports_no_circle() {
     let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/tvmrt");
     let edges = python_edges(&package);
     assert!(edges.len() > 10, "too few modules found in {}", package.display());
-    let found: Vec<String> = circles(&edges)
-        .into_iter()
-        .map(|comp| {
-            let mut lines: Vec<String> = comp
-                .iter()
-                .flat_map(|m| edges[m].iter().filter(|(t, _)| comp.contains(t)).map(move |(t, at)| (m, t, at)))
-                .map(|(m, t, at)| format!("  {} -> {} ({at})", m.join("."), t.join(".")))
-                .collect();
-            lines.sort();
-            lines.join("\n")
-        })
-        .collect();
+    let found = described_circles(&edges, ".");
     assert!(found.is_empty(), "python/tvmrt imports in circles:\n{}", found.join("\n\n"));
 }

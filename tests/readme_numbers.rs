@@ -9,11 +9,8 @@ use common::{repo, rust_files};
 /// The tests `cargo test` runs: the `#[test]` functions of the workspace's crates (the library,
 /// the integration tests, the Triton backend, the tvm-ffi library), ignored ones included.
 fn test_functions() -> usize {
-    let mut files = Vec::new();
-    for dir in ["src", "tests", "triton/src", "tvm-ffi-lib/src"] {
-        rust_files(&repo().join(dir), &mut files);
-    }
-    files.iter().map(|f| std::fs::read_to_string(f).unwrap().matches("#[test]").count()).sum()
+    let files = ["src", "tests", "triton/src", "tvm-ffi-lib/src"].into_iter().flat_map(|d| rust_files(&repo().join(d)));
+    files.map(|f| std::fs::read_to_string(f).unwrap().matches("#[test]").count()).sum()
 }
 
 /// The number after `about ` in the README's line that names `what`.

@@ -90,12 +90,8 @@ class _FactoryFunction:
         return create(self._module, list(devs) if devs else None, options=options)
 
 
-def _factory_default(module: Module) -> _FactoryFunction:
-    return _FactoryFunction(module)
-
-
 # a module's ``default`` function (a graph executor factory's) is this layer's to make
-packed.install_default_function(_factory_default)
+packed.install_default_function(_FactoryFunction)
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,16 +28,23 @@ pub fn library_dir() -> PathBuf {
     })
 }
 
-/// Every `.rs` file under `dir`, recursively.
-pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every file under `dir` (its subfolders included) whose extension is `ext`.
+pub fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display())) {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
+            files.extend(files_with_extension(&path, ext));
+        } else if path.extension().is_some_and(|e| e == ext) {
+            files.push(path);
         }
     }
+    files
+}
+
+/// Every `.rs` file under `dir`, its subfolders included.
+pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    files_with_extension(dir, "rs")
 }
 
 pub fn repo() -> PathBuf {

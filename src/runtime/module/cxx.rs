@@ -11,7 +11,7 @@ use crate::runtime::function::packed::{FuncObj, FunctionText, Module, ModuleNode
 use crate::runtime::module::library::context_symbols;
 use crate::runtime::object::{
     header::{ObjectHeader, ObjectRef},
-    type_table::{derived_from, type_index, type_index_to_key},
+    type_table::{type_index, type_index_to_key},
 };
 use std::any::Any;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -79,6 +79,12 @@ unsafe extern "C" fn list_context_symbols(visit: SymbolVisit, ctx: *mut c_void) 
     }
 }
 
+/// Whether `obj` is a module object C++ code made (a `ModuleObj` subclass: its type index says
+/// module, and it lacks the mark of objects made here).
+fn made_by_cxx(obj: &ObjectRef) -> bool {
+    obj.type_index() == type_index::MODULE && !obj.made_here()
+}
+
 /// A module object made by C++ code.
 pub struct CxxModule {
     obj: ObjectRef,
@@ -125,6 +131,16 @@ impl CxxModule {
             Value::Null => Ok(None),
             v => self.string(v).map(Some),
         }
+    }
+
+    /// The items of the array a query without arguments returns; `call` names it in the error.
+    fn items(&self, what: Query, call: &str) -> Result<Vec<Value>> {
+        let v = self.query(what, "", "")?;
+        let items = match &v {
+            Value::Object(o) => crate::runtime::collections::list_map::sequence_items(o)?,
+            _ => None,
+        };
+        items.ok_or_else(|| Error::type_error(format!("C++ module `{}`: {call} gave no array", self.kind)))
     }
 
     /// A string the module returned (inline, or an `ffi.String` object when long).
@@ -177,16 +193,7 @@ impl ModuleNode for CxxModule {
     }
 
     fn write_formats(&self) -> Result<Vec<String>> {
-        let v = self.query(Query::WriteFormats, "", "")?;
-        let items = match &v {
-            Value::Object(o) => crate::runtime::collections::list_map::sequence_items(o)?,
-            _ => None,
-        };
-        items
-            .ok_or_else(|| Error::type_error(format!("C++ module `{}`: GetWriteFormats gave no array", self.kind)))?
-            .into_iter()
-            .map(|f| self.string(f))
-            .collect()
+        self.items(Query::WriteFormats, "GetWriteFormats")?.into_iter().map(|f| self.string(f)).collect()
     }
 
     fn write_to_file(&self, file: &str, format: &str) -> Result<()> {
@@ -203,13 +210,7 @@ impl ModuleNode for CxxModule {
     }
 
     fn own_imports(&self) -> Result<Option<Vec<Module>>> {
-        let v = self.query(Query::Imports, "", "")?;
-        let items = match &v {
-            Value::Object(o) => crate::runtime::collections::list_map::sequence_items(o)?,
-            _ => None,
-        };
-        let items =
-            items.ok_or_else(|| Error::type_error(format!("C++ module `{}`: imports() gave no array", self.kind)))?;
+        let items = self.items(Query::Imports, "imports()")?;
         let module = |item: Value| match item {
             Value::Module(m) => Ok(m),
             v => Err(Error::type_error(format!("C++ module `{}` imports a {}", self.kind, v.type_name()))),
@@ -229,7 +230,7 @@ impl Module {
         if let Some(m) = obj.downcast::<ModuleObj>() {
             return Ok(Some(m));
         }
-        if obj.type_index() != type_index::MODULE || obj.made_here() {
+        if !made_by_cxx(obj) {
             return Ok(None);
         }
         // SAFETY: a live module object made by C++ code (its type index says ModuleObj).
@@ -258,9 +259,8 @@ impl Module {
         if let Some(m) = obj.downcast::<ModuleObj>() {
             return m.get_func_from_env(name);
         }
-        let index = obj.type_index();
-        let module = index == type_index::MODULE || derived_from(index, type_index::MODULE).unwrap_or(false);
-        if obj.made_here() || !module {
+        if !made_by_cxx(obj) {
+            let index = obj.type_index();
             let key = type_index_to_key(index).unwrap_or_else(|_| format!("type index {index}"));
             return Err(Error::type_error(format!("the library context is a {key}, not a module")));
         }

@@ -69,7 +69,7 @@ fn read_module(r: &mut Reader<'_>, i: usize, lib: &Module) -> Result<Module> {
 }
 
 /// The prefix of tvm-ffi's loader globals for modules in a library bin.
-pub const LOAD_FROM_BYTES: &str = "ffi.Module.load_from_bytes.";
+const LOAD_FROM_BYTES: &str = "ffi.Module.load_from_bytes.";
 
 /// The runtime exports tvm-ffi kernels import without naming the library that provides them.
 const KERNEL_IMPORTS: [&std::ffi::CStr; 2] = [c"TVMFFIErrorSetRaisedFromCStrParts", c"TVMFFIErrorSetRaisedFromCStr"];
