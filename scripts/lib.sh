@@ -19,9 +19,10 @@
 #                 target/release's libtvm_ffi.so and tvm-rt (which swaps it in), built unless there
 # tvm_ffi_library <python>
 #                 the libtvm_ffi.so <python>'s tvm_ffi package loads (found without importing it)
-# use_ffi_library <python> <its tvm_ffi/lib/libtvm_ffi.so> ours|real
-#                 this runtime's libtvm_ffi.so in that package, or the package's own back
-#                 (`tvm-rt ffi-swap`, which keeps the original as libtvm_ffi.so.orig)
+# use_ffi_library <python> <its tvm_ffi/lib/libtvm_ffi.so> ours|both|real
+#                 this runtime's libtvm_ffi.so in that package (both: apache-tvm's
+#                 tvm/lib/libtvm_runtime.so too, as a link to it), or the packages' own back
+#                 (`tvm-rt ffi-swap [--tvm-runtime]`, which keeps the originals as *.orig)
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
@@ -102,8 +103,8 @@ tvm_ffi_library() {
 
 use_ffi_library() {
   local tvm_rt="$REPO/target/release/tvm-rt"
-  if [ "$3" = ours ]; then
-    "$tvm_rt" ffi-swap --python "$1" >/dev/null
+  if [ "$3" = ours ] || [ "$3" = both ]; then
+    "$tvm_rt" ffi-swap --python "$1" $([ "$3" = both ] && echo --tvm-runtime) >/dev/null
     cmp -s "$2" "$REPO/target/release/libtvm_ffi.so" || { echo "error: $2 is not this runtime's" >&2; exit 1; }
   elif [ -f "$2.orig" ]; then
     "$tvm_rt" ffi-swap --python "$1" --restore >/dev/null

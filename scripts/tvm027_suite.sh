@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # apache-tvm 0.27's own runtime and Relax VM tests (third_party/tvm_tests: apache/tvm's files,
-# unchanged) on this runtime's libtvm_ffi.so under the wheel's libtvm_runtime.so: each file in
-# its own pytest process, first on the wheel's own libtvm_ffi.so, then on ours (`tvm-rt
-# ffi-swap`, restored whatever happens). Fails when a test that passes on the wheel's library
-# fails on ours, or when fewer than the floor pass on ours.
+# unchanged) on this runtime, each file in its own pytest process, in two pairs:
+#   1. this runtime's libtvm_ffi.so under the wheel's libtvm_runtime.so and compiler, against
+#      the wheel's own libraries;
+#   2. runtime-only (TVM_USE_RUNTIME_LIB=1), this runtime as both libraries (`tvm-rt ffi-swap
+#      --tvm-runtime`), against the wheel's own runtime-only.
+# Libraries are swapped by `tvm-rt ffi-swap` and restored whatever happens. Fails when a test
+# that passes on the wheel's libraries fails on ours, or when fewer than a floor pass on ours.
 #
-#   bash scripts/tvm027_suite.sh [--min N]     # after `cargo build --release`
+#   bash scripts/tvm027_suite.sh [--min N] [--min-both N]     # after `cargo build --release`
 #
 # Uses the apache-tvm 0.27 venv of scripts/lib.sh (tvm027_venv, under target/), with pytest.
 # Tests named *rpc* are deselected (see third_party/tvm_tests/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
-min=0
+min=0 min_both=0
 while [ $# -gt 0 ]; do
   case $1 in
     --min) min=$2; shift 2 ;;
-    *) echo "usage: $0 [--min N]" >&2; exit 2 ;;
+    --min-both) min_both=$2; shift 2 ;;
+    *) echo "usage: $0 [--min N] [--min-both N]" >&2; exit 2 ;;
   esac
 done
 venv=target/tvm027-venv
@@ -52,23 +56,40 @@ run() {
   sort -o "$out/$1.passed" "$out/$1.passed"
 }
 
-echo "-- on the wheel's libtvm_ffi.so"
+# compare <wheel's label> <ours' label> <floor> <what ours is>: 1 when ours lost a test or is
+# under the floor
+compare() {
+  local real ours lost
+  real=$(wc -l <"$out/$1.passed") ours=$(wc -l <"$out/$2.passed")
+  lost=$(comm -23 "$out/$1.passed" "$out/$2.passed")
+  echo "apache-tvm 0.27's runtime tests: $ours passed on $4, $real on the wheel's"
+  if [ -n "$lost" ]; then
+    echo "passed on the wheel's libraries, not on ours:"
+    echo "$lost" | sed 's/^/  /'
+    return 1
+  fi
+  if [ "$ours" -lt "$3" ]; then
+    echo "fewer than the floor of $3 passed on ours"
+    return 1
+  fi
+}
+
+echo "-- on the wheel's libraries"
 use_ffi_library "$python" "$lib" real
 run real
 echo "-- on this runtime's libtvm_ffi.so (tvm-rt ffi-swap)"
 use_ffi_library "$python" "$lib" ours
 run ours
 use_ffi_library "$python" "$lib" real
+export TVM_USE_RUNTIME_LIB=1
+echo "-- runtime-only, on the wheel's libraries"
+run real-rt
+echo "-- runtime-only, this runtime as both (tvm-rt ffi-swap --tvm-runtime)"
+use_ffi_library "$python" "$lib" both
+run both
+use_ffi_library "$python" "$lib" real
 
-real=$(wc -l <"$out/real.passed") ours=$(wc -l <"$out/ours.passed")
-lost=$(comm -23 "$out/real.passed" "$out/ours.passed")
-echo "apache-tvm 0.27's runtime tests: $ours passed on this runtime's libtvm_ffi.so, $real on the wheel's"
-if [ -n "$lost" ]; then
-  echo "passed on the wheel's library, not on ours:"
-  echo "$lost" | sed 's/^/  /'
-  exit 1
-fi
-if [ "$ours" -lt "$min" ]; then
-  echo "fewer than the floor of $min passed on ours"
-  exit 1
-fi
+status=0
+compare real ours "$min" "this runtime's libtvm_ffi.so" || status=1
+compare real-rt both "$min_both" "this runtime as both libraries (runtime-only)" || status=1
+exit $status

@@ -824,3 +824,28 @@ fn ffi_swap_names_what_it_did_not_find() {
     let out = ffi_swap(Path::new("/nonexistent/python3"), &["--restore"]).expect(2);
     assert!(out.stderr.contains("--python /nonexistent/python3: cannot run it"), "{}", out.stderr);
 }
+
+#[test]
+fn ffi_swap_links_apache_tvms_runtime_library_to_the_installed_one_and_restores_it() {
+    let (python, lib) = fake_python_env("ffi_swap_tvm_runtime", true);
+    let out = ffi_swap(&python, &["--library", path_str(&our_library()), "--tvm-runtime"]).expect(2);
+    assert!(out.stderr.contains("no tvm package is installed for it (pip install apache-tvm)"), "{}", out.stderr);
+    assert_eq!(std::fs::read(lib.join("libtvm_ffi.so")).unwrap(), b"the wheel's own library");
+
+    let site = lib.parent().unwrap().parent().unwrap();
+    let tvm_lib = site.join("tvm/lib");
+    std::fs::create_dir_all(&tvm_lib).unwrap();
+    std::fs::write(site.join("tvm/__init__.py"), "raise ImportError('tvm must not be imported')\n").unwrap();
+    let (runtime, backup) = (tvm_lib.join("libtvm_runtime.so"), tvm_lib.join("libtvm_runtime.so.orig"));
+    std::fs::write(&runtime, b"apache-tvm's own runtime").unwrap();
+    for _ in 0..2 {
+        ffi_swap(&python, &["--library", path_str(&our_library()), "--tvm-runtime"]).expect(0);
+        assert_eq!(std::fs::read_link(&runtime).unwrap(), lib.join("libtvm_ffi.so"));
+        assert_eq!(std::fs::read(&runtime).unwrap(), std::fs::read(our_library()).unwrap());
+        assert_eq!(std::fs::read(&backup).unwrap(), b"apache-tvm's own runtime");
+    }
+    ffi_swap(&python, &["--restore"]).expect(0);
+    assert_eq!(std::fs::read(&runtime).unwrap(), b"apache-tvm's own runtime");
+    assert_eq!(std::fs::read(lib.join("libtvm_ffi.so")).unwrap(), b"the wheel's own library");
+    assert!(!backup.exists() && !lib.join("libtvm_ffi.so.orig").exists());
+}

@@ -270,10 +270,11 @@ impl Heap<'_> {
 /// `what` names the checked value (built only for an error).
 pub(super) fn match_dim(heap: &Heap, code: i64, r: i64, value: i64, what: impl Fn() -> String) -> Result<()> {
     match code {
-        0 if value != r => Err(Error::value(format!("{} is {value} but {r} is required", what()))),
+        // RuntimeError, as TVM raises it for a failed match_cast.
+        0 if value != r => Err(Error::runtime(format!("{} is {value} but {r} is required", what()))),
         1 => heap.set(r, value),
         3 if value != heap.get(r)? => {
-            Err(Error::value(format!("{} is {value} but an earlier match bound it to {}", what(), heap.get(r)?)))
+            Err(Error::runtime(format!("{} is {value} but an earlier match bound it to {}", what(), heap.get(r)?)))
         }
         0 | 2 | 3 => Ok(()),
         c => Err(Error::value(format!("unknown match_shape code {c}"))),

@@ -121,7 +121,8 @@ impl Run<'_> {
         if args.len() != info.num_args {
             let names =
                 if info.param_names.is_empty() { String::new() } else { format!(" ({})", info.param_names.join(", ")) };
-            return Err(Error::value(format!(
+            // RuntimeError, as apache-tvm's callers expect of a wrong argument count.
+            return Err(Error::runtime(format!(
                 "Invoking function {} expects {} arguments{names}, but {} arguments were provided.",
                 info.name,
                 info.num_args,
@@ -287,6 +288,9 @@ impl Run<'_> {
         n: usize,
         arg: impl Fn(usize) -> Cow<'v, VmValue>,
     ) -> Result<VmValue> {
+        if let Some(out) = call_kernel(f, n, &arg) {
+            return out;
+        }
         let mut c = self.x.spare_c.pop().unwrap_or_default();
         let s = self.s;
         let out = (|| {
@@ -315,6 +319,38 @@ impl Run<'_> {
             .copied()
             .ok_or_else(|| Error::value(format!("device index {index} is outside the VM's {} devices", devs.len())))
     }
+}
+
+/// Most arguments a kernel gets as tvm-ffi values on the stack.
+const KERNEL_ARGS: usize = 16;
+
+/// Call `f`, a tvm-ffi library's kernel, on plain register values (ints, floats, dtypes,
+/// tensors), passed as tvm-ffi's values with no conversion through TVM 0.18's; `None` when `f`
+/// is no such kernel or an argument is of another kind (the caller converts then).
+fn call_kernel<'v>(f: &PackedFunc, n: usize, arg: &impl Fn(usize) -> Cow<'v, VmValue>) -> Option<Result<VmValue>> {
+    use crate::abi::{ffi_type_index as ti, TVMFFIAny};
+    use crate::runtime::object::type_table::type_index;
+    if n > KERNEL_ARGS || !f.is_kernel() {
+        return None;
+    }
+    let mut any = [TVMFFIAny::NONE; KERNEL_ARGS];
+    for (i, slot) in any.iter_mut().enumerate().take(n) {
+        // Borrowed values only: the registers and constants outlive the call.
+        let Cow::Borrowed(v) = arg(i) else { return None };
+        *slot = match v {
+            VmValue::Int(x) => TVMFFIAny::int(ti::INT, *x),
+            VmValue::Float(x) => TVMFFIAny::float(*x),
+            VmValue::DType(t) => TVMFFIAny::pod(ti::DATA_TYPE, *t),
+            // A view of the tensor object, as tvm-ffi passes one.
+            VmValue::Tensor(a) | VmValue::Storage(a) => {
+                TVMFFIAny::ptr(type_index::NDARRAY as i32, a.as_header() as *const _)
+            }
+            _ => return None,
+        };
+    }
+    let out = f.call_any(&any[..n]);
+    // SAFETY: the call's owned result.
+    Some(out.and_then(|r| unsafe { Value::adopt_any(r) }).and_then(VmValue::from_value))
 }
 
 /// A copy of `v` sharing no reference count with it, for strings and shapes.

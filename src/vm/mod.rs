@@ -9,12 +9,16 @@ pub mod bytecode;
 pub mod describe;
 pub mod executable;
 pub mod frame;
+mod globals;
 pub mod module;
 pub mod profiler;
 pub mod session;
 pub mod shortcut;
 pub mod value;
 
+use crate::runtime::base::byteio::Reader;
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::function::packed::{Args, PackedFunc, Value};
 pub use executable::{Executable, Format};
 pub use frame::Frame;
 pub use module::{ExecutableModule, VmModule};
@@ -28,4 +32,17 @@ pub(crate) fn install() {
     for key in ["relax.Executable", "relax.VMExecutable"] {
         crate::runtime::module::blob::register_binary_loader(key, module::load_binary);
     }
+    // An executable saved alone (`Executable.export_library` writes a library; `save` bytes).
+    for name in ["ffi.Module.load_from_file.relax.VMExecutable", "relax.ExecutableLoadFromFile"] {
+        crate::runtime::function::registry::register_built_in(name, PackedFunc::from_typed(load_file_global));
+    }
+    globals::install();
+}
+
+/// (path[, format]): the executable whose bytes are the file at `path`.
+fn load_file_global(args: Args<'_>) -> Result<Value> {
+    let path = args.string(0)?;
+    let bytes = std::fs::read(&path).map_err(|e| Error::io(format!("cannot read `{path}`: {e}")))?;
+    let mut r = Reader::new(&bytes, "VM executable");
+    module::load_binary(&mut r).map(Value::Module)
 }

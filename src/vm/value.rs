@@ -155,14 +155,25 @@ impl VmValue {
             VmValue::Str(s) => Value::Str(s.to_string()),
             VmValue::Shape(d) => Value::Object(shape_object(&d)),
             VmValue::Tensor(a) | VmValue::Storage(a) => Value::NDArray(a),
-            VmValue::Tuple(items) => {
+            // An array of objects, which both generations read; tvm-ffi's arrays hold any
+            // value, so a tuple holding plain values (ints, floats, ...) becomes one of those.
+            VmValue::Tuple(items) if items.iter().all(VmValue::is_object) => {
                 let objs = items.iter().map(|i| i.clone().into_object(closure)).collect::<Result<Vec<_>>>()?;
                 Value::Object(array_object(objs))
+            }
+            VmValue::Tuple(items) => {
+                let any = items.iter().map(|i| i.clone().into_value(closure).map(Value::into_any));
+                Value::Object(FfiArrayObj::new(any.collect::<Result<Vec<_>>>()?).to_object_ref())
             }
             VmValue::Func(Callable::Packed(f)) => Value::Func(f),
             VmValue::Func(c) => Value::Func(closure(c)),
             VmValue::Object(o) => Value::Object(o),
         })
+    }
+
+    /// Whether the value is held as an object (a tuple item an array of objects can hold).
+    fn is_object(&self) -> bool {
+        !matches!(self, VmValue::Null | VmValue::Vm | VmValue::Int(_) | VmValue::Float(_) | VmValue::DType(_))
     }
 
     fn into_object(self, closure: &dyn Fn(Callable) -> PackedFunc) -> Result<ObjectRef> {

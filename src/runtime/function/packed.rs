@@ -596,6 +596,9 @@ pub struct FuncObj {
     /// A foreign callable this function forwards to (its cell's `safe_call` is then
     /// `forward_safe_call`, so tvm-ffi callers reach it with no conversion).
     foreign: Option<ForeignCallable>,
+    /// Whether `body` runs the function for TVM 0.18 and Rust callers (otherwise they go
+    /// through the cell, converted).
+    has_body: bool,
 }
 
 /// A handle foreign code gave the runtime and the function that releases it: run once, when
@@ -646,7 +649,7 @@ impl FuncObj {
     /// callers too, converted: [`PackedFunc::call_into`]), so it has no Rust body of its own.
     fn called_through_cell(safe_call: TVMFFISafeCallType, foreign: Option<ForeignCallable>) -> FuncObj {
         let body = |_: Args<'_>, _: &mut Value| Err(Error::internal("a tvm-ffi function is called through its cell"));
-        FuncObj { safe_call, cpp_call: std::ptr::null_mut(), body: Box::new(body), foreign }
+        FuncObj { safe_call, cpp_call: std::ptr::null_mut(), body: Box::new(body), foreign, has_body: false }
     }
 }
 
@@ -671,6 +674,24 @@ impl PackedFunc {
             cpp_call: std::ptr::null_mut(),
             body: Box::new(f),
             foreign: None,
+            has_body: true,
+        })
+    }
+
+    /// A kernel in tvm-ffi's convention (a library's `__tvm_ffi_<name>`): its cell's `safe_call`
+    /// is the kernel itself, so tvm-ffi callers (apache-tvm's VM) call it with no conversion and
+    /// no call between; TVM 0.18 and Rust callers run `legacy`, which converts their arguments
+    /// and calls it. The kernel gets the function object as its unused first argument.
+    pub fn from_kernel(
+        kernel: TVMFFISafeCallType,
+        legacy: impl Fn(Args<'_>, &mut Value) -> Result<()> + Send + Sync + 'static,
+    ) -> PackedFunc {
+        PackedFunc::new(FuncObj {
+            safe_call: kernel,
+            cpp_call: std::ptr::null_mut(),
+            body: Box::new(legacy),
+            foreign: None,
+            has_body: true,
         })
     }
 
@@ -703,9 +724,21 @@ impl PackedFunc {
         })
     }
 
+    /// Whether this is a kernel made by [`PackedFunc::from_kernel`] (its cell calls the kernel
+    /// itself, so [`PackedFunc::call_any`] reaches it with no conversion).
+    pub fn is_kernel(&self) -> bool {
+        // SAFETY: a live object's header; the payload is read only when this runtime made it.
+        let made_here = unsafe { (*self.as_header()).padding == crate::runtime::object::header::MADE_HERE };
+        made_here && self.has_body && self.safe_call as *const () != ffi_safe_call as *const ()
+    }
+
     /// Call with borrowed C-representation arguments, writing the result into `ret`.
     pub fn call_into(&self, args: Args<'_>, ret: &mut Value) -> Result<()> {
-        if self.safe_call as *const () == ffi_safe_call as *const () {
+        // Only the cell of a function made elsewhere (C++) is ours to read; `made_here` reads
+        // the header alone.
+        // SAFETY: a live object's header.
+        let made_here = unsafe { (*self.as_header()).padding == crate::runtime::object::header::MADE_HERE };
+        if made_here && self.has_body {
             return (self.body)(args, ret);
         }
         self.call_foreign(args, ret)

@@ -60,12 +60,21 @@ pub(crate) fn register_built_in(name: &str, f: PackedFunc) {
 }
 
 /// Register through tvm-ffi's C ABI: as [`register`], except that a global this runtime
-/// installed as TVM 0.18's runtime (any name outside tvm-ffi's own `ffi.` ones) gives way. Under
+/// installed as a runtime (any name tvm-ffi's own library does not register) gives way. Under
 /// the real `libtvm_ffi.so` those names are free, and a runtime built on tvm-ffi (apache-tvm's
 /// `libtvm_runtime.so`) registers its own functions under them as it loads.
 pub fn register_over_built_in(name: &str, f: PackedFunc, allow_override: bool) -> Result<()> {
-    let gives_way = !name.starts_with("ffi.") && BUILT_IN.read().contains(name);
+    let gives_way = !owned_by_tvm_ffi(name) && BUILT_IN.read().contains(name);
     register(name, f, allow_override || gives_way)
+}
+
+/// Whether `name` is one tvm-ffi's own library registers: its `ffi.` names, except the module
+/// loaders and creators of other kinds (`ffi.Module.load_from_bytes.<kind>`, ...), which the
+/// runtimes built on it register (tvm-ffi itself loads only `.so` files).
+fn owned_by_tvm_ffi(name: &str) -> bool {
+    const RUNTIMES: [&str; 3] = ["ffi.Module.load_from_bytes.", "ffi.Module.load_from_file.", "ffi.Module.create."];
+    name.starts_with("ffi.")
+        && (name == "ffi.Module.load_from_file.so" || !RUNTIMES.iter().any(|p| name.starts_with(p)))
 }
 
 /// The function registered under `name`, if any.
@@ -125,7 +134,12 @@ mod tests {
         register_built_in("ffi.test.registry.built_in", returning(6));
         assert!(register_over_built_in("ffi.test.registry.built_in", returning(7), false).is_err());
         assert_eq!(result_of("ffi.test.registry.built_in"), 6);
-        for n in ["test.registry.built_in", "ffi.test.registry.built_in"] {
+        // A runtime's module loaders do give way, tvm-ffi's own `.so` loader does not.
+        register_built_in("ffi.Module.load_from_bytes.test_kind", returning(8));
+        register_over_built_in("ffi.Module.load_from_bytes.test_kind", returning(9), false).unwrap();
+        assert_eq!(result_of("ffi.Module.load_from_bytes.test_kind"), 9);
+        assert!(owned_by_tvm_ffi("ffi.Module.load_from_file.so") && !owned_by_tvm_ffi("ffi.Module.create.x"));
+        for n in ["test.registry.built_in", "ffi.test.registry.built_in", "ffi.Module.load_from_bytes.test_kind"] {
             assert!(remove(n));
         }
     }

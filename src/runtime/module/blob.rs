@@ -8,7 +8,8 @@
 
 use crate::runtime::base::byteio::{Input, Reader, Writer};
 use crate::runtime::base::error::{Error, Result};
-use crate::runtime::function::packed::Module;
+use crate::runtime::function::packed::{Module, PackedFunc, Value};
+use crate::runtime::function::registry;
 use once_cell::sync::Lazy;
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -23,12 +24,27 @@ static LOADERS: Lazy<RwLock<HashMap<String, BinaryLoader>>> = Lazy::new(|| {
     m.insert("const_loader".into(), crate::runtime::module::const_loader::load_binary);
     m.insert("metadata".into(), crate::runtime::module::const_loader::load_binary);
     m.insert("metadata_module".into(), crate::runtime::module::const_loader::load_metadata_module);
+    m.insert("static_library".into(), crate::runtime::module::static_library::load_binary);
     RwLock::new(m)
 });
 
-/// Register a decoder for modules of `type_key` found in import blobs.
+/// Register a decoder for modules of `type_key` found in import blobs, and as the global
+/// `ffi.Module.load_from_bytes.<type_key>` (see [`loader_globals`]).
 pub fn register_binary_loader(type_key: &str, loader: BinaryLoader) {
     LOADERS.write().insert(type_key.to_string(), loader);
+    registry::register_built_in(&format!("ffi.Module.load_from_bytes.{type_key}"), loader_global(loader));
+}
+
+/// The decoders as tvm-ffi's globals `ffi.Module.load_from_bytes.<type_key>` (bytes -> module),
+/// which the tvm-ffi releases' runtimes register for their kinds; a runtime built on tvm-ffi
+/// that registers its own later takes the name over.
+pub fn loader_globals() -> Vec<(String, PackedFunc)> {
+    let loaders = LOADERS.read();
+    loaders.iter().map(|(k, &l)| (format!("ffi.Module.load_from_bytes.{k}"), loader_global(l))).collect()
+}
+
+fn loader_global(loader: BinaryLoader) -> PackedFunc {
+    PackedFunc::from_typed(move |args| loader(&mut Reader::new(args.bytes(0)?, "module bytes")).map(Value::Module))
 }
 
 pub(super) fn binary_loader(type_key: &str) -> Result<BinaryLoader> {

@@ -43,6 +43,17 @@ pub(crate) fn load_binary(r: &mut Reader<'_>) -> Result<Module> {
     Ok(Module::from_node(ConstLoaderModule { constants, symbols, initialized: Mutex::new(HashSet::new()) }))
 }
 
+/// `ffi.Module.create.const_loader`: constants by name, and for each external symbol the names
+/// of the constants it needs (each must be one of them).
+pub fn create(constants: Vec<(String, NDArray)>, symbols: Vec<(String, Vec<String>)>) -> Result<Module> {
+    for (s, vars) in &symbols {
+        if let Some(v) = vars.iter().find(|v| !constants.iter().any(|(k, _)| k == *v)) {
+            return Err(Error::value(format!("symbol `{s}` needs unknown constant `{v}`")));
+        }
+    }
+    Ok(Module::from_node(ConstLoaderModule { constants, symbols, initialized: Mutex::new(HashSet::new()) }))
+}
+
 impl ConstLoaderModule {
     fn init_symbol(&self, symbol: &str, vars: &[String], this: &Module) -> Result<()> {
         let mut done = self.initialized.lock();

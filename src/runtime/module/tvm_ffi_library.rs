@@ -168,9 +168,10 @@ fn image_of(addr: *const c_void) -> Option<libc::Dl_info> {
     (unsafe { libc::dladdr(addr, &mut info) } != 0).then_some(info)
 }
 
-/// Wrap the tvm-ffi kernel `f` as a packed function; `keep_alive` owns its code.
+/// Wrap the tvm-ffi kernel `f` as a packed function; `keep_alive` owns its code. tvm-ffi callers
+/// call the kernel itself; TVM 0.18 and Rust callers' arguments are converted here.
 pub fn wrap_ffi_kernel(f: TVMFFISafeCallType, keep_alive: Module) -> PackedFunc {
-    PackedFunc::from_fn(move |args, ret| {
+    PackedFunc::from_kernel(f, move |args, ret| {
         let _owner = &keep_alive;
         let mut conv = Converted::default();
         let mut inline = [TVMFFIAny::NONE; INLINE_ARGS];

@@ -215,7 +215,7 @@ pub fn allowed_cpus() -> Vec<usize> {
     (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
 }
 
-fn pin_to(cpus: &[usize]) {
+pub(crate) fn pin_to(cpus: &[usize]) {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays within its bounds for ids < 1024.

@@ -9,6 +9,9 @@ use super::module::library::system_lib;
 use super::tensor::ndarray::NDArray;
 use super::tensor::params::{load_params, save_params};
 
+mod device;
+mod tensor;
+
 /// Register the built-in globals (once; later calls do nothing). A name registered before the
 /// first call keeps its function.
 pub(crate) fn install() {
@@ -16,6 +19,9 @@ pub(crate) fn install() {
     ONCE.call_once(|| {
         for (name, f) in all() {
             registry::register_built_in(name, f);
+        }
+        for (name, f) in super::module::blob::loader_globals() {
+            registry::register_built_in(&name, f);
         }
         if let Err(e) = super::extra::record_methods::install()
             .and_then(|_| super::collections::list_map_globals::install_converters())
@@ -31,7 +37,8 @@ fn all() -> Vec<(&'static str, PackedFunc)> {
     let mut all = super::collections::tvm_globals::globals();
     all.extend(super::collections::tvm_globals::shape_globals());
     all.extend(params_globals());
-    all.extend(array_globals());
+    all.extend(tensor::globals());
+    all.extend(device::globals());
     all.extend(module_globals());
     all.extend(ffi_module_globals());
     all.extend(super::collections::array_globals::globals());
@@ -91,46 +98,6 @@ fn params_globals() -> Vec<(&'static str, PackedFunc)> {
             PackedFunc::from_typed(|args| {
                 let path = args.string(0)?;
                 Ok(params_to_map(super::tensor::params::load_params_file(std::path::Path::new(&path))?))
-            }),
-        ),
-    ]
-}
-
-fn array_globals() -> Vec<(&'static str, PackedFunc)> {
-    vec![
-        (
-            // (shape: ShapeTuple, dtype, device, scope: str or None) as tvm.nd.empty calls it.
-            "runtime.TVMArrayAllocWithScope",
-            PackedFunc::from_typed(|args| {
-                let shape_obj = args.object(0)?;
-                let shape = shape_obj
-                    .downcast::<super::container::ShapeTupleObj>()
-                    .ok_or_else(|| Error::type_error("argument 0: expected ShapeTuple"))?;
-                let dtype = match args.to_value(1)? {
-                    Value::DataType(t) => t,
-                    Value::Str(s) => crate::abi::DLDataType::parse(&s)?,
-                    v => return Err(Error::type_error(format!("argument 1: expected a dtype, got {}", v.type_name()))),
-                };
-                let dev = args.device(2)?;
-                if args.len() > 3 && args.code(3)? != crate::abi::type_code::NULLPTR {
-                    let scope = args.string(3)?;
-                    if !matches!(scope.as_str(), "" | "global") {
-                        return Err(Error::unsupported(format!("memory scope `{scope}` is not supported")));
-                    }
-                }
-                Ok(Value::NDArray(super::tensor::ndarray::NDArray::empty(shape.dims()?, dtype, dev)?))
-            }),
-        ),
-        (
-            // (device_type, device_id, attr_kind): kExist (0) is answered for every device type.
-            "runtime.GetDeviceAttr",
-            PackedFunc::from_typed(|args| {
-                let dev_type = args.int(0)? as i32;
-                let kind = args.int(2)?;
-                match kind {
-                    0 => Ok(Value::Int(super::device::device_api(dev_type).is_ok() as i64)),
-                    _ => Ok(Value::Null),
-                }
             }),
         ),
     ]
@@ -247,6 +214,18 @@ fn ffi_module_globals() -> Vec<(&'static str, PackedFunc)> {
         ("ffi.ModuleGlobalsAdd", keep_module_global(true)),
         ("ffi.ModuleGlobalsRemove", keep_module_global(false)),
         ("ffi.ModuleLoadFromFile", PackedFunc::from_typed(load_module_global)),
+        ("ffi.Module.create.const_loader", PackedFunc::from_typed(create_const_loader)),
+        (
+            // (path, function names): an object file export_library links in.
+            "runtime.ModuleLoadStaticLibrary",
+            PackedFunc::from_typed(|args| {
+                let names = args.object(1)?;
+                let names = super::collections::list_map::sequence_items(&names)?
+                    .ok_or_else(|| Error::type_error("argument 1: expected an array of function names"))?;
+                let names = names.into_iter().map(Value::into_string).collect::<Result<Vec<_>>>()?;
+                Ok(Value::Module(super::module::static_library::load_file(&args.string(0)?, names)?))
+            }),
+        ),
         (
             "ffi.Module.load_from_file.so",
             PackedFunc::from_typed(|args| Ok(Value::Module(super::module::dso::load_so(&args.string(0)?)?))),
@@ -332,6 +311,27 @@ fn function_text_global(which: FunctionText) -> PackedFunc {
         let query_imports = args.len() > 2 && flag(&args, 2)?;
         Ok(find(&args.module(0)?, which, &args.string(1)?, query_imports)?.map_or(Value::Null, Value::Str))
     })
+}
+
+/// (Map<String, Tensor>, Map<String, Array<String>>): constants by name, and the constants of
+/// each external symbol.
+fn create_const_loader(args: Args<'_>) -> Result<Value> {
+    use super::collections::list_map::{map_items, sequence_items};
+    let constants = map_items(&args.object(0)?)?
+        .into_iter()
+        .map(|(k, v)| Ok((k.into_string()?, v.into_ndarray()?)))
+        .collect::<Result<Vec<_>>>()
+        .map_err(|e| e.context("argument 0 (constants by name)"))?;
+    let symbols = map_items(&args.object(1)?)?
+        .into_iter()
+        .map(|(k, v)| {
+            let Value::Object(names) = v else { return Err(Error::type_error("expected an array of names")) };
+            let names = sequence_items(&names)?.ok_or_else(|| Error::type_error("expected an array of names"))?;
+            Ok((k.into_string()?, names.into_iter().map(Value::into_string).collect::<Result<Vec<_>>>()?))
+        })
+        .collect::<Result<Vec<_>>>()
+        .map_err(|e| e.context("argument 1 (constants by symbol)"))?;
+    super::module::const_loader::create(constants, symbols).map(Value::Module)
 }
 
 #[cfg(test)]
