@@ -1123,3 +1123,29 @@ fn instrument_and_dltensor_arguments() {
         .collect();
     check_outputs("DLTensor arguments", case, &result_arrays(f("main").call(&raw).unwrap()));
 }
+
+#[test]
+fn memory_manager_clear_releases_idle_frames_while_threads_call() {
+    let m = models("relax-0.27").into_iter().find(|m| m.name == "cnn").unwrap();
+    let vm = load_vm(&m.lib);
+    let case = &m.cases[0];
+    let clear = tvm_runtime::runtime::function::registry::require("vm.builtin.memory_manager.clear").unwrap();
+    let one = run_threads(&vm, case, 1, 1).remove(0);
+    clear.call(&[]).unwrap();
+    assert_eq!(run_threads(&vm, case, 1, 1).remove(0), one, "a call after the clear differs");
+    // Clears from another thread while 4 threads call: every result as one thread's.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let many = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                clear.call(&[]).unwrap();
+                std::thread::yield_now();
+            }
+        });
+        let many = run_threads(&vm, case, 4, 25);
+        done.store(true, std::sync::atomic::Ordering::Release);
+        many
+    });
+    assert_eq!(many.len(), 100);
+    assert!(many.iter().all(|b| *b == one), "a result during clears differs");
+}

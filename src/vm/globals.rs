@@ -125,6 +125,14 @@ fn more() -> Vec<(&'static str, PackedFunc)> {
             }),
         ),
         ("vm.builtin.call_py_func", PackedFunc::from_typed(call_py_func)),
+        // The storage the VMs' pools cached, released.
+        (
+            "vm.builtin.memory_manager.clear",
+            PackedFunc::from_typed(|_| {
+                super::module::release_idle_frames();
+                Ok(Value::Null)
+            }),
+        ),
         // (value, error context): the value must be a string.
         (
             "vm.builtin.check_string_info",

@@ -17,11 +17,12 @@ use crate::runtime::base::byteio::{Input, Reader};
 use crate::runtime::base::error::{Error, Result};
 use crate::runtime::function::packed::{Args, Module, ModuleNode, PackedFunc, Value};
 use crate::runtime::function::registry;
+use once_cell::sync::Lazy;
 use parking_lot::{Mutex, RwLock};
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// The executable module.
 pub struct ExecutableModule {
@@ -105,7 +106,7 @@ fn new_vm(exec_module: Module, profiling: bool) -> Result<Module> {
         exec_module,
         session: RwLock::new(None),
         generation: AtomicU64::new(0),
-        slots: std::array::from_fn(|_| Slot::default()),
+        slots: idle_frames(),
         state: Mutex::new(Stateful::default()),
         saved: RwLock::new(HashMap::new()),
         any_saved: AtomicBool::new(false),
@@ -138,8 +139,8 @@ pub struct VmModule {
     /// Bumped by every `vm_initialization`: idle frames of an earlier one are dropped.
     generation: AtomicU64,
     /// Idle frames, one stack per thread slot, so that threads calling at once touch no
-    /// shared lock or counter.
-    slots: [Slot; SLOTS],
+    /// shared lock or counter; [`release_idle_frames`] reaches them through a weak reference.
+    slots: Arc<Slots>,
     state: Mutex<Stateful>,
     saved: RwLock<HashMap<String, Saved>>,
     /// Whether `saved` ever held a function (a call skips its lock until then).
@@ -151,6 +152,33 @@ pub struct VmModule {
 
 /// How many stacks of idle frames a VM keeps.
 const SLOTS: usize = 16;
+
+type Slots = [Slot; SLOTS];
+
+/// The idle frames of every VM, which [`release_idle_frames`] empties.
+static ALL_IDLE: Lazy<Mutex<Vec<Weak<Slots>>>> = Lazy::new(Default::default);
+
+/// Empty stacks of idle frames for a new VM, known to [`release_idle_frames`] (which forgets
+/// those of VMs gone since).
+fn idle_frames() -> Arc<Slots> {
+    let slots = Arc::new(std::array::from_fn(|_| Slot::default()));
+    let mut all = ALL_IDLE.lock();
+    all.retain(|w| w.strong_count() > 0);
+    all.push(Arc::downgrade(&slots));
+    slots
+}
+
+/// `vm.builtin.memory_manager.clear`: drop every VM's idle frames, and with them the storage
+/// their pools cached (a frame in use keeps its own; the next call makes a new frame).
+pub fn release_idle_frames() {
+    let live: Vec<Arc<Slots>> = ALL_IDLE.lock().iter().filter_map(Weak::upgrade).collect();
+    for slots in live {
+        for slot in slots.iter() {
+            let frames = std::mem::take(&mut *slot.0.lock());
+            drop(frames); // outside the lock: releasing storage may take a while
+        }
+    }
+}
 
 /// Idle frames with the generation they were made in, alone on their cache lines.
 #[derive(Default)]
@@ -194,7 +222,7 @@ impl VmModule {
         let s = Arc::new(Session::new(self.exec.clone(), self.exec_module.clone(), devices, allocator)?);
         *self.session.write() = Some(s.clone());
         self.generation.fetch_add(1, Ordering::Release);
-        for slot in &self.slots {
+        for slot in self.slots.iter() {
             slot.0.lock().clear();
         }
         Ok(s)
