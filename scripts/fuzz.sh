@@ -14,6 +14,13 @@
 #   relax_exec  vm::Executable::parse (Relax VM executables of both generations), then as_text,
 #               stats and describe
 #   rpc_session the RPC server's session on a stream of packets (rpc::session::Session::handle)
+#   ffi_json    tvm-ffi's JSON text: parse, print, and printing is a fixed point
+#   json_graph  tvm-ffi's JSON object graphs: load, save and load again to an equal value (equal
+#               hashes), repr, deep copy
+#   structural  structural equality and hashing, recursive comparison, repr and deep copy of two
+#               values a small stack machine builds (containers, cycles through lists and dicts)
+#   dlpack      DLPack import through tvm-ffi's C API (both managed tensor versions): refused
+#               tensors stay the caller's, accepted ones keep their shape, export, delete once
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz`) and nightly compiler features. A nightly
 # toolchain is not required: the default toolchain is used with RUSTC_BOOTSTRAP=1 (set
@@ -35,7 +42,7 @@ FUZZ="$REPO/fuzz"
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(graph_json params blob elf relax_exec library_bin rpc_session)
+[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(graph_json params blob elf relax_exec library_bin rpc_session ffi_json json_graph structural dlpack)
 
 skip() {
   echo "fuzz: skipped: $*"

@@ -7,4 +7,5 @@ pub mod byteio;
 pub mod cptr;
 pub mod env_capi;
 pub mod error;
+pub mod nesting;
 pub mod workers;

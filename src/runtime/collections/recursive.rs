@@ -10,6 +10,7 @@
 
 use crate::abi::ffi_type_index as fti;
 use crate::runtime::base::error::{Error, Result};
+use crate::runtime::base::nesting::nested;
 use crate::runtime::collections::list_map::{bytes_of, map_items, sequence_items, text_of};
 use crate::runtime::container::{big_int_words, compare_big_ints};
 use crate::runtime::function::packed::{PackedFunc, Value};
@@ -69,8 +70,14 @@ fn from_sign(s: i64) -> Ordering {
 #[derive(Default, Clone)]
 struct Walk {
     eq_only: bool,
-    comparing: Vec<(usize, usize)>,
-    hashing: Vec<usize>,
+    comparing: std::collections::HashSet<(usize, usize)>,
+    hashing: std::collections::HashSet<usize>,
+    /// Pairs found equal and objects hashed, each done once: values sharing objects many times
+    /// over walk in time linear in their objects.
+    equal: std::collections::HashSet<(usize, usize)>,
+    hashed: std::collections::HashMap<usize, u64>,
+    /// How many times the walk met an object (or pair) inside itself: cycles cut short.
+    cuts: usize,
 }
 
 /// `a` against `b`; in `eq_only` mode values that cannot be ordered compare unequal.
@@ -106,7 +113,7 @@ impl Walk {
             return Ok(x.cmp(&y));
         }
         match (object_of(a), object_of(b)) {
-            (Some(x), Some(y)) => self.compare_objects(&x, &y),
+            (Some(x), Some(y)) => nested("a recursive comparison", || self.compare_objects(&x, &y)),
             (None, None) => self.compare_pod(a, b),
             _ => self.unordered(format!(
                 "Cannot compare values of different types: {} vs {}",
@@ -162,16 +169,25 @@ impl Walk {
             return Ok(compare_big_ints(&a, &b));
         }
         let pair = (x.as_header() as usize, y.as_header() as usize);
+        if self.equal.contains(&pair) {
+            return Ok(Ordering::Equal);
+        }
         if self.comparing.contains(&pair) {
             return if self.eq_only {
+                self.cuts += 1;
                 Ok(Ordering::Equal)
             } else {
                 Err(Error::value("RecursiveCompare: cyclic reference detected in ordering"))
             };
         }
-        self.comparing.push(pair);
+        let cuts = self.cuts;
+        self.comparing.insert(pair);
         let r = self.compare_contents(x, y);
-        self.comparing.pop();
+        self.comparing.remove(&pair);
+        // Not when a cycle was cut short inside (a pair met again counted as equal there).
+        if matches!(r, Ok(Ordering::Equal)) && self.cuts == cuts {
+            self.equal.insert(pair);
+        }
         r
     }
 
@@ -300,6 +316,7 @@ impl Walk {
     fn hash_object(&mut self, o: &ObjectRef) -> Result<u64> {
         let at = o.as_header() as usize;
         if self.hashing.contains(&at) {
+            self.cuts += 1;
             return Ok(0);
         }
         if let Some(dims) = shape_dims(o) {
@@ -312,10 +329,20 @@ impl Walk {
                 .iter()
                 .fold(combine(ti::BIG_INT as u64, words.len() as u64), |h, w| combine(h, *w as u64)));
         }
-        self.hashing.push(at);
-        let h = self.hash_contents(o);
-        self.hashing.pop();
-        h
+        if let Some(&h) = self.hashed.get(&at) {
+            return Ok(h);
+        }
+        let cuts = self.cuts;
+        self.hashing.insert(at);
+        let h = nested("a recursive hash", || self.hash_contents(o));
+        self.hashing.remove(&at);
+        let h = h?;
+        // Not when a cycle was cut short inside it (an object met again hashes as 0 there): the
+        // hash found then depends on where the walk entered the cycle.
+        if self.cuts == cuts {
+            self.hashed.insert(at, h);
+        }
+        Ok(h)
     }
 
     fn type_hash(index: u32) -> u64 {

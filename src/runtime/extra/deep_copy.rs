@@ -7,6 +7,7 @@
 
 use crate::abi::TVMFFIAny;
 use crate::runtime::base::error::{Error, Result};
+use crate::runtime::base::nesting::nested;
 use crate::runtime::collections::list_map::{new_map, view, DictObj, ListObj};
 use crate::runtime::container::FfiArrayObj;
 use crate::runtime::function::packed::{PackedFunc, Value};
@@ -23,7 +24,7 @@ use std::collections::HashMap;
 #[derive(Default)]
 struct Memo {
     done: HashMap<usize, Value>,
-    in_progress: Vec<usize>,
+    in_progress: std::collections::HashSet<usize>,
     deferred: bool,
     mutable: Vec<ObjectRef>,
 }
@@ -105,15 +106,18 @@ fn copy_object(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
         return Ok(Value::Object(o.clone()));
     }
     let copy = match o.type_index() {
-        ti::LIST => copy_list(o, memo)?,
-        ti::DICT => copy_dict(o, memo)?,
+        ti::LIST => nested("deep_copy", || copy_list(o, memo))?,
+        ti::DICT => nested("deep_copy", || copy_dict(o, memo))?,
         ti::FFI_ARRAY | ti::FFI_MAP => {
-            memo.in_progress.push(key);
-            let c = if o.type_index() == ti::FFI_ARRAY { copy_sequence(o, memo) } else { copy_map(o, memo) };
-            memo.in_progress.pop();
+            memo.in_progress.insert(key);
+            let c = nested("deep_copy", || match o.type_index() {
+                ti::FFI_ARRAY => copy_sequence(o, memo),
+                _ => copy_map(o, memo),
+            });
+            memo.in_progress.remove(&key);
             c?
         }
-        _ => copy_reflected(o, memo)?,
+        _ => nested("deep_copy", || copy_reflected(o, memo))?,
     };
     memo.done.insert(key, copy.clone());
     Ok(copy)

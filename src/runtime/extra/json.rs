@@ -6,7 +6,7 @@
 //! 17 significant digits.
 
 use crate::runtime::base::error::{Error, Result};
-use crate::runtime::collections::list_map::{map_cell, new_map, text_of};
+use crate::runtime::collections::list_map::{map_cell, new_map, release_all, text_of};
 use crate::runtime::function::packed::{PackedFunc, Value};
 use crate::runtime::object::{header::ObjectRef, type_table::type_index as ti};
 
@@ -160,28 +160,38 @@ impl Parser<'_> {
 
     fn array(&mut self, depth: usize) -> Result<Value> {
         let mut items = Vec::new();
-        self.items(b']', |p| {
+        let parsed = self.items(b']', |p| {
             items.push(p.value(depth + 1)?.into_any());
             Ok(())
-        })?;
+        });
+        if let Err(e) = parsed {
+            release_all(items);
+            return Err(e);
+        }
         Ok(Value::Object(crate::runtime::container::FfiArrayObj::new(items).to_object_ref()))
     }
 
     fn object(&mut self, depth: usize) -> Result<Value> {
         let mut pairs = Vec::new();
-        self.items(b'}', |p| {
+        let parsed = self.items(b'}', |p| {
             p.skip_space();
             if p.s.get(p.at) != Some(&b'"') {
                 return Err(p.error("expected a string key"));
             }
-            let key = Value::Str(p.string()?).into_any();
+            // Both made owned values only once both parsed, so that an error leaves none behind.
+            let key = p.string()?;
             p.skip_space();
             if !p.eat(":") {
                 return Err(p.error("expected ':'"));
             }
-            pairs.push((key, p.value(depth + 1)?.into_any()));
+            let value = p.value(depth + 1)?;
+            pairs.push((Value::Str(key).into_any(), value.into_any()));
             Ok(())
-        })?;
+        });
+        if let Err(e) = parsed {
+            release_all(pairs.into_iter().flat_map(|(k, v)| [k, v]).collect());
+            return Err(e);
+        }
         Ok(Value::Object(new_map::<{ ti::FFI_MAP }>(pairs)?))
     }
 }

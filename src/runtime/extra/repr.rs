@@ -7,15 +7,17 @@
 //! again inside itself is written as `...`.
 
 use crate::runtime::base::error::Result;
+use crate::runtime::base::nesting::nested;
 use crate::runtime::function::packed::{PackedFunc, Value};
 use crate::runtime::object::{header::ObjectRef, type_table::type_index as ti};
+use std::collections::{HashMap, HashSet};
 
 const REPR_OFF: i64 = 1 << 6;
 
 /// The text of `v`.
 pub fn repr(v: &Value) -> Result<String> {
     let saved = SHOW_ADDR.with(|a| a.replace(std::env::var("TVM_FFI_REPR_WITH_ADDR").is_ok_and(|v| v == "1")));
-    let mut open = Vec::new();
+    let mut open = Walk::default();
     let text = repr_in(v, &mut open);
     SHOW_ADDR.with(|a| a.set(saved));
     text
@@ -91,7 +93,7 @@ fn tensor_text(t: &crate::runtime::tensor::ndarray::NDArray) -> Result<String> {
     Ok(format!("{}[{dims}]@{}", crate::runtime::dlpack::dtype_tvm_ffi::to_string(dl.dtype)?, device_text(&dl.device)))
 }
 
-fn repr_in(v: &Value, open: &mut Vec<usize>) -> Result<String> {
+fn repr_in(v: &Value, open: &mut Walk) -> Result<String> {
     if let Some(t) = crate::runtime::collections::list_map::text_of(v) {
         return Ok(crate::runtime::reflection::records::json_string(&String::from_utf8_lossy(&t)));
     }
@@ -117,22 +119,53 @@ fn repr_in(v: &Value, open: &mut Vec<usize>) -> Result<String> {
     })
 }
 
-fn join(items: Vec<Value>, open: &mut Vec<usize>) -> Result<String> {
+fn join(items: Vec<Value>, open: &mut Walk) -> Result<String> {
     Ok(items.iter().map(|v| repr_in(v, open)).collect::<Result<Vec<_>>>()?.join(", "))
 }
 
-fn repr_object(o: &ObjectRef, open: &mut Vec<usize>) -> Result<String> {
-    let addr = o.as_header() as usize;
-    if open.contains(&addr) {
-        return Ok(format!("...{}", at(addr)));
-    }
-    open.push(addr);
-    let text = repr_object_body(o, open);
-    open.pop();
-    text
+/// The most text one repr makes: a value that shares objects many times over (a list of two
+/// references to a list of two references to ...) would print exponentially.
+const MAX_TEXT: usize = 64 << 20;
+
+/// A repr's walk: the objects being printed (one met again inside itself is a cycle, printed
+/// `...`), the text of each object printed (printed once, as tvm-ffi's printer does), and how
+/// much text it has repeated from those.
+#[derive(Default)]
+struct Walk {
+    open: HashSet<usize>,
+    done: HashMap<usize, String>,
+    made: usize,
 }
 
-fn repr_object_body(o: &ObjectRef, open: &mut Vec<usize>) -> Result<String> {
+fn repr_object(o: &ObjectRef, open: &mut Walk) -> Result<String> {
+    let addr = o.as_header() as usize;
+    if let Some(text) = open.done.get(&addr) {
+        open.made += text.len();
+        if open.made > MAX_TEXT {
+            return Err(crate::runtime::base::error::Error::value(format!(
+                "repr: the text passes {} MiB (objects shared many times over)",
+                MAX_TEXT >> 20
+            )));
+        }
+        return Ok(text.clone());
+    }
+    if !open.open.insert(addr) {
+        return Ok(format!("...{}", at(addr)));
+    }
+    let text = nested("repr", || repr_object_body(o, open));
+    open.open.remove(&addr);
+    let text = text?;
+    // Kept for another visit only when something else holds the object: the walk's own
+    // reference and its holder's are two (keeping every level of a deep value would copy it
+    // quadratically).
+    // SAFETY: `o` is a live reference.
+    if unsafe { crate::runtime::object::header::strong_count(o.as_header()) } > 2 {
+        open.done.insert(addr, text.clone());
+    }
+    Ok(text)
+}
+
+fn repr_object_body(o: &ObjectRef, open: &mut Walk) -> Result<String> {
     let key = crate::runtime::object::type_table::type_index_to_key(o.type_index())?;
     if let Some(Value::Func(hook)) = crate::runtime::reflection::type_info::attr(b"__ffi_repr__", o.type_index()) {
         let nested = PackedFunc::from_typed(|a| Ok(Value::Str(repr(&a.to_value(0)?)?)));

@@ -10,7 +10,10 @@
 
 use crate::abi::ffi_type_index as fti;
 use crate::runtime::base::error::{Error, Result};
-use crate::runtime::collections::list_map::{bytes_of, map_items, new_map, sequence_items, text_of, ListObj};
+use crate::runtime::base::nesting::nested;
+use crate::runtime::collections::list_map::{
+    bytes_of, map_items, new_map, release_all, sequence_items, text_of, ListObj,
+};
 use crate::runtime::extra::json::{parse, stringify};
 use crate::runtime::function::packed::{PackedFunc, Value};
 use crate::runtime::object::{
@@ -62,7 +65,7 @@ fn node_key(v: &Value) -> NodeKey {
 struct Writer {
     nodes: Vec<Value>,
     index: HashMap<NodeKey, i64>,
-    open: Vec<usize>,
+    open: std::collections::HashSet<usize>,
 }
 
 fn base64(b: &[u8]) -> String {
@@ -103,7 +106,7 @@ impl Writer {
         if let Some(&i) = self.index.get(&key) {
             return Ok(i);
         }
-        let (type_key, data) = self.encode(v)?;
+        let (type_key, data) = nested("saving a JSON object graph", || self.encode(v))?;
         let mut pairs = vec![("type", Value::Str(type_key))];
         if let Some(d) = data {
             pairs.push(("data", d));
@@ -148,9 +151,9 @@ impl Writer {
                     let what = if o.type_index() == ti::LIST { "List" } else { "Dict" };
                     return Err(Error::value(format!("Cycle detected during serialization: a {what} contains itself")));
                 }
-                self.open.push(at);
+                self.open.insert(at);
                 let d = if o.type_index() == ti::LIST { self.sequence(o) } else { self.map(o) };
-                self.open.pop();
+                self.open.remove(&at);
                 d?
             }
             ti::FFI_MAP => self.map(o)?,
@@ -235,7 +238,21 @@ pub fn to_json_graph(value: &Value, metadata: Value) -> Result<Value> {
 
 struct Reader {
     nodes: Vec<Value>,
-    done: Vec<Option<Value>>,
+    done: Vec<Built>,
+    /// The nodes being built, innermost last.
+    path: Vec<usize>,
+    /// Where the build failed: the innermost node, for the error to name (`Some(None)`: the
+    /// error names it already).
+    failed: Option<Option<usize>>,
+}
+
+/// Where the build of a node stands.
+#[derive(Clone)]
+enum Built {
+    No,
+    /// Its children are being built: a reference to it from one of them is a cycle.
+    Building,
+    Yes(Value),
 }
 
 /// Field `key` of a JSON object.
@@ -261,15 +278,33 @@ fn list_of(v: Option<Value>, what: &str) -> Result<Vec<Value>> {
 }
 
 impl Reader {
+    /// Node `i`, built once. Graphs list children first, so that building nodes in order finds
+    /// every child built; a child listed after its parent is built then, one level deeper.
     fn node(&mut self, i: i64) -> Result<Value> {
-        let at = usize::try_from(i).ok().filter(|&k| k < self.nodes.len());
-        let at = at.ok_or_else(|| Error::value(format!("Invalid JSON Object Graph: invalid node index {i}")))?;
-        if let Some(v) = &self.done[at] {
-            return Ok(v.clone());
+        let referrer = self.path.last().map_or(String::from("the root index"), |r| format!("node {r}"));
+        let at = usize::try_from(i).ok().filter(|&k| k < self.nodes.len()).ok_or_else(|| {
+            self.failed = Some(None);
+            Error::value(format!("Invalid JSON Object Graph: {referrer} refers to node {i}, which does not exist"))
+        })?;
+        match &self.done[at] {
+            Built::Yes(v) => return Ok(v.clone()),
+            Built::Building => {
+                self.failed = Some(None);
+                return Err(Error::value(format!(
+                    "Invalid JSON Object Graph: {referrer} refers to node {at}, which contains it (a cycle)"
+                )));
+            }
+            Built::No => {}
         }
+        self.done[at] = Built::Building;
+        self.path.push(at);
         let node = self.nodes[at].clone();
-        let v = self.decode(&node)?;
-        self.done[at] = Some(v.clone());
+        let v = nested("loading a JSON object graph", || self.decode(&node));
+        self.path.pop();
+        let v = v.inspect_err(|_| {
+            self.failed.get_or_insert(Some(at));
+        })?;
+        self.done[at] = Built::Yes(v.clone());
         Ok(v)
     }
 
@@ -315,10 +350,17 @@ impl Reader {
     }
 
     fn sequence(&mut self, key: &str, data: Value) -> Result<Value> {
-        let items = list_of(Some(data), "sequence data")?
-            .iter()
-            .map(|i| Ok(self.node(int_of(i, "a node index")?)?.into_any()))
-            .collect::<Result<Vec<_>>>()?;
+        let indexes = list_of(Some(data), "sequence data")?;
+        let mut items = Vec::with_capacity(indexes.len());
+        for i in &indexes {
+            match int_of(i, "a node index").and_then(|i| self.node(i)) {
+                Ok(v) => items.push(v.into_any()),
+                Err(e) => {
+                    release_all(items);
+                    return Err(e);
+                }
+            }
+        }
         Ok(Value::Object(if key == "ffi.List" {
             ObjPtr::new(ListObj::new(items)?).to_object_ref()
         } else {
@@ -336,9 +378,14 @@ impl Reader {
         }
         let mut pairs = Vec::new();
         for kv in flat.chunks(2) {
-            let k = self.node(int_of(&kv[0], "a node index")?)?;
-            let v = self.node(int_of(&kv[1], "a node index")?)?;
-            pairs.push((k.into_any(), v.into_any()));
+            let node = |r: &mut Self, at: &Value| int_of(at, "a node index").and_then(|i| r.node(i));
+            match node(self, &kv[0]).and_then(|k| Ok((k, node(self, &kv[1])?))) {
+                Ok((k, v)) => pairs.push((k.into_any(), v.into_any())),
+                Err(e) => {
+                    release_all(pairs.into_iter().flat_map(|(k, v)| [k, v]).collect());
+                    return Err(e);
+                }
+            }
         }
         Ok(Value::Object(if key == "ffi.Dict" {
             new_map::<{ ti::DICT }>(pairs)?
@@ -420,8 +467,13 @@ pub fn from_json_graph(graph: &Value) -> Result<Value> {
     };
     let nodes = list_of(get(graph, "nodes")?, "`nodes`")
         .map_err(|_| Error::value("Invalid JSON Object Graph, expected `nodes` array field"))?;
-    let done = vec![None; nodes.len()];
-    Reader { nodes, done }.node(root)
+    let mut r = Reader { done: vec![Built::No; nodes.len()], nodes, path: Vec::new(), failed: None };
+    // Children first, so that no build recurses in a graph listed as writers list them.
+    let built = (0..root.clamp(0, r.nodes.len() as i64)).try_for_each(|i| r.node(i).map(drop));
+    built.and_then(|()| r.node(root)).map_err(|e| match r.failed {
+        Some(Some(at)) => e.context(format!("node {at}")),
+        _ => e,
+    })
 }
 
 fn metadata_arg(args: &crate::runtime::function::packed::Args<'_>) -> Result<Value> {

@@ -13,12 +13,13 @@
 
 use crate::abi::TVMFFIFieldInfo;
 use crate::runtime::base::error::{Error, Result};
+use crate::runtime::base::nesting::nested;
 use crate::runtime::collections::list_map::{any_equal, bytes_of, map_items, sequence_items, text_of};
 use crate::runtime::collections::recursive::{combine, hash_bytes, object_of};
 use crate::runtime::function::packed::{Args, PackedFunc, Value};
 use crate::runtime::object::{header::ObjectRef, type_table::type_index as ti};
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::runtime::reflection::fields::{DEF_PATTERN, DEF_SIMPLE, SEQ_HASH_IGNORE};
@@ -135,6 +136,10 @@ struct Equal {
     rhs_to_lhs: HashMap<usize, ObjectRef>,
     /// Reverse paths to the first mismatch, when asked for.
     paths: Option<(Vec<Step>, Vec<Step>)>,
+    /// The objects being compared on each side (one holding itself is a cycle, refused).
+    open: (HashSet<usize>, HashSet<usize>),
+    /// Pairs found equal.
+    proven: HashSet<(usize, usize)>,
 }
 
 // SAFETY: the values held are mismatch-path keys (integers, strings, objects of Send + Sync
@@ -249,7 +254,28 @@ impl Equal {
         Ok(true)
     }
 
+    /// Whether two objects are equal; a pair found equal is not compared again, so values
+    /// sharing objects many times over compare in time linear in their objects.
     fn objects(&mut self, x: &ObjectRef, y: &ObjectRef) -> Result<bool> {
+        let (kx, ky) = (x.as_header() as usize, y.as_header() as usize);
+        if self.proven.contains(&(kx, ky)) {
+            return Ok(true);
+        }
+        if self.open.0.contains(&kx) || self.open.1.contains(&ky) {
+            return Err(cycle("structural_equal", if self.open.0.contains(&kx) { x } else { y }));
+        }
+        self.open.0.insert(kx);
+        self.open.1.insert(ky);
+        let same = nested("structural_equal", || self.object_contents(x, y));
+        self.open.0.remove(&kx);
+        self.open.1.remove(&ky);
+        if matches!(same, Ok(true)) {
+            self.proven.insert((kx, ky));
+        }
+        same
+    }
+
+    fn object_contents(&mut self, x: &ObjectRef, y: &ObjectRef) -> Result<bool> {
         if let (Some(a), Some(b)) = (sequence_items(x)?, sequence_items(y)?) {
             return self.sequences(&a, &b);
         }
@@ -345,6 +371,12 @@ impl Equal {
     }
 }
 
+/// The error of a walk that met an object it is inside of.
+fn cycle(walk: &str, o: &ObjectRef) -> Error {
+    let key = crate::runtime::object::type_table::type_index_to_key(o.type_index()).unwrap_or_default();
+    Error::value(format!("{walk}: a `{key}` contains itself (a cycle)"))
+}
+
 fn start(map_free_vars: bool, skip_tensor_content: bool) -> Equal {
     Equal {
         region: Some(if map_free_vars { Region::Pattern } else { Region::None }),
@@ -382,6 +414,8 @@ fn first_mismatch(a: &Value, b: &Value, map_free_vars: bool, skip: bool) -> Resu
 struct Hash {
     region: Option<Region>,
     skip_tensor_content: bool,
+    /// The objects being hashed (one holding itself is a cycle, refused).
+    open: HashSet<usize>,
     memo: HashMap<usize, u64>,
     free_vars: u64,
     dag_nodes: u64,
@@ -426,7 +460,25 @@ impl Hash {
         hash_bytes(crate::runtime::object::type_table::type_index_to_key(o.type_index()).unwrap_or_default().as_bytes())
     }
 
+    /// An object's hash, computed once per object: a value sharing an object many times over
+    /// (`[a, a]` with `a` = `[b, b]`, ...) hashes in time linear in its objects. Every object's
+    /// hash is fixed once computed (what it holds is memoized in turn), so a container's is too.
     fn object(&mut self, o: &ObjectRef) -> Result<u64> {
+        let at = o.as_header() as usize;
+        if let Some(&h) = self.memo.get(&at) {
+            return Ok(h);
+        }
+        if !self.open.insert(at) {
+            return Err(cycle("structural_hash", o));
+        }
+        let h = nested("structural_hash", || self.object_contents(o));
+        self.open.remove(&at);
+        let h = h?;
+        self.memo.insert(at, h);
+        Ok(h)
+    }
+
+    fn object_contents(&mut self, o: &ObjectRef) -> Result<u64> {
         if let Some(items) = sequence_items(o)? {
             let mut h = combine(Self::type_hash(o), items.len() as u64);
             for v in &items {

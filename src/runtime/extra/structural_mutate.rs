@@ -22,6 +22,7 @@
 
 use crate::abi::{ffi_type_index as fti, TVMFFIAny, TVMFFIFieldInfo};
 use crate::runtime::base::error::{Error, Result};
+use crate::runtime::base::nesting::nested;
 use crate::runtime::collections::list_map::{map_cell, new_map, sequence_items, ListObj};
 use crate::runtime::container::FfiArrayObj;
 use crate::runtime::extra::structural_visit::{
@@ -305,11 +306,11 @@ fn in_region<R>(m: &Mutator, kind: i64, f: impl FnOnce() -> R) -> R {
 
 /// Mutates `v` as the policy says; the outcome is `None` when it comes out the same value.
 fn mutate(m: &Mutator, v: &Owned, sole: Sole) -> Result<Out> {
-    let out = match &m.policy {
-        Policy::Map { pre_order: true, .. } => map_pre(m, v, sole)?,
-        Policy::Map { .. } => map_post(m, v, sole)?,
-        Policy::Mutate(entries) => mutate_step(m, entries, v, sole)?,
-    };
+    let out = nested("a structural mutation", || match &m.policy {
+        Policy::Map { pre_order: true, .. } => map_pre(m, v, sole),
+        Policy::Map { .. } => map_post(m, v, sole),
+        Policy::Mutate(entries) => mutate_step(m, entries, v, sole),
+    })?;
     Ok(out.filter(|r| !r.same_as(v)))
 }
 

@@ -9,6 +9,7 @@
 
 use crate::abi::{ffi_type_index as fti, TVMFFIAny};
 use crate::runtime::base::error::{Error, Result};
+use crate::runtime::base::nesting::nested;
 use crate::runtime::collections::list_map::{map_items, sequence_items};
 use crate::runtime::function::error_object::{catch_native, error_any, returned_error};
 use crate::runtime::function::packed::{PackedFunc, Value};
@@ -263,6 +264,10 @@ fn visit(v: &Visitor, value: &Value) -> Result<Value> {
     if matches!(value, Value::Null) {
         return Ok(Value::Null);
     }
+    nested("a structural visit", || visit_level(v, value))
+}
+
+fn visit_level(v: &Visitor, value: &Value) -> Result<Value> {
     match &v.policy {
         Policy::Walk(w) => w.visit(v, value),
         Policy::Visit(entries) => {

@@ -673,21 +673,18 @@ pub unsafe fn release(header: *mut ObjectHeader) {
         unsafe { die(header, DELETE_BOTH) };
         return;
     }
-    // SAFETY: the payload goes now; the block when the last weak reference does. `header` is not
-    // touched after the call that frees it.
-    unsafe {
-        die(header, DELETE_STRONG);
-        if count.fetch_sub(WEAK_ONE, Ordering::Release) == WEAK_ONE {
-            count.load(Ordering::Acquire);
-            if let Some(deleter) = (*header).deleter {
-                deleter(header as *mut c_void, DELETE_WEAK);
-            }
-        }
-    }
+    // SAFETY: the payload goes now; the block when the last weak reference does (`die` counts
+    // the weak reference down after the payload's deleter).
+    unsafe { die(header, DELETE_STRONG) };
 }
 
 /// The last strong reference to an object gone: it leaves the live set (checked mode) and its
-/// deleter runs with `flags` (the payload, and with `DELETE_BOTH` the block too).
+/// deleter runs with `flags` (the payload, and with `DELETE_BOTH` the block too; with
+/// `DELETE_STRONG` alone the weak reference the strong ones held is given up after it).
+///
+/// Deleting an object releases the objects it holds, which may die in turn: an object that dies
+/// while another is being deleted on this thread is deleted after it, by the outermost `die`, in
+/// a loop. So freeing a value nested however deep (a list of lists 100 000 deep) never recurses.
 ///
 /// # Safety
 /// `header` is an object whose strong count reached zero, its payload not yet deleted.
@@ -696,11 +693,60 @@ unsafe fn die(header: *mut ObjectHeader, flags: c_int) {
     if live::checking() {
         live::unregister(header as usize);
     }
+    // `try_with`: while the thread's own storage is being torn down, objects die at once.
+    let outermost = DYING.try_with(|d| match d.deleting.replace(true) {
+        true => {
+            d.queue.borrow_mut().push((header as usize, flags));
+            false
+        }
+        false => true,
+    });
+    match outermost {
+        Ok(false) => {}
+        Ok(true) => {
+            // SAFETY: the object this call was given (contract above), then each queued one,
+            // queued by a call with the same contract.
+            unsafe { delete(header, flags) };
+            while let Some((h, f)) = DYING.with(|d| d.queue.borrow_mut().pop()) {
+                unsafe { delete(h as *mut ObjectHeader, f) };
+            }
+            DYING.with(|d| d.deleting.set(false));
+        }
+        Err(_) => unsafe { delete(header, flags) },
+    }
+}
+
+/// The objects dying on this thread (see [`die`]).
+struct Dying {
+    deleting: std::cell::Cell<bool>,
+    queue: std::cell::RefCell<Vec<(usize, c_int)>>,
+}
+
+thread_local! {
+    static DYING: Dying = const { Dying { deleting: std::cell::Cell::new(false), queue: std::cell::RefCell::new(Vec::new()) } };
+}
+
+/// Run `header`'s deleter with `flags`, then, for `DELETE_STRONG` alone, give up the weak
+/// reference the strong ones held (the block goes with the last weak reference).
+///
+/// # Safety
+/// As [`die`].
+unsafe fn delete(header: *mut ObjectHeader, flags: c_int) {
     // SAFETY: still allocated (contract above); its own deleter, called as tvm-ffi's protocol
-    // says.
+    // says; `header` is not touched after the call that frees it.
     unsafe {
-        if let Some(deleter) = (*header).deleter {
-            deleter(header as *mut c_void, flags);
+        let deleter = (*header).deleter;
+        if let Some(d) = deleter {
+            d(header as *mut c_void, flags);
+        }
+        if flags == DELETE_STRONG {
+            let count = &(*header).combined_ref_count;
+            if count.fetch_sub(WEAK_ONE, Ordering::Release) == WEAK_ONE {
+                count.load(Ordering::Acquire);
+                if let Some(d) = deleter {
+                    d(header as *mut c_void, DELETE_WEAK);
+                }
+            }
         }
     }
 }
