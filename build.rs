@@ -18,6 +18,12 @@ fn main() {
     for kind in ["bins", "tests", "examples", "benches"] {
         println!("cargo:rustc-link-arg-{kind}=-rdynamic");
     }
+    // A ThreadSanitizer build (scripts/tsan.sh) does not grow stacks (runtime/base/nesting.rs).
+    println!("cargo:rustc-check-cfg=cfg(tvm_runtime_tsan)");
+    println!("cargo:rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
+    if std::env::var("CARGO_ENCODED_RUSTFLAGS").is_ok_and(|f| f.contains("sanitizer=thread")) {
+        println!("cargo:rustc-cfg=tvm_runtime_tsan");
+    }
 
     cxx_api(&crate_dir);
 

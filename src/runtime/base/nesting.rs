@@ -3,6 +3,9 @@
 //! level: on a stack grown on the heap when the thread's own runs low (so that depth is never a
 //! stack overflow), and up to [`MAX_NESTING`] levels, past which the walk fails with an error (a
 //! value that deep is a cycle the walk could not tell, or an attack).
+//!
+//! Under ThreadSanitizer, which cannot follow a switch to another stack, stacks are not grown
+//! ([`grows_stacks`]): a sanitizer build walks as deep as the thread's own stack allows.
 
 use super::error::{Error, Result};
 use std::cell::Cell;
@@ -38,7 +41,22 @@ pub fn nested<R>(what: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
     if depth > MAX_NESTING {
         return Err(Error::value(format!("{what}: the value is nested deeper than {MAX_NESTING} levels")));
     }
-    stacker::maybe_grow(RED_ZONE, SEGMENT, f)
+    if grows_stacks() {
+        stacker::maybe_grow(RED_ZONE, SEGMENT, f)
+    } else {
+        f()
+    }
+}
+
+/// Whether [`nested`] grows stacks: not in a ThreadSanitizer build of this library, nor in a
+/// process running ThreadSanitizer (found by its runtime's entry point).
+pub fn grows_stacks() -> bool {
+    if cfg!(tvm_runtime_tsan) {
+        return false;
+    }
+    static GROWS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    // SAFETY: a lookup in the global scope by a NUL-terminated name.
+    *GROWS.get_or_init(|| unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__tsan_init".as_ptr()) }.is_null())
 }
 
 #[cfg(test)]
@@ -56,6 +74,11 @@ mod tests {
 
     #[test]
     fn deep_walks_grow_the_stack_and_too_deep_ones_fail() {
+        if !grows_stacks() {
+            // ThreadSanitizer: no growing, so nothing deeper than the thread's stack.
+            assert_eq!(down(100).unwrap(), 100);
+            return;
+        }
         // On a thread with a small stack: far deeper than it holds.
         let deep = std::thread::Builder::new().stack_size(256 * 1024).spawn(|| down(100_000)).unwrap();
         assert_eq!(deep.join().unwrap().unwrap(), 100_000);
