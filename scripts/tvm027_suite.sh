@@ -42,8 +42,9 @@ run() {
     log="$out/$1.$(echo "$f" | tr / _).log"
     # CI=true would make apache/tvm's conftest install a request hook it does not ship here
     rc=0
-    (cd "$suite" && env -u CI timeout 900 "$REPO/$python" -m pytest -q -rA \
-      -p no:cacheprovider -k "not rpc" "$f") >"$log" 2>&1 || rc=$?
+    # -p pytest_seeded: the same random inputs on both libraries (see scripts/pytest_seeded.py)
+    (cd "$suite" && env -u CI PYTHONPATH="$REPO/scripts" timeout 900 "$REPO/$python" -m pytest \
+      -q -rA -p no:cacheprovider -p pytest_seeded -k "not rpc" "$f") >"$log" 2>&1 || rc=$?
     grep -E '^PASSED ' "$log" | cut -d' ' -f2 >>"$out/$1.passed" || true
     # pytest's exit codes 0-5 end with its summary; anything else is the process dying (a crash
     # or the time limit), which leaves no summary and counts the file's tests as not passed
