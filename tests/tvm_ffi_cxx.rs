@@ -28,6 +28,17 @@ fn compile(source: &Path, out: &Path, extra: &[&str]) {
     assert!(status.success(), "compiling {} failed", source.display());
 }
 
+/// That a program exited 0 printing only OK, else its output (`what` names it).
+fn assert_printed_ok(out: &std::process::Output, what: &str) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.trim() == "OK",
+        "{what} failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn cxx_program_loads_and_calls_a_quickstart_kernel() {
     let dir = scratch("tvm_ffi_cxx");
@@ -37,13 +48,7 @@ fn cxx_program_loads_and_calls_a_quickstart_kernel() {
     compile(&sources.join("add_one_kernel.cc"), &kernel, &["-shared", "-fPIC"]);
     compile(&sources.join("loader.cc"), &loader, &[]);
     let out = Command::new(&loader).arg(&kernel).output().expect("run the loader");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.trim() == "OK",
-        "loader failed ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_printed_ok(&out, "loader");
 }
 
 /// A C++ program on tvm-ffi's C++ API alone runs a library apache-tvm 0.27's `tvm.compile`
@@ -63,13 +68,7 @@ fn cxx_program_runs_a_tvm_compile_library() {
         .arg(data.join("main0_out0.bin"))
         .output()
         .expect("run the Relax loader");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.trim() == "OK",
-        "relax loader failed ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_printed_ok(&out, "relax loader");
 }
 
 /// A kernel library's function that takes objects (`ffi::Tensor`, `ffi::Array<int64_t>`,
@@ -98,4 +97,16 @@ fn a_kernel_library_function_takes_objects() {
     let x = NDArray::empty(&[1], DLDataType::FLOAT32, DLDevice::cpu(0)).unwrap();
     let e = combine.call(&[Value::NDArray(x), Value::Int(3), Value::Null, Value::Str("t".into())]).unwrap_err();
     assert!(e.message().contains("Array"), "{e}");
+}
+
+/// Maps and dicts cross between this runtime and C++ code compiled against tvm-ffi's headers,
+/// which hash, find, insert and erase inline (c_tests/tvm_ffi_cxx/map_interop.cc): each side
+/// finds, changes and walks what the other built, small and dense, across the move between.
+#[test]
+fn maps_cross_between_cxx_and_the_runtime_in_both_layouts() {
+    let dir = scratch("tvm_ffi_cxx_maps");
+    let program = dir.join("map_interop");
+    compile(&repo().join("c_tests/tvm_ffi_cxx/map_interop.cc"), &program, &[]);
+    let out = Command::new(&program).output().expect("run the map program");
+    assert_printed_ok(&out, "map interop");
 }

@@ -2,16 +2,15 @@
 //! `ffi.List` (the sequence cell of `ffi.Array`, grown in place) and `ffi.Map` / `ffi.Dict`
 //! (`container/map_base.h`'s `MapBaseObj`).
 //!
-//! Maps made here always use the header's *small* layout (entries in insertion order in one
-//! buffer, found by a linear scan; the small-layout tag in the top bit of `slots`), at any size:
-//! C++ code reads that layout at any size, and when it grows such a map past its slots it
-//! rebuilds it in its own dense layout. Both layouts are read here (a dense map in the order of
-//! its iteration list), so maps that foreign code built, or switched in place to dense, work too.
-//! Lookups are linear: no hash function has to agree with C++'s.
+//! Maps use the header's two layouts as C++ code does: up to four pairs the *small* one (pairs
+//! in insertion order, compared one by one; the tag in the top bit of `slots`), past that the
+//! *dense* hash table, worked in [`map_table`](super::map_table) with the key hash and equality
+//! of C++'s inline code ([`map_keys`](super::map_keys)): C++ code finds, inserts and erases in
+//! maps made here, and the reverse.
 //!
-//! A map made here holds its pairs in its own block, after the cell, as tvm-ffi's small maps do
-//! (one allocation, no data deleter); a dict that outgrows that room moves them to a buffer of
-//! its own. Buffers are `malloc`ed and freed by [`free_buffer`], stored as the cell's data
+//! A small map made here holds its pairs in its own block, after the cell, as tvm-ffi's small
+//! maps do (one allocation, no data deleter); one that outgrows that room moves them to a buffer
+//! of its own. Buffers are `malloc`ed and freed by [`free_buffer`], stored as the cell's data
 //! deleter: C++ code that grows a list calls that deleter on the old buffer and keeps it for
 //! the new one, which it allocates with `operator new` (`malloc` underneath, as with libstdc++).
 //!
@@ -24,6 +23,8 @@
 //! small-map pairs, the quick key test), so they share the cells' private parts; in a file of
 //! their own those would have to be opened to the whole room.
 
+use super::map_keys::Answers;
+use super::map_table::{Put, Step, Stop, EMPTY_SLOT, PROTECTED_SLOT};
 use crate::abi::TVMFFIAny;
 use crate::runtime::base::error::{Error, Result};
 use crate::runtime::function::packed::Value;
@@ -98,75 +99,6 @@ pub fn any_equal(a: &Value, b: &Value) -> bool {
             same
         }
     }
-}
-
-/// Whether two values (owned, or a call's views) are equal as map keys: decided in place where
-/// the values themselves say it (see [`quick_key_equal`]), else as [`any_equal`] decides.
-fn keys_equal(a: &TVMFFIAny, b: &TVMFFIAny) -> Result<bool> {
-    match quick_key_equal(a, b) {
-        Some(same) => Ok(same),
-        None => Ok(any_equal(&view(a)?, &view(b)?)),
-    }
-}
-
-/// The text of an inline string value: a small string's bytes, or a caller's C string.
-fn inline_text(a: &TVMFFIAny) -> Option<&[u8]> {
-    use crate::abi::ffi_type_index as fti;
-    match a.type_index {
-        fti::SMALL_STR => {
-            let n = (a.zero_padding as usize).min(7);
-            // SAFETY: the value's own 8 bytes, of which the first `n` are the text.
-            Some(unsafe { std::slice::from_raw_parts(&a.value as *const u64 as *const u8, n) })
-        }
-        // SAFETY: a valid view's C string (NUL-terminated, alive for the call).
-        fti::RAW_STR if !a.as_ptr().is_null() => {
-            Some(unsafe { std::ffi::CStr::from_ptr(a.as_ptr().cast()) }.to_bytes())
-        }
-        _ => None,
-    }
-}
-
-/// Whether two keys are equal when the values themselves decide it, as [`any_equal`] would:
-/// integers, booleans and None by value and type, inline texts by their bytes, one object
-/// twice. `None` where only `any_equal` can say (an object against a text or another object:
-/// a string object's text, a type's own `__any_equal__`).
-fn quick_key_equal(a: &TVMFFIAny, b: &TVMFFIAny) -> Option<bool> {
-    use crate::abi::ffi_type_index as fti;
-    // The common keys first: two of one plain type, two small strings (lengths, then the bytes
-    // of the text: the rest of the 8 need not be zero).
-    match (a.type_index, b.type_index) {
-        (fti::INT, fti::INT) | (fti::BOOL, fti::BOOL) | (fti::NONE, fti::NONE) => return Some(a.value == b.value),
-        (fti::SMALL_STR, fti::SMALL_STR) => {
-            let n = a.zero_padding.min(7) as usize;
-            let same = n == b.zero_padding.min(7) as usize && a.value.to_ne_bytes()[..n] == b.value.to_ne_bytes()[..n];
-            return Some(same);
-        }
-        _ => {}
-    }
-    let plain = |t: i32| matches!(t, fti::NONE | fti::INT | fti::BOOL);
-    let object = |t: i32| t >= fti::STATIC_OBJECT_BEGIN;
-    if let (Some(x), Some(y)) = (inline_text(a), inline_text(b)) {
-        return Some(x == y);
-    }
-    match (a.type_index, b.type_index) {
-        // Two of one plain type are decided above: a plain value against anything else differs.
-        (x, y) if plain(x) || plain(y) => Some(false),
-        (x, y) if x == y && object(x) && a.value == b.value => Some(true),
-        _ => None,
-    }
-}
-
-/// Where `key` is among a small map's pairs, when every comparison is decided in place
-/// ([`quick_key_equal`]); `None` when one is not, or the map is dense.
-fn quick_position(cell: &MapCell, key: &TVMFFIAny) -> Option<Option<usize>> {
-    let (base, n) = cell.small_pairs()?;
-    for i in 0..n {
-        // SAFETY: entry `i` of the small map's `n` live pairs.
-        if quick_key_equal(unsafe { &(*base.add(i)).key }, key)? {
-            return Some(Some(i));
-        }
-    }
-    Some(None)
 }
 
 /// The elements of an `ffi.Array` or `ffi.List` (new references), or `None` for other objects.
@@ -249,13 +181,9 @@ impl ListObj {
 // ffi.Map / ffi.Dict
 
 /// The top bit of `slots`: the map uses the small layout.
-const SMALL_TAG: u64 = 1 << 63;
-/// Entries per block of the dense layout, and its empty / protected slot marks.
-const BLOCK_CAP: usize = 16;
-const EMPTY_SLOT: u8 = 0xFF;
-const PROTECTED_SLOT: u8 = 0xFE;
+pub(super) const SMALL_TAG: u64 = 1 << 63;
 /// The dense layout's end-of-list index.
-const NO_INDEX: u64 = u64::MAX;
+pub(super) const NO_INDEX: u64 = u64::MAX;
 
 /// A key and its value, as both layouts store them.
 #[repr(C)]
@@ -266,27 +194,27 @@ pub struct Kv {
 
 /// One entry of the dense layout: the pair and its place in the iteration list.
 #[repr(C)]
-struct DenseItem {
-    kv: Kv,
-    prev: u64,
-    next: u64,
+pub(super) struct DenseItem {
+    pub(super) kv: Kv,
+    pub(super) prev: u64,
+    pub(super) next: u64,
 }
 
 /// `MapBaseObj`'s fields and, after them, the ones a map switched in place to the dense layout
 /// (`DenseMapBaseObj`) adds: every map made here is large enough to be switched.
 #[repr(C)]
 pub struct MapCell {
-    data: *mut c_void,
-    size: u64,
-    slots: u64,
-    data_deleter: Option<unsafe extern "C" fn(*mut c_void)>,
-    fib_shift: u32,
-    iter_head: u64,
-    iter_tail: u64,
+    pub(super) data: *mut c_void,
+    pub(super) size: u64,
+    pub(super) slots: u64,
+    pub(super) data_deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+    pub(super) fib_shift: u32,
+    pub(super) iter_head: u64,
+    pub(super) iter_tail: u64,
 }
 
 impl MapCell {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         MapCell {
             data: std::ptr::null_mut(),
             size: 0,
@@ -298,11 +226,11 @@ impl MapCell {
         }
     }
 
-    fn is_small(&self) -> bool {
+    pub(super) fn is_small(&self) -> bool {
         self.slots & SMALL_TAG != 0
     }
 
-    fn capacity(&self) -> u64 {
+    pub(super) fn capacity(&self) -> u64 {
         self.slots & !SMALL_TAG
     }
 
@@ -311,17 +239,11 @@ impl MapCell {
     /// # Safety
     /// The map is dense and `i` below its slot count.
     unsafe fn dense_slot(&self, i: u64) -> (u8, *mut DenseItem) {
-        let block_bytes = BLOCK_CAP + BLOCK_CAP * std::mem::size_of::<DenseItem>();
-        let (b, j) = ((i as usize) / BLOCK_CAP, (i as usize) % BLOCK_CAP);
-        // SAFETY: the caller's promise: block `b` exists in `data`.
-        unsafe {
-            let block = (self.data as *mut u8).add(b * block_bytes);
-            (*block.add(j), (block.add(BLOCK_CAP) as *mut DenseItem).add(j))
-        }
+        (self.meta_byte(i), self.item(i))
     }
 
     /// A small map's pairs, in order: its buffer and their count (`None` for a dense map).
-    fn small_pairs(&self) -> Option<(*mut Kv, usize)> {
+    pub(super) fn small_pairs(&self) -> Option<(*mut Kv, usize)> {
         self.is_small().then_some((self.data as *mut Kv, self.size as usize))
     }
 
@@ -384,139 +306,20 @@ impl MapCell {
         self.size == 0
     }
 
-    /// The entry whose key equals `key` (comparing may call a type's `__any_equal__`: not under
-    /// the containers' lock; see [`map_index`]).
-    fn find(&self, key: &Value) -> Result<Option<*mut Kv>> {
-        for kv in self.entries() {
-            // SAFETY: a live entry of this cell.
-            if any_equal(&view(unsafe { &(*kv).key })?, key) {
-                return Ok(Some(kv));
-            }
-        }
-        Ok(None)
-    }
-
-    /// The value stored for `key`, if any (as [`find`](Self::find)).
-    #[cfg(test)]
-    fn get(&self, key: &Value) -> Result<Option<Value>> {
-        // SAFETY: a live entry of this cell.
-        self.find(key)?.map(|kv| view(unsafe { &(*kv).value })).transpose()
-    }
-
-    /// Moves the entries into a fresh small-layout buffer with room for `room` more, releasing
-    /// the old storage (its pairs are moved, not released).
-    fn respill(&mut self, room: usize) -> Result<()> {
-        let entries = self.entries();
-        let n = entries.len();
-        let cap = (n + room).max(2).max(n * 2);
-        let buf = alloc_buffer::<Kv>(cap)?;
-        for (i, kv) in entries.into_iter().enumerate() {
-            // SAFETY: moving each live pair bit for bit into the new buffer (within its `cap`).
-            unsafe { std::ptr::copy_nonoverlapping(kv, buf.add(i), 1) };
-        }
+    /// Moves the pairs of a small map into a fresh small buffer of `cap` pairs, releasing the
+    /// old storage (its pairs are moved, not released).
+    pub(super) fn respill(&mut self, cap: usize) -> Result<()> {
+        let (base, n) = self.small_pairs().expect("a small map");
+        let buf = alloc_buffer::<Kv>(cap.max(n))?;
+        // SAFETY: moving the live pairs bit for bit into the new buffer (within its room).
+        unsafe { std::ptr::copy_nonoverlapping(base, buf, n) };
         if let Some(free) = self.data_deleter {
-            // SAFETY: the old storage's own deleter; its pairs were moved out above (a dense
-            // block or a small buffer is freed without touching its contents).
+            // SAFETY: the old storage's own deleter; its pairs were moved out above.
             unsafe { free(self.data) };
         }
-        (self.data, self.size, self.slots) = (buf as *mut c_void, n as u64, cap as u64 | SMALL_TAG);
+        (self.data, self.slots) = (buf as *mut c_void, cap.max(n) as u64 | SMALL_TAG);
         self.data_deleter = Some(free_buffer);
-        (self.iter_head, self.iter_tail) = (NO_INDEX, NO_INDEX);
         Ok(())
-    }
-
-    /// Sets `key` to `value` (both owned; a replaced value is released), for a map not yet
-    /// shared (compares keys, as [`find`](Self::find)). On an error both are released.
-    fn put(&mut self, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
-        match self.key_position(&key) {
-            Ok(at) => self.set_at(at, key, value),
-            Err(e) => {
-                release_all(vec![key, value]);
-                Err(e)
-            }
-        }
-    }
-
-    /// The position of the entry whose key equals the owned value `key`.
-    fn key_position(&self, key: &TVMFFIAny) -> Result<Option<usize>> {
-        let Some((base, n)) = self.small_pairs() else {
-            let key = view(key)?;
-            return Ok(self.find(&key)?.and_then(|kv| self.entries().iter().position(|p| *p == kv)));
-        };
-        for i in 0..n {
-            // SAFETY: entry `i` of the small map's `n` live pairs.
-            if keys_equal(unsafe { &(*base.add(i)).key }, key)? {
-                return Ok(Some(i));
-            }
-        }
-        Ok(None)
-    }
-
-    /// Removes `key`'s entry; whether there was one (as [`find`](Self::find)).
-    #[cfg(test)]
-    fn erase(&mut self, key: &Value) -> Result<bool> {
-        if !self.is_small() {
-            self.respill(0)?;
-        }
-        let Some(kv) = self.find(key)? else { return Ok(false) };
-        let base = self.data as *mut Kv;
-        // SAFETY: `kv` is entry `i` of the small buffer; it is released and the later entries
-        // move down one place, keeping the insertion order.
-        unsafe {
-            let i = kv.offset_from(base) as usize;
-            release_any(&(*kv).key);
-            release_any(&(*kv).value);
-            std::ptr::copy(base.add(i + 1), base.add(i), self.size as usize - i - 1);
-        }
-        self.size -= 1;
-        Ok(true)
-    }
-
-    /// Sets the value of entry `at` (the key given is released), or appends the pair when `at`
-    /// is `None` or out of range. Both values are owned. Compares nothing, so it may run under
-    /// the containers' lock.
-    pub fn set_at(&mut self, at: Option<usize>, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
-        let entry = match (at, self.small_pairs()) {
-            // SAFETY: entry `i` of a small map's `n` pairs.
-            (Some(i), Some((base, n))) if i < n => Some(unsafe { base.add(i) }),
-            (Some(i), None) => self.entries().get(i).copied(),
-            _ => None,
-        };
-        if let Some(kv) = entry {
-            // SAFETY: a live entry; its old value and the duplicate key are released once.
-            unsafe {
-                release_any(&(*kv).value);
-                (*kv).value = value;
-                release_any(&key);
-            }
-            return Ok(());
-        }
-        if !self.is_small() || self.size >= self.capacity() {
-            self.respill(1)?;
-        }
-        // SAFETY: room for one more pair in a small buffer.
-        unsafe { (self.data as *mut Kv).add(self.size as usize).write(Kv { key, value }) };
-        self.size += 1;
-        Ok(())
-    }
-
-    /// Removes entry `at` (keeping the order of the others); whether there was one.
-    pub fn erase_at(&mut self, at: usize) -> Result<bool> {
-        if !self.is_small() {
-            self.respill(0)?;
-        }
-        if at >= self.size as usize {
-            return Ok(false);
-        }
-        let base = self.data as *mut Kv;
-        // SAFETY: entry `at` of the small buffer is released and the later ones move down.
-        unsafe {
-            release_any(&(*base.add(at)).key);
-            release_any(&(*base.add(at)).value);
-            std::ptr::copy(base.add(at + 1), base.add(at), self.size as usize - at - 1);
-        }
-        self.size -= 1;
-        Ok(true)
     }
 
     /// Releases every entry and the storage, leaving an empty small map.
@@ -583,16 +386,22 @@ impl<const I: u32> InplaceObject for HashObj<I> {
 }
 
 impl<const I: u32> HashObj<I> {
-    /// An empty map with room for `n` pairs after its cell, in the same block: tvm-ffi's own
-    /// small maps' layout (one allocation; no data deleter, so nothing frees the room apart).
-    fn with_room(n: usize) -> ObjPtr<Self> {
+    /// An empty map for `n` pairs: below four, a small map with room for them (at least two)
+    /// after its cell, in the same block, as tvm-ffi's own small maps (one allocation; no data
+    /// deleter, so nothing frees the room apart); from four, a dense one sized for them, as C++
+    /// code builds a map from a range.
+    fn with_room(n: usize) -> Result<ObjPtr<Self>> {
+        if n as u64 >= super::map_table::SMALL_MAX {
+            return Ok(ObjPtr::new(HashObj(UnsafeCell::new(MapCell::dense_for(n as u64)?))));
+        }
+        let n = n.max(2);
         let cell = |first: *mut Kv| {
             let mut cell = MapCell::new();
             (cell.data, cell.slots) = (first as *mut c_void, n as u64 | SMALL_TAG);
             HashObj(UnsafeCell::new(cell))
         };
         // SAFETY: the cell holds no pairs yet, so it reads none of the `n` uninitialised slots.
-        unsafe { ObjPtr::new_inline_with(n, I, cell) }
+        Ok(unsafe { ObjPtr::new_inline_with(n, I, cell) })
     }
 
     /// The cell of a map nobody else holds yet.
@@ -605,15 +414,27 @@ impl<const I: u32> HashObj<I> {
     /// A map of `pairs` (owned values; a repeated key keeps its last value). On an error every
     /// pair is released.
     pub fn new(pairs: Vec<(TVMFFIAny, TVMFFIAny)>) -> Result<ObjPtr<Self>> {
-        let mut map = Self::with_room(pairs.len());
+        let mut map = match Self::with_room(pairs.len()) {
+            Ok(map) => map,
+            Err(e) => {
+                release_all(pairs.into_iter().flat_map(|(k, v)| [k, v]).collect());
+                return Err(e);
+            }
+        };
         let mut pairs = pairs.into_iter();
         for (k, v) in pairs.by_ref() {
-            if let Err(e) = Self::unshared(&mut map).put(k, v) {
+            if let Err(e) = Self::put_unshared(&mut map, k, v) {
                 release_all(pairs.flat_map(|(k, v)| [k, v]).collect());
                 return Err(e);
             }
         }
         Ok(map)
+    }
+
+    /// Sets `key` to `value` (both owned; released on an error) in a map nobody else holds yet.
+    fn put_unshared(map: &mut ObjPtr<Self>, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
+        let put = asking(&key, |answers| Ok(Self::unshared(map).insert(key, value, answers)));
+        settle(put, key, value)
     }
 
     /// A map of a call's views, keys and values alternating (tvm-ffi's `ffi.Map` arguments),
@@ -622,7 +443,7 @@ impl<const I: u32> HashObj<I> {
         if views.len() % 2 != 0 {
             return Err(Error::value(format!("expected key and value pairs, got {} arguments", views.len())));
         }
-        let mut map = Self::with_room(views.len() / 2);
+        let mut map = Self::with_room(views.len() / 2)?;
         for kv in views.chunks(2) {
             // SAFETY: the caller's views are valid for the call.
             let key = unsafe { crate::runtime::reflection::type_info::owned_any(&kv[0]) }?;
@@ -634,7 +455,7 @@ impl<const I: u32> HashObj<I> {
                     return Err(e);
                 }
             };
-            Self::unshared(&mut map).put(key, value)?;
+            Self::put_unshared(&mut map, key, value)?;
         }
         Ok(map)
     }
@@ -647,27 +468,95 @@ impl<const I: u32> HashObj<I> {
     }
 }
 
-/// The position of `key` among a map's or dict's entries. Keys are compared outside the
-/// containers' lock (a type's `__any_equal__` may read other containers).
-pub fn map_index(o: &ObjectRef, key: &Value) -> Result<Option<usize>> {
-    Ok(map_items(o)?.iter().position(|(k, _)| any_equal(k, key)))
+/// How many rounds of asking a type's own key functions one operation may take (each round
+/// answers every key it met; a dict changed meanwhile by another thread takes more).
+const MAX_ASKS: usize = 64;
+
+/// Runs `attempt` (one try of an operation on a cell, taking the cell's lock itself if it needs
+/// it) until it needs no answer it lacks: the keys it stops at are asked about between tries,
+/// outside any lock (see [`map_keys`](super::map_keys)). `key` is the operation's key.
+fn asking<R>(key: &TVMFFIAny, mut attempt: impl FnMut(&Answers) -> Result<Step<R>>) -> Result<R> {
+    let mut answers = Answers::default();
+    for _ in 0..MAX_ASKS {
+        match attempt(&answers)? {
+            Ok(r) => return Ok(r),
+            Err(Stop::Fail(e)) => return Err(e),
+            Err(Stop::Ask(u)) => answers.learn(u, key)?,
+        }
+    }
+    Err(Error::value("a map's keys kept changing while their own hash and equality functions ran"))
+}
+
+/// Releases what an insertion left over: on an error, the pair it was given.
+fn settle(put: Result<Put>, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
+    match put {
+        Ok(Put::Added) => Ok(()),
+        Ok(Put::Replaced { key, old }) => {
+            release_all(vec![key, old]);
+            Ok(())
+        }
+        Err(e) => {
+            release_all(vec![key, value]);
+            Err(e)
+        }
+    }
+}
+
+/// The cell of a map or dict object, and whether it is a dict.
+fn hashed(o: &ObjectRef) -> Result<(&FfiMapObj, bool)> {
+    let dict = o.type_index() == ti::DICT;
+    if !dict && o.type_index() != ti::FFI_MAP {
+        return Err(Error::type_error(format!("expected ffi.Map or ffi.Dict, got {}", type_name(o))));
+    }
+    // SAFETY: a live map or dict (`Map` and `Dict` share the cell), held by `o`.
+    Ok((unsafe { &(*(o.as_header() as *const Obj<FfiMapObj>)).data }, dict))
+}
+
+/// What `take` makes of the value `map` holds for `key` (any value or a call's view), if any:
+/// a dict's read under the containers' lock.
+fn lookup<R>(
+    map: &FfiMapObj,
+    dict: bool,
+    key: &TVMFFIAny,
+    take: impl Fn(&TVMFFIAny) -> Result<R>,
+) -> Result<Option<R>> {
+    asking(key, |answers| {
+        read_map(map, dict, |c| {
+            Ok(match c.find_key(key, answers) {
+                // SAFETY: a live pair of the cell, read while the cell is held.
+                Ok(Some(kv)) => Ok(Some(take(unsafe { &(*kv).value })?)),
+                Ok(None) => Ok(None),
+                Err(stop) => Err(stop),
+            })
+        })
+    })
 }
 
 /// The value a map or dict holds for `key`.
 pub fn map_get(o: &ObjectRef, key: &Value) -> Result<Option<Value>> {
-    Ok(map_items(o)?.into_iter().find(|(k, _)| any_equal(k, key)).map(|(_, v)| v))
+    let (map, dict) = hashed(o)?;
+    let key = key.clone().into_any();
+    let found = lookup(map, dict, &key, view);
+    release_all(vec![key]);
+    found
 }
 
 /// Sets `key` to `value` in a dict (both owned).
 pub fn dict_set(d: &ObjPtr<DictObj>, key: TVMFFIAny, value: TVMFFIAny) -> Result<()> {
-    let at = map_index(&d.to_object_ref(), &view(&key)?)?;
-    d.with(|c| c.set_at(at, key, value))
+    let put = asking(&key, |answers| d.with(|c| Ok(c.insert(key, value, answers))));
+    settle(put, key, value)
 }
 
 /// Removes `key` from a dict; whether it was there.
 pub fn dict_erase(d: &ObjPtr<DictObj>, key: &Value) -> Result<bool> {
-    match map_index(&d.to_object_ref(), key)? {
-        Some(at) => d.with(|c| c.erase_at(at)),
+    let key = key.clone().into_any();
+    let removed = asking(&key, |answers| d.with(|c| Ok(c.remove(&key, answers))));
+    release_all(vec![key]);
+    match removed? {
+        Some(kv) => {
+            release_all(vec![kv.key, kv.value]);
+            Ok(true)
+        }
         None => Ok(false),
     }
 }
@@ -806,25 +695,10 @@ pub fn with_list_arg<R>(views: &[TVMFFIAny], i: usize, f: impl FnOnce(&mut SeqCe
 }
 
 /// What `take` makes of the value the map or dict of view 0 holds for the key of view 1, if it
-/// holds one: found in place when the keys decide it themselves, else as [`map_get`] finds it.
+/// holds one.
 pub fn map_find_arg<R>(views: &[TVMFFIAny], take: impl Fn(&TVMFFIAny) -> Result<R>) -> Result<Option<R>> {
     let key = arg(views, 1)?;
-    let quick = read_map_arg(views, 0, |c| {
-        let (Some(at), Some((base, _))) = (quick_position(c, key), c.small_pairs()) else { return Ok(None) };
-        // SAFETY: entry `at` of the small map, live while it is read.
-        at.map(|i| take(unsafe { &(*base.add(i)).value })).transpose().map(Some)
-    })?;
-    if let Some(found) = quick {
-        return Ok(found);
-    }
-    // SAFETY: the caller's views, valid for the call (view 0 checked a map or dict above).
-    let (map, key) = unsafe { (ObjectRef::from_borrowed(views[0].as_ptr().cast()), Value::from_any_view(key)?) };
-    let Some(value) = map_get(&map, &key)? else { return Ok(None) };
-    let value = value.into_any();
-    let taken = take(&value);
-    // SAFETY: made owned just above, released once.
-    unsafe { release_any(&value) };
-    taken.map(Some)
+    lookup(map_arg(views, 0)?, views[0].type_index == ti::DICT as i32, key, take)
 }
 
 /// Sets the key of view 1 to the value of view 2 in the dict of view 0.
@@ -838,18 +712,15 @@ pub fn dict_set_arg(views: &[TVMFFIAny]) -> Result<()> {
         )
     };
     let v = v.inspect_err(|_| release_all(vec![k]))?;
-    let mut pair = Some((k, v));
-    with_map_arg(views, 0, |c| match quick_position(c, &k) {
-        Some(at) => {
-            let (k, v) = pair.take().expect("the pair, once");
-            c.set_at(at, k, v)
-        }
-        None => Ok(()),
-    })?;
-    let Some((k, v)) = pair else { return Ok(()) };
     // SAFETY: the live dict of the caller's view (checked above), kept alive for the call.
     let d = unsafe { ObjectRef::from_borrowed(header) }.downcast::<DictObj>();
-    dict_set(&d.ok_or_else(|| Error::type_error("expected ffi.Dict"))?, k, v)
+    match d {
+        Some(d) => dict_set(&d, k, v),
+        None => {
+            release_all(vec![k, v]);
+            Err(Error::type_error("expected ffi.Dict"))
+        }
+    }
 }
 
 /// An object's type key for messages.
@@ -901,6 +772,7 @@ mod tests {
     /// A dense map cell over one block whose slots `order` hold keys `slot * 100` (int values),
     /// linked in that order; the storage is the caller's to keep while the cell lives.
     fn dense_cell(order: &[u64]) -> (Vec<u64>, MapCell) {
+        const BLOCK_CAP: usize = super::super::map_table::BLOCK_CAP as usize;
         let block_bytes = BLOCK_CAP + BLOCK_CAP * std::mem::size_of::<DenseItem>();
         let mut storage = vec![0u64; block_bytes / 8];
         let mut cell = MapCell::new();
@@ -936,11 +808,8 @@ mod tests {
         assert_eq!(walk_keys(&map), order.iter().map(|&slot| slot as i64 * 100).collect::<Vec<_>>());
         drop((map, storage));
         let d = DictObj::new((0..40).map(|k| (int(k), int(k))).collect()).unwrap();
-        d.with(|c| {
-            assert!(c.erase(&Value::Int(5))?);
-            c.put(int(100), int(0))
-        })
-        .unwrap();
+        assert!(dict_erase(&d, &Value::Int(5)).unwrap());
+        dict_set(&d, int(100), int(0)).unwrap();
         let expected: Vec<i64> = (0..40).filter(|&k| k != 5).chain([100]).collect();
         assert_eq!(walk_keys(&d.to_object_ref()), expected);
     }
@@ -955,15 +824,11 @@ mod tests {
         }
         // Shrunk to 3 entries, then grown past its old size: the place the walk holds reads
         // whatever entry lands there, or past the end, as the dict now is.
-        d.with(|c| {
-            for k in 3..40 {
-                c.erase(&Value::Int(k))?;
-            }
-            Ok(())
-        })
-        .unwrap();
-        assert!(walk.step(0).is_err(), "place 30 of a 3-entry dict is past the end");
-        d.with(|c| (100..200).try_for_each(|k| c.put(int(k), int(k)))).unwrap();
+        for k in 3..40 {
+            dict_erase(&d, &Value::Int(k)).unwrap();
+        }
+        assert!(walk.step(0).is_err(), "the place of the 31st entry of a 3-entry dict is empty");
+        (100..200).try_for_each(|k| dict_set(&d, int(k), int(k))).unwrap();
         for _ in 0..200 {
             let key = walk.step(0).map(|a| a.as_i64());
             assert!(matches!(key, Ok(0..=2 | 100..=199) | Err(_)), "{key:?}");
@@ -976,14 +841,15 @@ mod tests {
     #[test]
     fn dict_sets_replaces_and_erases_in_insertion_order() {
         let d = DictObj::new(vec![(int(1), int(10)), (int(2), int(20)), (int(1), int(11))]).unwrap();
+        let o = d.to_object_ref();
+        assert!(matches!(map_get(&o, &Value::Int(1)).unwrap(), Some(Value::Int(11))));
+        for k in 3..40 {
+            dict_set(&d, int(k), int(k * 10)).unwrap();
+        }
+        assert!(dict_erase(&d, &Value::Int(2)).unwrap());
+        assert!(!dict_erase(&d, &Value::Int(2)).unwrap());
+        assert!(matches!(map_get(&o, &Value::Int(39)).unwrap(), Some(Value::Int(390))));
         d.with(|c| {
-            assert_eq!(c.len(), 2);
-            assert!(matches!(c.get(&Value::Int(1))?, Some(Value::Int(11))));
-            for k in 3..40 {
-                c.put(int(k), int(k * 10))?;
-            }
-            assert!(c.erase(&Value::Int(2))?);
-            assert!(!c.erase(&Value::Int(2))?);
             let keys: Vec<i64> = c.entries().iter().map(|kv| unsafe { (**kv).key.value as i64 }).collect();
             assert_eq!(keys[..3], [1, 3, 4]);
             assert_eq!(c.len(), 38);
@@ -998,25 +864,35 @@ mod tests {
     fn a_map_of_views_holds_its_pairs_in_its_block_and_keeps_the_last_of_equal_keys() {
         let text = |s: &str| Value::Str(s.into()).into_any();
         // Small strings, integers and two string objects of equal text (decided by content).
-        let views = [text("k"), int(1), int(7), int(2), text("a long key"), int(3), text("k"), int(4)];
-        let views = [&views[..], &[text("a long key"), int(5)]].concat();
+        let views = [text("k"), int(1), text("a long key"), int(3), text("a long key"), int(5)];
         let map = FfiMapObj::from_views(&views).unwrap();
-        release_all(views);
+        release_all(views.to_vec());
         map.with(|c| {
             assert!(c.is_small() && c.data_deleter.is_none(), "pairs in the map's own block");
-            assert_eq!(c.len(), 3);
-            assert!(matches!(c.get(&Value::Str("k".into()))?, Some(Value::Int(4))));
-            assert!(matches!(c.get(&Value::Int(7))?, Some(Value::Int(2))));
-            assert!(matches!(c.get(&Value::Str("a long key".into()))?, Some(Value::Int(5))));
+            assert_eq!(c.len(), 2);
             Ok(())
         })
         .unwrap();
+        let o = map.to_object_ref();
+        assert!(matches!(map_get(&o, &Value::Str("k".into())).unwrap(), Some(Value::Int(1))));
+        assert!(matches!(map_get(&o, &Value::Str("a long key".into())).unwrap(), Some(Value::Int(5))));
+        // Four pairs or more: the dense layout, as C++ code builds a map from a range.
+        let views = [text("k"), int(1), int(7), int(2), text("a long key"), int(3), text("k"), int(4)];
+        let map = FfiMapObj::from_views(&views).unwrap();
+        release_all(views.to_vec());
+        assert!(map.with(|c| Ok(!c.is_small() && c.len() == 3)).unwrap());
+        let o = map.to_object_ref();
+        assert!(matches!(map_get(&o, &Value::Str("k".into())).unwrap(), Some(Value::Int(4))));
+        assert!(matches!(map_get(&o, &Value::Int(7)).unwrap(), Some(Value::Int(2))));
+        assert!(matches!(map_get(&o, &Value::Str("a long key".into())).unwrap(), Some(Value::Int(3))));
+        assert!(map_get(&o, &Value::Int(8)).unwrap().is_none());
         let odd = FfiMapObj::from_views(&[int(1)]).unwrap_err();
         assert!(odd.to_string().contains("key and value pairs"), "{odd}");
     }
 
     #[test]
-    fn keys_decided_in_place_agree_with_any_equal() {
+    fn keys_decided_in_place_agree_with_any_equal_and_equal_keys_hash_alike() {
+        use super::super::map_keys::{equal, hash};
         use crate::abi::ffi_type_index as fti;
         let text = |s: &str| Value::Str(s.into()).into_any();
         let shape = Value::Object(crate::runtime::container::shape_object(&[2])).into_any();
@@ -1038,23 +914,22 @@ mod tests {
             // "a" with bytes past its length that are not zero (foreign code need not clear them)
             TVMFFIAny { type_index: fti::SMALL_STR, zero_padding: 1, value: u64::from_ne_bytes(*b"a\0\xffxyzw\x01") },
         ];
+        let none = Answers::default();
         let raw = std::ffi::CString::new("a").unwrap();
         let raw = TVMFFIAny::ptr(fti::RAW_STR, raw.as_ptr().cast());
-        assert_eq!(quick_key_equal(&raw, &values[5]), Some(true), "a C string against a small string");
-        assert_eq!(quick_key_equal(&raw, &values[6]), Some(false));
-        let mut decided = 0;
+        assert!(equal(&raw, &values[5], &none).ok().unwrap(), "a C string against a small string");
+        assert!(!equal(&raw, &values[6], &none).ok().unwrap());
         for (i, a) in values.iter().enumerate() {
             for (j, b) in values.iter().enumerate() {
-                if let Some(same) = quick_key_equal(a, b) {
-                    assert_eq!(same, any_equal(&view(a).unwrap(), &view(b).unwrap()), "values {i} and {j}");
-                    decided += 1;
+                let same = equal(a, b, &none).ok().expect("decided in place");
+                assert_eq!(same, any_equal(&view(a).unwrap(), &view(b).unwrap()), "values {i} and {j}");
+                if same {
+                    assert_eq!(hash(a, &none).ok(), hash(b, &none).ok(), "values {i} and {j} hash alike");
                 }
             }
         }
-        assert!(decided > 80, "most pairs decided in place: {decided} of {}", values.len() * values.len());
-        assert_eq!(quick_key_equal(&values[7], &values[8]), None, "two string objects: by their text");
-        assert_eq!(quick_key_equal(&values[5], &values[14]), Some(true), "only the text's bytes count");
-        assert_eq!(quick_key_equal(&values[11], &values[12]), Some(false), "a prefix is another text");
+        assert!(equal(&values[5], &values[14], &none).ok().unwrap(), "only the text's bytes count");
+        assert!(!equal(&values[11], &values[12], &none).ok().unwrap(), "a prefix is another text");
         release_all(values[..10].to_vec());
     }
 

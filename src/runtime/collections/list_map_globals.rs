@@ -395,8 +395,9 @@ fn install_big_int_keys() -> Result<()> {
         big_int_words(&args.object(i)?).ok_or_else(|| Error::type_error(format!("argument {i} is not an ffi.BigInt")))
     };
     let eq = PackedFunc::from_typed(move |args| Ok(Value::Bool(words(&args, 0)? == words(&args, 1)?)));
-    let hash = PackedFunc::from_typed(|args| {
-        Ok(Value::Int(crate::runtime::collections::recursive::hash(&args.to_value(0)?)? as i64))
+    let hash = PackedFunc::from_typed(move |args| {
+        words(&args, 0)?;
+        Ok(Value::Int(crate::runtime::collections::map_keys::big_int_hash(&args.object(0)?) as i64))
     });
     crate::runtime::reflection::type_info::register_func_attr(type_index::BIG_INT, b"__any_equal__", eq)?;
     crate::runtime::reflection::type_info::register_func_attr(type_index::BIG_INT, b"__any_hash__", hash)

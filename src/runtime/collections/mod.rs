@@ -5,5 +5,7 @@
 pub mod array_globals;
 pub mod list_map;
 pub mod list_map_globals;
+pub mod map_keys;
+mod map_table;
 pub mod recursive;
 pub(crate) mod tvm_globals;

@@ -243,10 +243,10 @@ impl Walk {
             return differ(self.eq_only);
         }
         for (k, v) in &ex {
-            let Some((_, w)) = ey.iter().find(|(k2, _)| crate::runtime::collections::list_map::any_equal(k, k2)) else {
+            let Some(w) = crate::runtime::collections::list_map::map_get(y, k)? else {
                 return differ(self.eq_only);
             };
-            if self.compare(v, w)? != Ordering::Equal {
+            if self.compare(v, &w)? != Ordering::Equal {
                 return differ(self.eq_only);
             }
         }

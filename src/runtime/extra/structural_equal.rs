@@ -11,11 +11,12 @@
 //! variable met before matches. Hashing follows the same rules, so equal values hash equal.
 //! Types with `__s_equal__` / `__s_hash__` hooks are compared and hashed by them.
 
-use crate::abi::TVMFFIFieldInfo;
+use crate::abi::{TVMFFIAny, TVMFFIFieldInfo};
 use crate::runtime::base::error::{Error, Result};
 use crate::runtime::base::nesting::nested;
-use crate::runtime::collections::list_map::{any_equal, bytes_of, map_items, sequence_items, text_of};
+use crate::runtime::collections::list_map::{any_equal, bytes_of, map_get, map_items, sequence_items, text_of};
 use crate::runtime::collections::recursive::{combine, hash_bytes, object_of};
+use crate::runtime::container::FfiArrayObj;
 use crate::runtime::function::packed::{Args, PackedFunc, Value};
 use crate::runtime::object::{header::ObjectRef, type_table::type_index as ti};
 use parking_lot::Mutex;
@@ -231,13 +232,13 @@ impl Equal {
             return Ok(false);
         }
         for (k, v) in &ex {
-            let rk = self.mapped(k, &self.lhs_to_rhs.clone());
-            match ey.iter().find(|(k2, _)| any_equal(&rk, k2)) {
+            let rk = self.mapped(k, &self.lhs_to_rhs);
+            match map_get(y, &rk)? {
                 None => {
                     self.step((2, k.clone()), (5, rk));
                     return Ok(false);
                 }
-                Some((_, w)) if !self.values(v, w)? => {
+                Some(w) if !self.values(v, &w)? => {
                     self.step((2, k.clone()), (2, rk));
                     return Ok(false);
                 }
@@ -245,8 +246,8 @@ impl Equal {
             }
         }
         for (k, _) in &ey {
-            let lk = self.mapped(k, &self.rhs_to_lhs.clone());
-            if !ex.iter().any(|(k2, _)| any_equal(&lk, k2)) {
+            let lk = self.mapped(k, &self.rhs_to_lhs);
+            if map_get(x, &lk)?.is_none() {
                 self.step((5, lk), (2, k.clone()));
                 return Ok(false);
             }
@@ -276,6 +277,11 @@ impl Equal {
     }
 
     fn object_contents(&mut self, x: &ObjectRef, y: &ObjectRef) -> Result<bool> {
+        if self.paths.is_none() {
+            if let Some(same) = plain_arrays_equal(x, y) {
+                return Ok(same);
+            }
+        }
         if let (Some(a), Some(b)) = (sequence_items(x)?, sequence_items(y)?) {
             return self.sequences(&a, &b);
         }
@@ -372,6 +378,45 @@ impl Equal {
 }
 
 /// The error of a walk that met an object it is inside of.
+/// A plain value's hash (None, an int, a bool, a float) in a container slot, as
+/// `Hash::value` computes it; `None` for any other value.
+fn plain_hash(a: &TVMFFIAny) -> Option<u64> {
+    use crate::abi::ffi_type_index as fti;
+    match a.type_index {
+        fti::NONE | fti::INT | fti::BOOL => Some(combine(a.type_index as u64, a.value)),
+        fti::FLOAT if f64::from_bits(a.value).is_nan() => Some(combine(fti::FLOAT as u64, f64::NAN.to_bits())),
+        fti::FLOAT => Some(combine(fti::FLOAT as u64, a.value)),
+        _ => None,
+    }
+}
+
+/// Whether two arrays of plain values only are equal, read in place as `Equal::values`
+/// decides (same kind; floats by value, NaN equal to NaN); `None` when either is not an array
+/// or holds another kind of value.
+fn plain_arrays_equal(x: &ObjectRef, y: &ObjectRef) -> Option<bool> {
+    use crate::abi::ffi_type_index as fti;
+    let (a, b) = (x.downcast::<FfiArrayObj>()?, y.downcast::<FfiArrayObj>()?);
+    if a.items().len() != b.items().len() {
+        return None;
+    }
+    let mut same = true;
+    for (p, q) in a.items().iter().zip(b.items()) {
+        if !matches!(p.type_index, fti::NONE | fti::INT | fti::BOOL | fti::FLOAT)
+            || !matches!(q.type_index, fti::NONE | fti::INT | fti::BOOL | fti::FLOAT)
+        {
+            return None;
+        }
+        same &= match (p.type_index, q.type_index) {
+            (fti::FLOAT, fti::FLOAT) => {
+                let (f, g) = (f64::from_bits(p.value), f64::from_bits(q.value));
+                f == g || (f.is_nan() && g.is_nan())
+            }
+            (s, t) => s == t && p.value == q.value,
+        };
+    }
+    Some(same)
+}
+
 fn cycle(walk: &str, o: &ObjectRef) -> Error {
     let key = crate::runtime::object::type_table::type_index_to_key(o.type_index()).unwrap_or_default();
     Error::value(format!("{walk}: a `{key}` contains itself (a cycle)"))
@@ -479,6 +524,18 @@ impl Hash {
     }
 
     fn object_contents(&mut self, o: &ObjectRef) -> Result<u64> {
+        if let Some(a) = o.downcast::<FfiArrayObj>() {
+            // An array's slots read in place: plain values hash without becoming values.
+            let mut h = combine(Self::type_hash(o), a.items().len() as u64);
+            for item in a.items() {
+                let e = match plain_hash(item) {
+                    Some(e) => e,
+                    None => self.value(&crate::runtime::collections::list_map::view(item)?)?,
+                };
+                h = combine(h, e);
+            }
+            return Ok(h);
+        }
         if let Some(items) = sequence_items(o)? {
             let mut h = combine(Self::type_hash(o), items.len() as u64);
             for v in &items {
