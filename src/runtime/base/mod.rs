@@ -2,6 +2,7 @@
 //! slot releases through, backtraces, addresses handed to C, bounded byte readers, and the one
 //! place threads are started.
 
+pub mod addr_map;
 pub mod backtrace;
 pub mod byteio;
 pub mod cptr;

@@ -18,13 +18,14 @@
 //! a dict's cell from this runtime holds one lock, so this runtime's own users cannot race. (A
 //! map is read without it: it is not changed once shared.)
 //!
-//! One file of about 1 050 lines (a fifth of them tests), on purpose: the globals' argument
-//! readers at its end read the cells in place under the containers' lock (the hash blocks, the
-//! small-map pairs, the quick key test), so they share the cells' private parts; in a file of
-//! their own those would have to be opened to the whole room.
+//! The map cell's layout and its table work live in [`map_table`](super::map_table), key hashing
+//! and equality in [`map_keys`](super::map_keys); this file holds the containers' objects, the
+//! lock, and the globals' argument readers, which read the cells in place under the lock.
 
 use super::map_keys::Answers;
-use super::map_table::{Put, Step, Stop, EMPTY_SLOT, PROTECTED_SLOT};
+pub use super::map_keys::{any_equal, bytes_of, text_of};
+use super::map_table::{DenseItem, Put, Step, Stop, EMPTY_SLOT, NO_INDEX, PROTECTED_SLOT, SMALL_TAG};
+pub use super::map_table::{Kv, MapCell};
 use crate::abi::TVMFFIAny;
 use crate::runtime::base::error::{Error, Result};
 use crate::runtime::function::packed::Value;
@@ -44,61 +45,6 @@ static CELLS: Mutex<()> = Mutex::new(());
 
 fn lock() -> MutexGuard<'static, ()> {
     CELLS.lock()
-}
-
-/// The text of a string value, inline or an `ffi.String` object.
-pub fn text_of(v: &Value) -> Option<std::borrow::Cow<'_, [u8]>> {
-    use crate::runtime::container::StringObj;
-    match v {
-        Value::Str(s) => Some(s.as_bytes().into()),
-        Value::RawStr(c) => Some(c.as_bytes().into()),
-        Value::Object(o) => o.downcast::<StringObj>().and_then(|s| s.as_bytes().ok().map(|b| b.to_vec().into())),
-        _ => None,
-    }
-}
-
-/// The bytes of a bytes value, inline or an `ffi.Bytes` object.
-pub fn bytes_of(v: &Value) -> Option<std::borrow::Cow<'_, [u8]>> {
-    match v {
-        Value::Bytes(b) => Some(b.as_slice().into()),
-        Value::Object(o) => o
-            .downcast::<crate::runtime::container::BytesObj>()
-            .and_then(|b| b.as_bytes().ok().map(|b| b.to_vec().into())),
-        _ => None,
-    }
-}
-
-/// Whether two values are equal as tvm-ffi's `AnyEqual` sees them (same kind and value; strings
-/// and bytes by content, small or not; other objects by identity).
-pub fn any_equal(a: &Value, b: &Value) -> bool {
-    if let (Some(x), Some(y)) = (text_of(a), text_of(b)) {
-        return x == y;
-    }
-    if let (Some(x), Some(y)) = (bytes_of(a), bytes_of(b)) {
-        return x == y;
-    }
-    match (a, b) {
-        (Value::Int(x), Value::Int(y)) => x == y,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Float(x), Value::Float(y)) => x == y,
-        (Value::Null, Value::Null) => true,
-        (Value::Object(x), Value::Object(y)) if x.type_index() == y.type_index() && x.as_header() != y.as_header() => {
-            // A type may define its own key equality (tvm-ffi's `__any_equal__`).
-            match crate::runtime::reflection::type_info::attr(b"__any_equal__", x.type_index()) {
-                Some(Value::Func(eq)) => {
-                    eq.call(&[a.clone(), b.clone()]).ok().is_some_and(|r| r.as_int().is_ok_and(|v| v != 0))
-                }
-                _ => false,
-            }
-        }
-        _ => {
-            let (x, y) = (a.clone().into_any(), b.clone().into_any());
-            let same = x.type_index == y.type_index && x.value == y.value;
-            // SAFETY: both were made owned by `into_any` just above; released once.
-            unsafe { (release_any(&x), release_any(&y)) };
-            same
-        }
-    }
 }
 
 /// The elements of an `ffi.Array` or `ffi.List` (new references), or `None` for other objects.
@@ -180,52 +126,7 @@ impl ListObj {
 // ---------------------------------------------------------------------------------------------
 // ffi.Map / ffi.Dict
 
-/// The top bit of `slots`: the map uses the small layout.
-pub(super) const SMALL_TAG: u64 = 1 << 63;
-/// The dense layout's end-of-list index.
-pub(super) const NO_INDEX: u64 = u64::MAX;
-
-/// A key and its value, as both layouts store them.
-#[repr(C)]
-pub struct Kv {
-    pub key: TVMFFIAny,
-    pub value: TVMFFIAny,
-}
-
-/// One entry of the dense layout: the pair and its place in the iteration list.
-#[repr(C)]
-pub(super) struct DenseItem {
-    pub(super) kv: Kv,
-    pub(super) prev: u64,
-    pub(super) next: u64,
-}
-
-/// `MapBaseObj`'s fields and, after them, the ones a map switched in place to the dense layout
-/// (`DenseMapBaseObj`) adds: every map made here is large enough to be switched.
-#[repr(C)]
-pub struct MapCell {
-    pub(super) data: *mut c_void,
-    pub(super) size: u64,
-    pub(super) slots: u64,
-    pub(super) data_deleter: Option<unsafe extern "C" fn(*mut c_void)>,
-    pub(super) fib_shift: u32,
-    pub(super) iter_head: u64,
-    pub(super) iter_tail: u64,
-}
-
 impl MapCell {
-    pub(super) fn new() -> Self {
-        MapCell {
-            data: std::ptr::null_mut(),
-            size: 0,
-            slots: SMALL_TAG,
-            data_deleter: None,
-            fib_shift: 0,
-            iter_head: NO_INDEX,
-            iter_tail: NO_INDEX,
-        }
-    }
-
     pub(super) fn is_small(&self) -> bool {
         self.slots & SMALL_TAG != 0
     }

@@ -11,10 +11,63 @@
 
 use crate::abi::{ffi_type_index as fti, TVMFFIAny};
 use crate::runtime::base::error::Result;
-use crate::runtime::collections::recursive::combine;
+use crate::runtime::function::packed::Value;
+use crate::runtime::object::header::release_any;
 use crate::runtime::object::header::{ObjectHeader, ObjectRef};
 use crate::runtime::object::type_table::type_index as ti;
 use std::collections::HashMap;
+
+/// The text of a string value, inline or an `ffi.String` object.
+pub fn text_of(v: &Value) -> Option<std::borrow::Cow<'_, [u8]>> {
+    match v {
+        Value::Str(s) => Some(s.as_bytes().into()),
+        Value::RawStr(c) => Some(c.as_bytes().into()),
+        Value::Object(o) if o.type_index() == ti::STRING => object_content(o).map(Into::into),
+        _ => None,
+    }
+}
+
+/// The bytes of a bytes value, inline or an `ffi.Bytes` object.
+pub fn bytes_of(v: &Value) -> Option<std::borrow::Cow<'_, [u8]>> {
+    match v {
+        Value::Bytes(b) => Some(b.as_slice().into()),
+        Value::Object(o) if o.type_index() == ti::BYTES => object_content(o).map(Into::into),
+        _ => None,
+    }
+}
+
+/// Whether two values are equal as tvm-ffi's `AnyEqual` sees them (same kind and value; strings
+/// and bytes by content, small or not; other objects by identity).
+pub fn any_equal(a: &Value, b: &Value) -> bool {
+    if let (Some(x), Some(y)) = (text_of(a), text_of(b)) {
+        return x == y;
+    }
+    if let (Some(x), Some(y)) = (bytes_of(a), bytes_of(b)) {
+        return x == y;
+    }
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Float(x), Value::Float(y)) => x == y,
+        (Value::Null, Value::Null) => true,
+        (Value::Object(x), Value::Object(y)) if x.type_index() == y.type_index() && x.as_header() != y.as_header() => {
+            // A type may define its own key equality (tvm-ffi's `__any_equal__`).
+            match crate::runtime::reflection::type_info::attr(b"__any_equal__", x.type_index()) {
+                Some(Value::Func(eq)) => {
+                    eq.call(&[a.clone(), b.clone()]).ok().is_some_and(|r| r.as_int().is_ok_and(|v| v != 0))
+                }
+                _ => false,
+            }
+        }
+        _ => {
+            let (x, y) = (a.clone().into_any(), b.clone().into_any());
+            let same = x.type_index == y.type_index && x.value == y.value;
+            // SAFETY: both were made owned by `into_any` just above; released once.
+            unsafe { (release_any(&x), release_any(&y)) };
+            same
+        }
+    }
+}
 
 /// Keys whose hash or equality needs a call (new references), and which of the two.
 pub struct Undecided {
@@ -43,7 +96,7 @@ impl Answers {
             } else {
                 // SAFETY: the operation's key, alive for the operation.
                 let k = unsafe { crate::runtime::function::packed::Value::from_any_view(key) }?;
-                let same = super::list_map::any_equal(&k, &crate::runtime::function::packed::Value::Object(o.clone()));
+                let same = any_equal(&k, &crate::runtime::function::packed::Value::Object(o.clone()));
                 self.equal.insert(at, same);
             }
             self.held.push(o);
@@ -62,6 +115,11 @@ fn custom_hash(o: &ObjectRef) -> Result<u64> {
     };
     let h = f.call(&[Value::Object(o.clone())])?.as_int()?;
     Ok(combine(index as u64, h as u64))
+}
+
+/// tvm-ffi's `StableHashCombine`.
+pub fn combine(key: u64, value: u64) -> u64 {
+    key ^ value.wrapping_add(0x9e37_79b9).wrapping_add(key << 6).wrapping_add(key >> 2)
 }
 
 const MOD: u64 = 2_147_483_647;
@@ -107,17 +165,35 @@ fn content(k: &TVMFFIAny) -> Option<(Kind, &[u8])> {
             // SAFETY: as above.
             Some((Kind::Bytes, if size == 0 { &[] } else { unsafe { std::slice::from_raw_parts(data, size) } }))
         }
-        t if t == ti::STRING as i32 || t == ti::BYTES as i32 => {
+        t if (t == ti::STRING as i32 || t == ti::BYTES as i32) && !k.as_ptr().is_null() => {
             let kind = if t == ti::STRING as i32 { Kind::Str } else { Kind::Bytes };
-            // SAFETY: a live `ffi.String` or `ffi.Bytes` (tvm-ffi's `BytesObjBase`: data and
-            // size right after the object header), whoever made it.
-            let (data, size) = unsafe {
-                *((k.as_ptr() as *const u8).add(std::mem::size_of::<ObjectHeader>()) as *const (*const u8, u64))
-            };
-            // SAFETY: as above: `size` bytes at `data`, alive while the object is.
-            Some((kind, if size == 0 { &[] } else { unsafe { std::slice::from_raw_parts(data, size as usize) } }))
+            // SAFETY: a live string or bytes object of a map or a caller's view.
+            Some((kind, unsafe { content_at(k.as_ptr() as *const ObjectHeader) }))
         }
         _ => None,
+    }
+}
+
+/// The content of a live `ffi.String` or `ffi.Bytes` object (made here or not), borrowed.
+pub fn object_content(o: &ObjectRef) -> Option<&[u8]> {
+    // SAFETY: a live string or bytes object, held by `o`.
+    matches!(o.type_index(), ti::STRING | ti::BYTES).then(|| unsafe { content_at(o.as_header()) })
+}
+
+/// The content of the string or bytes object at `p`.
+///
+/// # Safety
+/// `p` is a live `ffi.String` or `ffi.Bytes` (tvm-ffi's `BytesObjBase`: data and size right
+/// after the object header, whoever made it), alive for the returned borrow.
+unsafe fn content_at<'a>(p: *const ObjectHeader) -> &'a [u8] {
+    // SAFETY: the caller's promise.
+    let (data, size) =
+        unsafe { *((p as *const u8).add(std::mem::size_of::<ObjectHeader>()) as *const (*const u8, u64)) };
+    // SAFETY: `size` bytes at `data`, alive while the object is.
+    if size == 0 {
+        &[]
+    } else {
+        unsafe { std::slice::from_raw_parts(data, size as usize) }
     }
 }
 

@@ -13,10 +13,10 @@
 //! containers' lock and runs it again. An insertion that must move a chain to free a slot plans
 //! the moves first, so it never stops half way.
 
-use super::list_map::{DenseItem, Kv, MapCell, NO_INDEX};
 use super::map_keys::{self, Answers, Undecided};
 use crate::abi::TVMFFIAny;
 use crate::runtime::base::error::Error;
+use std::ffi::c_void;
 
 pub(super) const BLOCK_CAP: u64 = 16;
 pub(super) const EMPTY_SLOT: u8 = 0xFF;
@@ -48,6 +48,53 @@ const JUMPS: [u64; 126] = [
     17846306936293605, 40154190677507445, 90346928918121501, 203280589587557251,
     457381325854679626, 1029107982097042876, 2315492959180353330, 5209859154120846435,
 ];
+
+/// The top bit of `slots`: the map uses the small layout.
+pub(super) const SMALL_TAG: u64 = 1 << 63;
+/// The dense layout's end-of-list index.
+pub(super) const NO_INDEX: u64 = u64::MAX;
+
+/// A key and its value, as both layouts store them.
+#[repr(C)]
+pub struct Kv {
+    pub key: TVMFFIAny,
+    pub value: TVMFFIAny,
+}
+
+/// One entry of the dense layout: the pair and its place in the iteration list.
+#[repr(C)]
+pub(super) struct DenseItem {
+    pub(super) kv: Kv,
+    pub(super) prev: u64,
+    pub(super) next: u64,
+}
+
+/// `MapBaseObj`'s fields and, after them, the ones a map switched in place to the dense layout
+/// (`DenseMapBaseObj`) adds: every map made here is large enough to be switched.
+#[repr(C)]
+pub struct MapCell {
+    pub(super) data: *mut c_void,
+    pub(super) size: u64,
+    pub(super) slots: u64,
+    pub(super) data_deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+    pub(super) fib_shift: u32,
+    pub(super) iter_head: u64,
+    pub(super) iter_tail: u64,
+}
+
+impl MapCell {
+    pub(super) fn new() -> Self {
+        MapCell {
+            data: std::ptr::null_mut(),
+            size: 0,
+            slots: SMALL_TAG,
+            data_deleter: None,
+            fib_shift: 0,
+            iter_head: NO_INDEX,
+            iter_tail: NO_INDEX,
+        }
+    }
+}
 
 /// Why an operation on a cell stopped: keys to ask about (nothing changed yet), or an error.
 pub enum Stop {

@@ -70,12 +70,12 @@ fn from_sign(s: i64) -> Ordering {
 #[derive(Default, Clone)]
 struct Walk {
     eq_only: bool,
-    comparing: std::collections::HashSet<(usize, usize)>,
-    hashing: std::collections::HashSet<usize>,
+    comparing: std::collections::HashSet<(usize, usize), crate::runtime::base::addr_map::AddrHash>,
+    hashing: std::collections::HashSet<usize, crate::runtime::base::addr_map::AddrHash>,
     /// Pairs found equal and objects hashed, each done once: values sharing objects many times
     /// over walk in time linear in their objects.
-    equal: std::collections::HashSet<(usize, usize)>,
-    hashed: std::collections::HashMap<usize, u64>,
+    equal: std::collections::HashSet<(usize, usize), crate::runtime::base::addr_map::AddrHash>,
+    hashed: std::collections::HashMap<usize, u64, crate::runtime::base::addr_map::AddrHash>,
     /// How many times the walk met an object (or pair) inside itself: cycles cut short.
     cuts: usize,
 }
@@ -388,9 +388,7 @@ impl Walk {
     }
 }
 
-pub(crate) fn combine(key: u64, value: u64) -> u64 {
-    key ^ value.wrapping_add(0x9e37_79b9).wrapping_add(key << 6).wrapping_add(key >> 2)
-}
+pub(crate) use super::map_keys::combine;
 
 pub(crate) fn hash_bytes(b: &[u8]) -> u64 {
     b.iter().fold(0xcbf2_9ce4_8422_2325, |h, &c| (h ^ c as u64).wrapping_mul(0x0100_0000_01b3))

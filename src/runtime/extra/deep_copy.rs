@@ -23,8 +23,8 @@ use std::collections::HashMap;
 /// end), and the lists, dicts and objects made (fixed up then).
 #[derive(Default)]
 struct Memo {
-    done: HashMap<usize, Value>,
-    in_progress: std::collections::HashSet<usize>,
+    done: HashMap<usize, Value, crate::runtime::base::addr_map::AddrHash>,
+    in_progress: std::collections::HashSet<usize, crate::runtime::base::addr_map::AddrHash>,
     deferred: bool,
     mutable: Vec<ObjectRef>,
 }

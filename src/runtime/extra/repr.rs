@@ -132,8 +132,8 @@ const MAX_TEXT: usize = 64 << 20;
 /// much text it has repeated from those.
 #[derive(Default)]
 struct Walk {
-    open: HashSet<usize>,
-    done: HashMap<usize, String>,
+    open: HashSet<usize, crate::runtime::base::addr_map::AddrHash>,
+    done: HashMap<usize, String, crate::runtime::base::addr_map::AddrHash>,
     made: usize,
 }
 

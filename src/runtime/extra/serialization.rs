@@ -65,7 +65,7 @@ fn node_key(v: &Value) -> NodeKey {
 struct Writer {
     nodes: Vec<Value>,
     index: HashMap<NodeKey, i64>,
-    open: std::collections::HashSet<usize>,
+    open: std::collections::HashSet<usize, crate::runtime::base::addr_map::AddrHash>,
 }
 
 fn base64(b: &[u8]) -> String {

@@ -133,14 +133,17 @@ type Step = (i64, Value);
 struct Equal {
     region: Option<Region>,
     skip_tensor_content: bool,
-    lhs_to_rhs: HashMap<usize, ObjectRef>,
-    rhs_to_lhs: HashMap<usize, ObjectRef>,
+    lhs_to_rhs: HashMap<usize, ObjectRef, crate::runtime::base::addr_map::AddrHash>,
+    rhs_to_lhs: HashMap<usize, ObjectRef, crate::runtime::base::addr_map::AddrHash>,
     /// Reverse paths to the first mismatch, when asked for.
     paths: Option<(Vec<Step>, Vec<Step>)>,
     /// The objects being compared on each side (one holding itself is a cycle, refused).
-    open: (HashSet<usize>, HashSet<usize>),
+    open: (
+        HashSet<usize, crate::runtime::base::addr_map::AddrHash>,
+        HashSet<usize, crate::runtime::base::addr_map::AddrHash>,
+    ),
     /// Pairs found equal.
-    proven: HashSet<(usize, usize)>,
+    proven: HashSet<(usize, usize), crate::runtime::base::addr_map::AddrHash>,
 }
 
 // SAFETY: the values held are mismatch-path keys (integers, strings, objects of Send + Sync
@@ -219,7 +222,7 @@ impl Equal {
         Ok(true)
     }
 
-    fn mapped(&self, v: &Value, map: &HashMap<usize, ObjectRef>) -> Value {
+    fn mapped(&self, v: &Value, map: &HashMap<usize, ObjectRef, crate::runtime::base::addr_map::AddrHash>) -> Value {
         match object_of(v) {
             Some(o) => map.get(&(o.as_header() as usize)).map_or_else(|| v.clone(), |m| Value::Object(m.clone())),
             None => v.clone(),
@@ -459,9 +462,10 @@ fn first_mismatch(a: &Value, b: &Value, map_free_vars: bool, skip: bool) -> Resu
 struct Hash {
     region: Option<Region>,
     skip_tensor_content: bool,
-    /// The objects being hashed (one holding itself is a cycle, refused).
-    open: HashSet<usize>,
-    memo: HashMap<usize, u64>,
+    /// Each object met: its hash, or `None` while it is being hashed (one holding itself is a
+    /// cycle, refused).
+    memo: HashMap<usize, Option<u64>, crate::runtime::base::addr_map::AddrHash>,
+    type_hashes: HashMap<u32, u64>,
     free_vars: u64,
     dag_nodes: u64,
 }
@@ -501,8 +505,12 @@ impl Hash {
         }
     }
 
-    fn type_hash(o: &ObjectRef) -> u64 {
-        hash_bytes(crate::runtime::object::type_table::type_index_to_key(o.type_index()).unwrap_or_default().as_bytes())
+    /// The hash of an object's type key, looked up once per type in a walk.
+    fn type_hash(&mut self, o: &ObjectRef) -> u64 {
+        let index = o.type_index();
+        *self.type_hashes.entry(index).or_insert_with(|| {
+            hash_bytes(crate::runtime::object::type_table::type_index_to_key(index).unwrap_or_default().as_bytes())
+        })
     }
 
     /// An object's hash, computed once per object: a value sharing an object many times over
@@ -510,23 +518,28 @@ impl Hash {
     /// hash is fixed once computed (what it holds is memoized in turn), so a container's is too.
     fn object(&mut self, o: &ObjectRef) -> Result<u64> {
         let at = o.as_header() as usize;
-        if let Some(&h) = self.memo.get(&at) {
-            return Ok(h);
+        match self.memo.entry(at) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                return e.get().ok_or_else(|| cycle("structural_hash", o));
+            }
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(None),
+        };
+        match nested("structural_hash", || self.object_contents(o)) {
+            Ok(h) => {
+                self.memo.insert(at, Some(h));
+                Ok(h)
+            }
+            Err(e) => {
+                self.memo.remove(&at);
+                Err(e)
+            }
         }
-        if !self.open.insert(at) {
-            return Err(cycle("structural_hash", o));
-        }
-        let h = nested("structural_hash", || self.object_contents(o));
-        self.open.remove(&at);
-        let h = h?;
-        self.memo.insert(at, h);
-        Ok(h)
     }
 
     fn object_contents(&mut self, o: &ObjectRef) -> Result<u64> {
         if let Some(a) = o.downcast::<FfiArrayObj>() {
             // An array's slots read in place: plain values hash without becoming values.
-            let mut h = combine(Self::type_hash(o), a.items().len() as u64);
+            let mut h = combine(self.type_hash(o), a.items().len() as u64);
             for item in a.items() {
                 let e = match plain_hash(item) {
                     Some(e) => e,
@@ -537,7 +550,7 @@ impl Hash {
             return Ok(h);
         }
         if let Some(items) = sequence_items(o)? {
-            let mut h = combine(Self::type_hash(o), items.len() as u64);
+            let mut h = combine(self.type_hash(o), items.len() as u64);
             for v in &items {
                 h = combine(h, self.value(v)?);
             }
@@ -550,7 +563,7 @@ impl Hash {
                     hashes.push(combine(self.value(&k)?, self.value(&v)?));
                 }
                 hashes.sort_unstable();
-                return Ok(hashes.into_iter().fold(combine(Self::type_hash(o), 0), |h, e| h.wrapping_add(e)));
+                return Ok(hashes.into_iter().fold(combine(self.type_hash(o), 0), |h, e| h.wrapping_add(e)));
             }
             ti::SHAPE_TUPLE | ti::BIG_INT => {
                 return crate::runtime::collections::recursive::hash(&Value::Object(o.clone()))
@@ -559,9 +572,6 @@ impl Hash {
         }
         let kind = kind_of(o)?;
         let at = o.as_header() as usize;
-        if let Some(&h) = self.memo.get(&at) {
-            return Ok(h);
-        }
         let mut h = if kind != FREE_VAR {
             self.fields(o, self.region())?
         } else {
@@ -578,7 +588,6 @@ impl Hash {
             self.dag_nodes += 1;
             h = combine(h, self.dag_nodes - 1);
         }
-        self.memo.insert(at, h);
         Ok(h)
     }
 
@@ -586,7 +595,7 @@ impl Hash {
         if let Some(Value::Func(hook)) = crate::runtime::reflection::type_info::attr(b"__s_hash__", o.type_index()) {
             return self.hooked(&hook, o, region);
         }
-        let mut h = Self::type_hash(o);
+        let mut h = self.type_hash(o);
         for (f, inner) in structural_fields(o, region)? {
             let v = crate::runtime::reflection::fields::get_field(o.as_header(), &f)?;
             let saved = self.region.replace(inner);
@@ -609,7 +618,7 @@ impl Hash {
             h.region = saved;
             Ok(Value::Int(combine(a.to_value(1)?.as_int()? as u64, part?) as i64))
         };
-        let seed = Value::Int(Self::type_hash(o) as i64);
+        let seed = Value::Int(self.type_hash(o) as i64);
         Ok(lend(self, hash_part, |cb| hook.call(&[Value::Object(o.clone()), seed, cb]))?.as_int()? as u64)
     }
 }
@@ -723,7 +732,7 @@ mod tests {
         let (lhs_path, _) = e.paths.unwrap();
         assert!(matches!(lhs_path.as_slice(), [(0, Value::Str(n))] if n == "part"), "the mismatch names the part");
         let Value::Object(ao) = &a else { panic!("an object") };
-        let seed = Hash::type_hash(ao);
+        let seed = Hash::default().type_hash(ao);
         assert_eq!(hash(&a, false, false).unwrap(), combine(seed, hash(&Value::Int(7), false, false).unwrap()));
         assert_eq!(hash(&a, false, false).unwrap(), hash(&b, false, false).unwrap());
     }

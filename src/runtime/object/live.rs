@@ -72,24 +72,7 @@ pub fn request_checking(on: bool) -> bool {
 }
 
 /// Hashing for addresses: one multiply (SipHash, the default, costs more than the lock).
-#[derive(Default)]
-struct AddrHasher(u64);
-
-impl std::hash::Hasher for AddrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-type AddrHash = std::hash::BuildHasherDefault<AddrHasher>;
+use crate::runtime::base::addr_map::AddrHash;
 
 const SHARDS: usize = 64;
 #[allow(clippy::declare_interior_mutable_const)]
