@@ -179,7 +179,7 @@ int main(void) {
     int64_t huge[2] = {INT64_MAX, 4};
     CHECK_FAIL(TVMArrayAlloc(huge, 2, kDLFloat, 32, 1, kDLCPU, 0, &h), "overflow");
     CHECK_FAIL(TVMArrayAlloc(s, 2, kDLFloat, 32, 1, kDLCUDA, 0, &h), "cuda");
-    CHECK_FAIL(TVMArrayAlloc(s, 2, kDLFloat, 32, 1, kDLOpenCL, 0, &h), "opencl");
+    CHECK_FAIL(TVMArrayAlloc(s, 2, kDLFloat, 32, 1, kDLVulkan, 0, &h), "vulkan");
     CHECK(h == NULL);
   }
 

@@ -98,7 +98,8 @@ fn runtime_enabled(target: &str) -> Result<bool> {
     match target {
         "cpu" => Ok(true),
         "cuda" | "gpu" => api(device_type::CUDA),
-        "cl" | "opencl" => api(device_type::OPENCL),
+        // Built in: enabled where the OpenCL library and a platform are found.
+        "cl" | "opencl" => Ok(crate::runtime::device::opencl::available()),
         "mtl" | "metal" => api(device_type::METAL),
         "vulkan" => api(device_type::VULKAN),
         "hexagon" => api(device_type::HEXAGON),

@@ -17,6 +17,11 @@ mod tensor;
 pub(crate) fn install() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
+        // The OpenCL driver (its library is opened on its first call, not here).
+        let _ = crate::runtime::device::register_device_api(
+            crate::abi::device_type::OPENCL,
+            &crate::runtime::device::opencl::API,
+        );
         for (name, f) in all() {
             registry::register_built_in(name, f);
         }

@@ -1,10 +1,12 @@
 //! Device APIs: memory, copies and streams per device type, behind one trait.
 //!
-//! The CPU API is built in; other backends (e.g. CUDA through a dlopen'd driver) register an
-//! implementation with [`register_device_api`]. Lookups are lock-free after registration.
+//! The CPU API is built in; drivers for other APIs (`opencl/`, registered by the runtime's
+//! initialisation, its library opened on first use) register an implementation with
+//! [`register_device_api`]. Lookups are lock-free after registration.
 
 mod cpu;
 mod cpu_stream;
+pub mod opencl;
 
 pub use cpu::CpuDeviceApi;
 pub use cpu_stream::{poll_until, HostTask};

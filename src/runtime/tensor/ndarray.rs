@@ -324,14 +324,21 @@ impl NDArray {
             let at = if offset == 0 { String::new() } else { format!(" at offset {offset}") };
             return Err(Error::value(format!("view of {need} bytes{at} does not fit in an array of {have} bytes")));
         }
-        build(
+        // Host memory is addressed directly; device memory by its handle, which the view keeps
+        // while its byte offset moves (as TVM's views of device arrays do).
+        let (data, byte_offset) = if is_host_like(self.dl_tensor.device.device_type) {
             // SAFETY: `offset + need <= have`, so the address stays inside this array's memory.
-            unsafe { (self.dl_tensor.data as *mut u8).add(offset) } as *mut c_void,
+            (unsafe { (self.dl_tensor.data as *mut u8).add(offset) } as *mut c_void, self.dl_tensor.byte_offset)
+        } else {
+            (self.dl_tensor.data, self.dl_tensor.byte_offset + offset as u64)
+        };
+        build(
+            data,
             Shape::Shared(shape),
             Strides::Compact,
             dtype,
             self.dl_tensor.device,
-            self.dl_tensor.byte_offset,
+            byte_offset,
             self.as_header() as *mut c_void,
             DataOwner::Parent(self.clone()),
         )

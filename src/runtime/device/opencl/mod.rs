@@ -1,0 +1,528 @@
+//! `kDLOpenCL` (4): memory, copies, streams and events on OpenCL devices (see the device layer
+//! in docs/ARCHITECTURE.md). The OpenCL library is opened on first use ([`driver`]); without it,
+//! or without a platform, every call fails with an error naming what is missing.
+//!
+//! A device pointer is the address of a [`Buffer`] descriptor the runtime owns (its `cl_mem`,
+//! size and device): host code passes device pointers through without reading them. Streams
+//! are in-order queues (the NULL stream is the device's default queue, and calls on it are
+//! done on return); events are markers on a queue. The live buffers, streams and events are
+//! kept in sets, so a pointer or handle this runtime did not make (or already freed) is an
+//! error naming it, never a crash.
+
+mod driver;
+mod symbols;
+
+pub use driver::driver;
+
+use super::{DeviceApi, EventHandle, HostTask, StreamHandle};
+use crate::abi::{device_type, DLDataType, DLDevice};
+use crate::runtime::base::error::{Error, Result};
+use crate::runtime::dlpack::tensor_ref::TensorRef;
+use parking_lot::Mutex;
+use std::collections::HashSet;
+use std::ffi::c_void;
+use symbols::{check, Handle};
+
+/// Device memory: what a device pointer addresses.
+#[repr(C)]
+pub struct Buffer {
+    pub mem: Handle,
+    pub size: usize,
+    pub device: i32,
+}
+
+/// A stream: its queue, and the host stream its host tasks run on in order.
+struct Stream {
+    queue: Handle,
+    device: i32,
+    host: StreamHandle,
+}
+
+/// An event: the marker last recorded, if any.
+struct Event {
+    mark: Mutex<Option<Handle>>,
+}
+
+/// The addresses of the live buffers, streams and events this runtime made.
+static BUFFERS: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+static STREAMS: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+static EVENTS: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+fn insert(set: &Mutex<Option<HashSet<usize>>>, at: usize) {
+    set.lock().get_or_insert_with(HashSet::new).insert(at);
+}
+
+/// Takes `at` out of `set`; whether it was there.
+fn remove(set: &Mutex<Option<HashSet<usize>>>, at: usize) -> bool {
+    set.lock().as_mut().is_some_and(|s| s.remove(&at))
+}
+
+fn contains(set: &Mutex<Option<HashSet<usize>>>, at: usize) -> bool {
+    set.lock().as_ref().is_some_and(|s| s.contains(&at))
+}
+
+/// Each queue's last command, for `stream_query` (events this runtime holds a reference to).
+static LAST: Mutex<Option<std::collections::HashMap<usize, usize>>> = Mutex::new(None);
+
+/// Keeps `event` (owned) as `queue`'s last command, releasing the one before.
+fn note(queue: Handle, event: Handle) {
+    if event.is_null() {
+        return;
+    }
+    let old = LAST.lock().get_or_insert_with(Default::default).insert(queue as usize, event as usize);
+    if let (Some(old), Ok(drv)) = (old, driver()) {
+        release(drv.cl.release_event, old as Handle);
+    }
+}
+
+/// How many OpenCL buffers are allocated now.
+pub fn live_buffers() -> usize {
+    BUFFERS.lock().as_ref().map_or(0, HashSet::len)
+}
+
+/// Whether OpenCL is usable here: the library opens and a platform with a device is found.
+pub fn available() -> bool {
+    driver().is_ok()
+}
+
+/// The buffer a device pointer addresses, or an error naming it.
+fn buffer<'a>(ptr: *mut c_void, dev: DLDevice) -> Result<&'a Buffer> {
+    if !contains(&BUFFERS, ptr as usize) {
+        return Err(Error::value(format!(
+            "{ptr:p} is not OpenCL memory of this runtime (a host pointer where {dev} memory is required, or memory already freed)"
+        )));
+    }
+    // SAFETY: a live descriptor made by `alloc_data_space` (freed only by `free_data_space`).
+    let b = unsafe { &*(ptr as *const Buffer) };
+    if b.device != dev.device_id {
+        return Err(Error::value(format!("{ptr:p} is memory of opencl:{}, used as {dev}", b.device)));
+    }
+    Ok(b)
+}
+
+/// Releases an OpenCL object, ignoring the status (nothing more can be done about it).
+fn release(f: unsafe extern "C" fn(Handle) -> i32, h: Handle) {
+    // SAFETY: `h` is a live object of the kind `f` releases, released once.
+    let _ = unsafe { f(h) };
+}
+
+/// A handle moved into a host task (OpenCL handles may be used from any thread).
+struct Sent(Handle);
+// SAFETY: see above.
+unsafe impl Send for Sent {}
+
+/// The OpenCL device API.
+pub struct OpenClDeviceApi;
+
+/// The one instance, registered for `kDLOpenCL` by the runtime's initialisation.
+pub static API: OpenClDeviceApi = OpenClDeviceApi;
+
+impl OpenClDeviceApi {
+    /// The queue of `stream` on `dev` (NULL: the device's default queue).
+    fn queue(&self, dev: DLDevice, stream: StreamHandle) -> Result<Handle> {
+        let d = driver()?.device(dev.device_id)?;
+        if stream.is_null() {
+            return Ok(d.queue);
+        }
+        Ok(self.stream(stream)?.queue)
+    }
+
+    fn stream(&self, stream: StreamHandle) -> Result<&Stream> {
+        if !contains(&STREAMS, stream as usize) {
+            return Err(Error::value(format!(
+                "{stream:p} is not a live OpenCL stream of this runtime (freed already?)"
+            )));
+        }
+        // SAFETY: a live stream made by `create_stream` (freed only by `free_stream`).
+        Ok(unsafe { &*(stream as *const Stream) })
+    }
+
+    fn event(&self, event: EventHandle) -> Result<&Event> {
+        if !contains(&EVENTS, event as usize) {
+            return Err(Error::value(format!("{event:p} is not a live OpenCL event of this runtime (freed already?)")));
+        }
+        // SAFETY: a live event made by `create_event` (freed only by `free_event`).
+        Ok(unsafe { &*(event as *const Event) })
+    }
+
+    /// A marker at the current end of `queue`'s work.
+    fn marker(&self, queue: Handle) -> Result<Handle> {
+        let cl = &driver()?.cl;
+        let mut mark = std::ptr::null_mut();
+        // SAFETY: a live queue; the marker event is written to `mark`.
+        check("clEnqueueMarkerWithWaitList", unsafe {
+            (cl.enqueue_marker_with_wait_list)(queue, 0, std::ptr::null(), &mut mark)
+        })?;
+        // SAFETY: a live queue.
+        check("clFlush", unsafe { (cl.flush)(queue) })?;
+        Ok(mark)
+    }
+
+    /// Makes `queue` wait for `events` (a barrier; nothing on the host waits).
+    fn wait_on(&self, queue: Handle, events: &[Handle]) -> Result<()> {
+        let cl = &driver()?.cl;
+        let mut done = std::ptr::null_mut();
+        // SAFETY: a live queue and live events; the barrier's event is kept as the queue's last.
+        let status =
+            unsafe { (cl.enqueue_barrier_with_wait_list)(queue, events.len() as u32, events.as_ptr(), &mut done) };
+        check("clEnqueueBarrierWithWaitList", status)?;
+        note(queue, done);
+        // SAFETY: a live queue.
+        check("clFlush", unsafe { (cl.flush)(queue) })
+    }
+
+    /// Ends a call on the NULL stream (done on return) or starts a queued one.
+    fn settle(&self, queue: Handle, stream: StreamHandle) -> Result<()> {
+        let cl = &driver()?.cl;
+        if stream.is_null() {
+            // SAFETY: a live queue.
+            return check("clFinish", unsafe { (cl.finish)(queue) });
+        }
+        // SAFETY: a live queue.
+        check("clFlush", unsafe { (cl.flush)(queue) })
+    }
+}
+
+impl DeviceApi for OpenClDeviceApi {
+    fn alloc_data_space(
+        &self,
+        dev: DLDevice,
+        nbytes: usize,
+        _alignment: usize,
+        _hint: DLDataType,
+    ) -> Result<*mut c_void> {
+        let drv = driver()?;
+        let d = drv.device(dev.device_id)?;
+        if nbytes as u64 > d.max_alloc {
+            return Err(Error::value(format!(
+                "cannot allocate {nbytes} bytes on {dev} ({}): its largest allocation is {} bytes (of {} in all)",
+                d.name, d.max_alloc, d.global_mem
+            )));
+        }
+        let mut status = 0;
+        // SAFETY: the platform's context; a read-write buffer with no host pointer (OpenCL
+        // buffers are aligned to the device's base address alignment, past any tensor's).
+        let mem = unsafe {
+            (drv.cl.create_buffer)(
+                drv.context,
+                symbols::MEM_READ_WRITE,
+                nbytes.max(1),
+                std::ptr::null_mut(),
+                &mut status,
+            )
+        };
+        check("clCreateBuffer", status).map_err(|e| e.context(format!("allocating {nbytes} bytes on {dev}")))?;
+        let b = Box::into_raw(Box::new(Buffer { mem, size: nbytes, device: dev.device_id }));
+        insert(&BUFFERS, b as usize);
+        Ok(b.cast())
+    }
+
+    unsafe fn free_data_space(&self, dev: DLDevice, ptr: *mut c_void) -> Result<()> {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        buffer(ptr, dev)?;
+        if !remove(&BUFFERS, ptr as usize) {
+            return Err(Error::value(format!("{ptr:p} was freed twice")));
+        }
+        // SAFETY: the descriptor made by `alloc_data_space`, taken out of the live set just now.
+        let b = unsafe { Box::from_raw(ptr as *mut Buffer) };
+        // Queued work that uses the buffer keeps it alive (OpenCL counts its references).
+        release(driver()?.cl.release_mem_object, b.mem);
+        Ok(())
+    }
+
+    unsafe fn copy_data_from_to(&self, from: TensorRef<'_>, to: TensorRef<'_>, stream: StreamHandle) -> Result<()> {
+        from.check_contiguous("the copy's source")?;
+        to.check_contiguous("the copy's destination")?;
+        let n = from.byte_size()?;
+        let on_device = |t: &TensorRef<'_>| t.device().device_type == device_type::OPENCL;
+        let dev = if on_device(&from) { from.device() } else { to.device() };
+        let queue = self.queue(dev, stream)?;
+        let cl = &driver()?.cl;
+        let blocking = stream.is_null() as u32;
+        let mut done = std::ptr::null_mut();
+        let fits = |b: &Buffer, at: u64| {
+            let end = (at as usize).checked_add(n).filter(|&e| e <= b.size);
+            end.map(|_| ()).ok_or_else(|| {
+                Error::value(format!("a copy of {n} bytes at offset {at} overruns a buffer of {} bytes", b.size))
+            })
+        };
+        match (on_device(&from), on_device(&to)) {
+            (false, true) => {
+                let (b, at) = (buffer(to.raw().data, to.device())?, to.raw().byte_offset);
+                fits(b, at)?;
+                // SAFETY: `n` bytes of the host tensor (valid until the stream runs the copy,
+                // by this function's contract) into the buffer's range checked above.
+                let status = unsafe {
+                    (cl.enqueue_write_buffer)(
+                        queue,
+                        b.mem,
+                        blocking,
+                        at as usize,
+                        n,
+                        from.data_addr(),
+                        0,
+                        std::ptr::null(),
+                        &mut done,
+                    )
+                };
+                check("clEnqueueWriteBuffer", status)?;
+            }
+            (true, false) => {
+                let (b, at) = (buffer(from.raw().data, from.device())?, from.raw().byte_offset);
+                fits(b, at)?;
+                // SAFETY: as above, from the buffer into the host tensor's `n` bytes.
+                let status = unsafe {
+                    (cl.enqueue_read_buffer)(
+                        queue,
+                        b.mem,
+                        blocking,
+                        at as usize,
+                        n,
+                        to.data_addr(),
+                        0,
+                        std::ptr::null(),
+                        &mut done,
+                    )
+                };
+                check("clEnqueueReadBuffer", status)?;
+            }
+            _ if from.device() != to.device() => {
+                return Err(Error::value(format!(
+                    "cannot copy between {} and {}: one side must be the host",
+                    from.device(),
+                    to.device()
+                )));
+            }
+            _ => {
+                let (a, b) = (buffer(from.raw().data, from.device())?, buffer(to.raw().data, to.device())?);
+                let (fa, fb) = (from.raw().byte_offset, to.raw().byte_offset);
+                fits(a, fa)?;
+                fits(b, fb)?;
+                // SAFETY: two live buffers of one context, ranges checked above.
+                let status = unsafe {
+                    (cl.enqueue_copy_buffer)(
+                        queue,
+                        a.mem,
+                        b.mem,
+                        fa as usize,
+                        fb as usize,
+                        n,
+                        0,
+                        std::ptr::null(),
+                        &mut done,
+                    )
+                };
+                check("clEnqueueCopyBuffer", status)?;
+            }
+        }
+        note(queue, done);
+        self.settle(queue, stream)
+    }
+
+    fn create_stream(&self, dev: DLDevice) -> Result<StreamHandle> {
+        let drv = driver()?;
+        let d = drv.device(dev.device_id)?;
+        let mut status = 0;
+        // SAFETY: a device of the context; an in-order queue.
+        let queue = unsafe { (drv.cl.create_command_queue)(drv.context, d.id, 0, &mut status) };
+        check("clCreateCommandQueue", status)?;
+        let host = match super::device_api(device_type::CPU)?.create_stream(DLDevice::cpu(0)) {
+            Ok(h) => h,
+            Err(e) => {
+                release(drv.cl.release_command_queue, queue);
+                return Err(e);
+            }
+        };
+        let s = Box::into_raw(Box::new(Stream { queue, device: dev.device_id, host }));
+        insert(&STREAMS, s as usize);
+        Ok(s.cast())
+    }
+
+    fn free_stream(&self, _dev: DLDevice, stream: StreamHandle) -> Result<()> {
+        if stream.is_null() {
+            return Ok(());
+        }
+        if !remove(&STREAMS, stream as usize) {
+            return Err(Error::value(format!("{stream:p} is not a live OpenCL stream of this runtime (freed twice?)")));
+        }
+        // SAFETY: made by `create_stream`, taken out of the live set just now.
+        let s = unsafe { Box::from_raw(stream as *mut Stream) };
+        // A released queue finishes the work queued on it before it goes.
+        release(driver()?.cl.release_command_queue, s.queue);
+        if let Some(last) = LAST.lock().as_mut().and_then(|m| m.remove(&(s.queue as usize))) {
+            release(driver()?.cl.release_event, last as Handle);
+        }
+        CURRENT.with(|c| c.borrow_mut().retain(|_, v| *v != stream as usize));
+        super::device_api(device_type::CPU)?.free_stream(DLDevice::cpu(0), s.host)
+    }
+
+    fn set_stream(&self, dev: DLDevice, stream: StreamHandle) -> Result<()> {
+        if !stream.is_null() && self.stream(stream)?.device != dev.device_id {
+            return Err(Error::value(format!("{stream:p} is a stream of another OpenCL device than {dev}")));
+        }
+        CURRENT.with(|c| c.borrow_mut().insert(dev.device_id, stream as usize));
+        Ok(())
+    }
+
+    fn stream_sync(&self, dev: DLDevice, stream: StreamHandle) -> Result<()> {
+        let queue = self.queue(dev, stream)?;
+        // SAFETY: a live queue.
+        check("clFinish", unsafe { (driver()?.cl.finish)(queue) })
+    }
+
+    fn stream_query(&self, dev: DLDevice, stream: StreamHandle) -> Result<bool> {
+        let queue = self.queue(dev, stream)?;
+        // The queue's last command (in order: all before it are done when it is).
+        match LAST.lock().as_ref().and_then(|m| m.get(&(queue as usize)).copied()) {
+            Some(last) => event_done(last as Handle),
+            None => Ok(true),
+        }
+    }
+
+    fn sync_stream_from_to(&self, dev: DLDevice, src: StreamHandle, dst: StreamHandle) -> Result<()> {
+        let (from, to) = (self.queue(dev, src)?, self.queue(dev, dst)?);
+        let mark = self.marker(from)?;
+        let waited = self.wait_on(to, &[mark]);
+        release(driver()?.cl.release_event, mark);
+        waited
+    }
+
+    fn launch_host_task(&self, dev: DLDevice, stream: StreamHandle, task: HostTask) -> Result<()> {
+        let queue = self.queue(dev, stream)?;
+        let cl = &driver()?.cl;
+        if stream.is_null() {
+            // SAFETY: a live queue.
+            check("clFinish", unsafe { (cl.finish)(queue) })?;
+            task();
+            return Ok(());
+        }
+        // The task runs on the stream's host stream once the queue reaches it; the queue's
+        // later work waits for the task through a user event.
+        let mark = self.marker(queue)?;
+        let mut status = 0;
+        // SAFETY: the platform's context.
+        let gate = unsafe { (cl.create_user_event)(driver()?.context, &mut status) };
+        if let Err(e) = check("clCreateUserEvent", status) {
+            release(cl.release_event, mark);
+            return Err(e);
+        }
+        if let Err(e) = self.wait_on(queue, &[gate]) {
+            // SAFETY: the user event made above; completing it lets nothing wrong run.
+            unsafe { (cl.set_user_event_status)(gate, symbols::COMPLETE) };
+            release(cl.release_event, gate);
+            release(cl.release_event, mark);
+            return Err(e);
+        }
+        let (mark, gate) = (Sent(mark), Sent(gate));
+        let run: HostTask = Box::new(move || {
+            let (mark, gate) = (mark, gate);
+            let Ok(drv) = driver() else { return };
+            // SAFETY: the marker made above, waited for once.
+            let reached = unsafe { (drv.cl.wait_for_events)(1, &mark.0) };
+            if reached == symbols::SUCCESS {
+                task();
+            }
+            // SAFETY: the user event made above, completed once (an error status when the
+            // queue's earlier work failed, which fails the work waiting on it too).
+            unsafe { (drv.cl.set_user_event_status)(gate.0, if reached == 0 { symbols::COMPLETE } else { -14 }) };
+            release(drv.cl.release_event, gate.0);
+            release(drv.cl.release_event, mark.0);
+        });
+        let host = self.stream(stream)?.host;
+        super::device_api(device_type::CPU)?.launch_host_task(DLDevice::cpu(0), host, run)
+    }
+
+    fn create_event(&self, _dev: DLDevice) -> Result<EventHandle> {
+        driver()?;
+        let e = Box::into_raw(Box::new(Event { mark: Mutex::new(None) }));
+        insert(&EVENTS, e as usize);
+        Ok(e.cast())
+    }
+
+    fn free_event(&self, _dev: DLDevice, event: EventHandle) -> Result<()> {
+        if !remove(&EVENTS, event as usize) {
+            return Err(Error::value(format!("{event:p} is not a live OpenCL event of this runtime (freed twice?)")));
+        }
+        // SAFETY: made by `create_event`, taken out of the live set just now.
+        let e = unsafe { Box::from_raw(event as *mut Event) };
+        if let Some(mark) = e.mark.lock().take() {
+            release(driver()?.cl.release_event, mark);
+        }
+        Ok(())
+    }
+
+    fn record_event(&self, dev: DLDevice, event: EventHandle, stream: StreamHandle) -> Result<()> {
+        let e = self.event(event)?;
+        let mark = self.marker(self.queue(dev, stream)?)?;
+        if let Some(old) = e.mark.lock().replace(mark) {
+            release(driver()?.cl.release_event, old);
+        }
+        Ok(())
+    }
+
+    fn stream_wait_event(&self, dev: DLDevice, stream: StreamHandle, event: EventHandle) -> Result<()> {
+        let e = self.event(event)?;
+        let Some(mark) = *e.mark.lock() else { return Ok(()) };
+        if stream.is_null() {
+            return self.event_sync(dev, event);
+        }
+        self.wait_on(self.queue(dev, stream)?, &[mark])
+    }
+
+    fn event_sync(&self, _dev: DLDevice, event: EventHandle) -> Result<()> {
+        let Some(mark) = *self.event(event)?.mark.lock() else { return Ok(()) };
+        // SAFETY: the event's live marker.
+        check("clWaitForEvents", unsafe { (driver()?.cl.wait_for_events)(1, &mark) })
+    }
+
+    fn event_query(&self, _dev: DLDevice, event: EventHandle) -> Result<bool> {
+        match *self.event(event)?.mark.lock() {
+            Some(mark) => event_done(mark),
+            None => Ok(true),
+        }
+    }
+}
+
+/// Whether an OpenCL event has completed (an error when its command failed).
+fn event_done(mark: Handle) -> Result<bool> {
+    let mut state: i32 = 1;
+    // SAFETY: a live event; the status is an `cl_int`.
+    let status = unsafe {
+        (driver()?.cl.get_event_info)(
+            mark,
+            symbols::EVENT_COMMAND_EXECUTION_STATUS,
+            4,
+            (&mut state as *mut i32).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    check("clGetEventInfo", status)?;
+    if state < 0 {
+        return Err(Error::value(format!("an OpenCL command failed: {} ({state})", symbols::status_name(state))));
+    }
+    Ok(state == symbols::COMPLETE)
+}
+
+thread_local! {
+    /// This thread's current stream per OpenCL device (`TVMSetStream`).
+    static CURRENT: std::cell::RefCell<std::collections::HashMap<i32, usize>> = Default::default();
+}
+
+/// This thread's current stream for `dev` (NULL: the default queue).
+pub fn current_stream(dev: DLDevice) -> StreamHandle {
+    CURRENT.with(|c| c.borrow().get(&dev.device_id).copied().unwrap_or(0) as StreamHandle)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The device layer's tests on a platform are tests/opencl.rs.
+    #[test]
+    fn a_missing_library_is_an_error_naming_it() {
+        let err =
+            super::symbols::Symbols::open_from(&["/nonexistent/libOpenCL.so.1".into()]).err().expect("no library");
+        assert!(err.to_string().contains("/nonexistent/libOpenCL.so.1"), "{err}");
+        assert!(err.to_string().contains("OpenCL is not available"), "{err}");
+    }
+}
