@@ -8,7 +8,7 @@ use tvm_runtime::runtime::device::device_api;
 use tvm_runtime::runtime::device::opencl::{driver, live_buffers};
 use tvm_runtime::runtime::dlpack::tensor_ref::TensorRef;
 use tvm_runtime::runtime::tensor::ndarray::{copy_from_to, copy_from_to_on};
-use tvm_runtime::runtime::NDArray;
+use tvm_runtime::runtime::{Module, NDArray, Value};
 
 /// OpenCL tests run one at a time, so the live-buffer count is theirs alone.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -185,4 +185,178 @@ fn threads_on_their_own_streams_get_their_own_data_back() {
         }
     });
     assert_eq!(live_buffers(), before);
+}
+
+/// A kernel library of tests/data/opencl-0.27 (apache-tvm 0.27's host code and OpenCL C).
+fn library(name: &str) -> Module {
+    let path = format!("{}/tests/data/opencl-0.27/{name}.so", env!("CARGO_MANIFEST_DIR"));
+    Module::load_from_file(&path, "").unwrap()
+}
+
+fn on_device(dev: DLDevice, data: &[f32], shape: &[i64]) -> NDArray {
+    let a = NDArray::empty(shape, F32, dev).unwrap();
+    a.copy_from_bytes(&floats(data)).unwrap();
+    a
+}
+
+fn read(a: &NDArray) -> Vec<f32> {
+    a.to_vec_u8().unwrap().chunks(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect()
+}
+
+/// A 1-D kernel (blockIdx.x, threadIdx.x) and a 2-D one (blockIdx.y/x, threadIdx.y/x) that
+/// apache-tvm 0.27 compiled for OpenCL run on the device; results against plain loops.
+#[test]
+fn kernels_tvm_compiled_for_opencl_run_on_the_device() {
+    let _one = ONE_AT_A_TIME.lock();
+    let Some(dev) = device() else { return };
+    let data: Vec<f32> = (0..1024).map(|i| i as f32 * 0.25).collect();
+    let (a, b) = (on_device(dev, &data, &[1024]), NDArray::empty(&[1024], F32, dev).unwrap());
+    let add_one = library("add_one").get_function("add_one", true).unwrap().expect("add_one");
+    add_one.call(&[Value::NDArray(a.clone()), Value::NDArray(b.clone())]).unwrap();
+    assert_eq!(read(&b), data.iter().map(|x| x + 1.0).collect::<Vec<_>>());
+
+    let n = 64;
+    let x: Vec<f32> = (0..n * n).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
+    let y: Vec<f32> = (0..n * n).map(|i| ((i * 5) % 11) as f32 * 0.5).collect();
+    let (dx, dy) = (on_device(dev, &x, &[n as i64, n as i64]), on_device(dev, &y, &[n as i64, n as i64]));
+    let dz = NDArray::empty(&[n as i64, n as i64], F32, dev).unwrap();
+    let matmul = library("matmul").get_function("matmul", true).unwrap().expect("matmul");
+    matmul.call(&[Value::NDArray(dx), Value::NDArray(dy), Value::NDArray(dz.clone())]).unwrap();
+    let z = read(&dz);
+    for i in 0..n {
+        for j in 0..n {
+            let want: f32 = (0..n).map(|k| x[i * n + k] * y[k * n + j]).sum();
+            assert_eq!(z[i * n + j], want, "C[{i}, {j}] (small integers and halves: exact)");
+        }
+    }
+}
+
+/// A kernel over a dynamic length takes it as a scalar argument; the launch sizes follow.
+#[test]
+fn a_dynamic_shape_reaches_the_kernel_as_a_scalar() {
+    let _one = ONE_AT_A_TIME.lock();
+    let Some(dev) = device() else { return };
+    let scale = library("scale_dyn").get_function("scale_dyn", true).unwrap().expect("scale_dyn");
+    for n in [1usize, 31, 32, 100] {
+        let data: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let (a, b) = (on_device(dev, &data, &[n as i64]), NDArray::empty(&[n as i64], F32, dev).unwrap());
+        scale.call(&[Value::NDArray(a), Value::NDArray(b.clone())]).unwrap();
+        assert_eq!(read(&b), data.iter().map(|x| x * 2.0 + 0.5).collect::<Vec<_>>(), "n = {n}");
+    }
+}
+
+/// Host memory where the kernel needs device memory is an error naming the argument.
+#[test]
+fn a_host_array_passed_to_a_device_kernel_is_an_error() {
+    let _one = ONE_AT_A_TIME.lock();
+    let Some(dev) = device() else { return };
+    let add_one = library("add_one").get_function("add_one", true).unwrap().expect("add_one");
+    let host = NDArray::empty(&[1024], F32, DLDevice::cpu(0)).unwrap();
+    let b = NDArray::empty(&[1024], F32, dev).unwrap();
+    let err = add_one.call(&[Value::NDArray(host.clone()), Value::NDArray(b.clone())]).unwrap_err();
+    assert!(err.to_string().contains("device_type"), "apache-tvm's host code checks: {err}");
+    // The kernel itself, called past the host code's checks.
+    let kernel = library("add_one").get_function("add_one_kernel", true).unwrap().expect("the kernel");
+    let args = [Value::Handle(host.data_ptr()), Value::Handle(b.data_ptr()), Value::Int(16), Value::Int(64)];
+    let err = kernel.call(&args).unwrap_err();
+    assert!(err.to_string().contains("not OpenCL memory") && err.to_string().contains("argument 0"), "{err}");
+    let err = kernel.call(&args[1..]).unwrap_err();
+    assert!(err.to_string().contains("takes 2 arguments and 2 launch values, got 3"), "{err}");
+}
+
+/// An `opencl` module's payload as apache-tvm 0.27 writes it: one kernel `name` with
+/// `args` float32* arguments and `tags`, and `source`.
+fn payload(name: &str, args: usize, tags: &[&str], source: &str) -> Vec<u8> {
+    let mut w = tvm_runtime::runtime::base::byteio::Writer::new();
+    w.string("cl");
+    w.u64(1);
+    w.string(name);
+    w.string(name);
+    w.u64(args as u64);
+    for _ in 0..args {
+        (w.u8(3), w.u8(64), w.u16(1));
+    }
+    w.strings(tags);
+    w.u64(0);
+    w.string(source);
+    w.into_bytes()
+}
+
+fn load_payload(bytes: Vec<u8>) -> tvm_runtime::runtime::Result<Module> {
+    let f = tvm_runtime::runtime::function::registry::get("ffi.Module.load_from_bytes.opencl").expect("the loader");
+    match f.call(&[Value::Bytes(bytes)])? {
+        Value::Module(m) => Ok(m),
+        other => panic!("a module, got {other:?}"),
+    }
+}
+
+/// Faults of a module and its kernels: a truncated table, a source the compiler rejects (its
+/// log in the error), a launch tag the runtime does not know.
+#[test]
+fn bad_modules_and_launches_are_errors_naming_the_fault() {
+    let _one = ONE_AT_A_TIME.lock();
+    let Some(dev) = device() else { return };
+    let good = payload("k", 1, &["blockIdx.x"], "__kernel void k(__global float* a) { a[get_global_id(0)] = 1.0f; }");
+    for cut in [3, 12, 40, good.len() - 5] {
+        let err = load_payload(good[..cut].to_vec()).err().expect("a truncated payload");
+        assert!(err.to_string().contains("opencl"), "cut at {cut}: {err}");
+    }
+    let buf = NDArray::empty(&[16], F32, dev).unwrap();
+    let broken =
+        load_payload(payload("k", 1, &["blockIdx.x"], "__kernel void k(__global float* a) { a[0] = undefined_name; }"))
+            .unwrap();
+    let k = broken.get_function("k", false).unwrap().unwrap();
+    let err = k.call(&[Value::Handle(buf.data_ptr()), Value::Int(1)]).unwrap_err();
+    assert!(
+        err.to_string().contains("building the OpenCL program") && err.to_string().contains("undefined_name"),
+        "{err}"
+    );
+    let odd =
+        load_payload(payload("k", 1, &["warpIdx.x"], "__kernel void k(__global float* a) { a[0] = 1.0f; }")).unwrap();
+    let err = odd
+        .get_function("k", false)
+        .unwrap()
+        .unwrap()
+        .call(&[Value::Handle(buf.data_ptr()), Value::Int(1)])
+        .unwrap_err();
+    assert!(err.to_string().contains("launch tag \"warpIdx.x\""), "{err}");
+}
+
+/// TVM 0.18's graph models built for OpenCL (../shared/tvm-data/opencl-0.18: kernels as OpenCL C
+/// in the library, host code for the CPU) run on the device through the graph executor:
+/// `default(opencl:0)`, inputs from the host, outputs back; against numpy (mlp) and TVM 0.18's
+/// CPU build (cnn).
+#[test]
+fn tvm_018_graph_models_run_on_the_device() {
+    let _one = ONE_AT_A_TIME.lock();
+    let Some(dev) = device() else { return };
+    let root = format!("{}/../shared/tvm-data/opencl-0.18", env!("CARGO_MANIFEST_DIR"));
+    if !std::path::Path::new(&root).exists() {
+        eprintln!("skipped: {root} is not there");
+        return;
+    }
+    for (model, input, shape, out) in
+        [("mlp", "x", vec![4, 32], vec![4, 10]), ("cnn", "data", vec![1, 3, 32, 32], vec![1, 10])]
+    {
+        let dir = format!("{root}/{model}");
+        let lib = Module::load_from_file(&format!("{dir}/packed.so"), "").unwrap();
+        let factory = lib.get_function("default", true).unwrap().expect("default");
+        let Value::Module(gm) = factory.call(&[Value::Device(dev)]).unwrap() else { panic!("a graph executor") };
+        let call = |name: &str, args: &[Value]| gm.get_function(name, false).unwrap().expect(name).call(args).unwrap();
+        let x = NDArray::from_bytes(&shape, F32, &std::fs::read(format!("{dir}/input_{input}.bin")).unwrap()).unwrap();
+        call("set_input", &[Value::Str(input.into()), Value::NDArray(x)]);
+        call("run", &[]);
+        let Value::NDArray(y) = call("get_output", &[Value::Int(0)]) else { panic!("an output") };
+        assert_eq!(y.device(), dev, "{model}: the output stays on the device");
+        let host = NDArray::empty(&out, F32, DLDevice::cpu(0)).unwrap();
+        copy_from_to(y.tensor(), host.tensor()).unwrap();
+        let want: Vec<f32> = std::fs::read(format!("{dir}/output_0.bin"))
+            .unwrap()
+            .chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let err = read(&host).iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        assert!(err < 1e-5, "{model}: max error {err}");
+        eprintln!("{model}: max error {err:e}");
+    }
 }

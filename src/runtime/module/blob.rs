@@ -25,6 +25,7 @@ static LOADERS: Lazy<RwLock<HashMap<String, BinaryLoader>>> = Lazy::new(|| {
     m.insert("metadata".into(), crate::runtime::module::const_loader::load_binary);
     m.insert("metadata_module".into(), crate::runtime::module::const_loader::load_metadata_module);
     m.insert("static_library".into(), crate::runtime::module::static_library::load_binary);
+    m.insert("opencl".into(), crate::runtime::module::opencl::load_binary);
     RwLock::new(m)
 });
 

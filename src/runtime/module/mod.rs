@@ -9,6 +9,7 @@ pub mod dso;
 pub mod elf;
 pub mod library;
 pub mod lookup;
+pub mod opencl;
 pub mod static_library;
 pub mod time_evaluator;
 pub mod tvm_ffi_library;

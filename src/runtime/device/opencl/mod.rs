@@ -10,9 +10,11 @@
 //! error naming it, never a crash.
 
 mod driver;
+mod program;
 mod symbols;
 
 pub use driver::driver;
+pub use program::{KernelArg, Program};
 
 use super::{DeviceApi, EventHandle, HostTask, StreamHandle};
 use crate::abi::{device_type, DLDataType, DLDevice};
@@ -83,6 +85,13 @@ pub fn live_buffers() -> usize {
 /// Whether OpenCL is usable here: the library opens and a platform with a device is found.
 pub fn available() -> bool {
     driver().is_ok()
+}
+
+/// The OpenCL device whose memory `ptr` is, if it is this runtime's OpenCL memory.
+pub fn device_of(ptr: *mut c_void) -> Option<i32> {
+    // SAFETY: a live descriptor (checked in the set just before; freed only by
+    // `free_data_space`, which callers do not race with a use of the memory).
+    contains(&BUFFERS, ptr as usize).then(|| unsafe { (*(ptr as *const Buffer)).device })
 }
 
 /// The buffer a device pointer addresses, or an error naming it.

@@ -22,6 +22,7 @@ pub const DEVICE_TYPE_CPU: u64 = 1 << 1;
 pub const DEVICE_TYPE_ALL: u64 = 0xFFFF_FFFF;
 pub const MEM_READ_WRITE: u64 = 1;
 pub const EVENT_COMMAND_EXECUTION_STATUS: ClUint = 0x11D3;
+pub const PROGRAM_BUILD_LOG: ClUint = 0x1183;
 
 type Notify = Option<unsafe extern "C" fn(*const i8, *const c_void, usize, *mut c_void)>;
 
@@ -70,6 +71,32 @@ pub struct Symbols {
     pub get_event_info: unsafe extern "C" fn(Handle, ClUint, usize, *mut c_void, *mut usize) -> ClInt,
     pub release_event: unsafe extern "C" fn(Handle) -> ClInt,
     pub create_user_event: unsafe extern "C" fn(Handle, *mut ClInt) -> Handle,
+    pub create_program_with_source:
+        unsafe extern "C" fn(Handle, ClUint, *const *const i8, *const usize, *mut ClInt) -> Handle,
+    pub build_program: unsafe extern "C" fn(
+        Handle,
+        ClUint,
+        *const Handle,
+        *const i8,
+        Option<unsafe extern "C" fn(Handle, *mut c_void)>,
+        *mut c_void,
+    ) -> ClInt,
+    pub get_program_build_info: unsafe extern "C" fn(Handle, Handle, ClUint, usize, *mut c_void, *mut usize) -> ClInt,
+    pub release_program: unsafe extern "C" fn(Handle) -> ClInt,
+    pub create_kernel: unsafe extern "C" fn(Handle, *const i8, *mut ClInt) -> Handle,
+    pub release_kernel: unsafe extern "C" fn(Handle) -> ClInt,
+    pub set_kernel_arg: unsafe extern "C" fn(Handle, ClUint, usize, *const c_void) -> ClInt,
+    pub enqueue_nd_range_kernel: unsafe extern "C" fn(
+        Handle,
+        Handle,
+        ClUint,
+        *const usize,
+        *const usize,
+        *const usize,
+        ClUint,
+        *const Handle,
+        *mut Handle,
+    ) -> ClInt,
     pub set_user_event_status: unsafe extern "C" fn(Handle, ClInt) -> ClInt,
     _lib: libloading::Library,
 }
@@ -139,6 +166,14 @@ impl Symbols {
             get_event_info: sym!("clGetEventInfo"),
             release_event: sym!("clReleaseEvent"),
             create_user_event: sym!("clCreateUserEvent"),
+            create_program_with_source: sym!("clCreateProgramWithSource"),
+            build_program: sym!("clBuildProgram"),
+            get_program_build_info: sym!("clGetProgramBuildInfo"),
+            release_program: sym!("clReleaseProgram"),
+            create_kernel: sym!("clCreateKernel"),
+            release_kernel: sym!("clReleaseKernel"),
+            set_kernel_arg: sym!("clSetKernelArg"),
+            enqueue_nd_range_kernel: sym!("clEnqueueNDRangeKernel"),
             set_user_event_status: sym!("clSetUserEventStatus"),
             _lib: lib,
         })
