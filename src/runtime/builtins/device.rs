@@ -15,7 +15,7 @@ pub(super) fn globals() -> Vec<(&'static str, PackedFunc)> {
         (
             "runtime.GetDeviceAttr",
             PackedFunc::from_typed(|args| match args.int(2)? {
-                0 => Ok(Value::Int(device_api(args.int(0)? as i32).is_ok() as i64)),
+                0 => Ok(Value::Int(device_exists(args.int(0)? as i32, args.int(1)? as i32) as i64)),
                 _ => Ok(Value::Null),
             }),
         ),
@@ -84,6 +84,18 @@ pub(super) fn globals() -> Vec<(&'static str, PackedFunc)> {
 /// A global of (device, stream as an integer) running `f`.
 fn stream_call(f: fn(DLDevice, StreamHandle) -> Result<()>) -> PackedFunc {
     PackedFunc::from_typed(move |args| f(args.device(0)?, stream_arg(&args, 1)?).map(|()| Value::Null))
+}
+
+/// TVM's `kExist`: a device type this runtime drives, and (OpenCL) a device of that index on
+/// the platform found.
+fn device_exists(device_type: i32, device_id: i32) -> bool {
+    match device_api(device_type) {
+        Err(_) => false,
+        Ok(_) if device_type == device_type::OPENCL => {
+            crate::runtime::device::opencl::driver().is_ok_and(|d| d.device(device_id).is_ok())
+        }
+        Ok(_) => true,
+    }
 }
 
 /// A stream passed as the integer `runtime.Device_StreamCreate` returned.
