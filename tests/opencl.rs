@@ -366,7 +366,9 @@ fn tvm_018_graph_models_run_on_the_device() {
 fn only_the_platforms_devices_exist() {
     let Some(_) = device() else { return };
     let attr = tvm_runtime::runtime::function::registry::get("runtime.GetDeviceAttr").expect("the global");
-    let exist = |id: i64| attr.call(&[Value::Int(device_type::OPENCL as i64), Value::Int(id), Value::Int(0)]).unwrap().as_int().unwrap();
+    let exist = |id: i64| {
+        attr.call(&[Value::Int(device_type::OPENCL as i64), Value::Int(id), Value::Int(0)]).unwrap().as_int().unwrap()
+    };
     assert_eq!(exist(0), 1);
     assert_eq!(exist(99), 0);
 }

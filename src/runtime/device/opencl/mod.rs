@@ -250,7 +250,10 @@ impl DeviceApi for OpenClDeviceApi {
         let queue = self.queue(dev, stream)?;
         let cl = &driver()?.cl;
         let blocking = stream.is_null() as u32;
+        // A queued copy's event is kept as the queue's last command (for `stream_query`); a copy
+        // on the NULL stream is done on return and needs none.
         let mut done = std::ptr::null_mut();
+        let event: *mut Handle = if stream.is_null() { std::ptr::null_mut() } else { &mut done };
         let fits = |b: &Buffer, at: u64| {
             let end = (at as usize).checked_add(n).filter(|&e| e <= b.size);
             end.map(|_| ()).ok_or_else(|| {
@@ -273,7 +276,7 @@ impl DeviceApi for OpenClDeviceApi {
                         from.data_addr(),
                         0,
                         std::ptr::null(),
-                        &mut done,
+                        event,
                     )
                 };
                 check("clEnqueueWriteBuffer", status)?;
@@ -292,7 +295,7 @@ impl DeviceApi for OpenClDeviceApi {
                         to.data_addr(),
                         0,
                         std::ptr::null(),
-                        &mut done,
+                        event,
                     )
                 };
                 check("clEnqueueReadBuffer", status)?;
@@ -320,11 +323,14 @@ impl DeviceApi for OpenClDeviceApi {
                         n,
                         0,
                         std::ptr::null(),
-                        &mut done,
+                        event,
                     )
                 };
                 check("clEnqueueCopyBuffer", status)?;
             }
+        }
+        if stream.is_null() && !(on_device(&from) && on_device(&to)) {
+            return Ok(()); // a blocking read or write: done
         }
         note(queue, done);
         self.settle(queue, stream)
