@@ -574,7 +574,7 @@ mblob("type_key_not_utf8", blob([enc_str(b"Graph\xffFactory")] + GOOD[1:]), "typ
 mblob("unknown_module_type", blob([enc_str("cuda"), b"\0" * 16, LIB, tree([0, 1, 1], [1])]),
       "module of type `cuda`, which this runtime cannot load")
 mblob("unknown_module_type_empty_key", blob([enc_str(""), LIB]), "module of type ``, which this runtime cannot load")
-mblob("unknown_module_after_good_ones", blob(GOOD[:2] + [enc_str("opencl")] + GOOD[2:]), "module of type `opencl`")
+mblob("unknown_module_after_good_ones", blob(GOOD[:2] + [enc_str("vulkan")] + GOOD[2:]), "module of type `vulkan`")
 mblob("duplicate_lib", blob([FACTORY, LIB, LIB, tree([0, 1, 1, 1], [1])]), "more than one `_lib` entry")
 mblob("duplicate_import_tree", blob(GOOD + [tree([0, 1, 1], [1])]), "more than one `_import_tree` entry")
 mblob("import_tree_without_modules", blob([tree([0], [])]), "import tree given but no modules")
