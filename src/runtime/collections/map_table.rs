@@ -395,25 +395,25 @@ impl MapCell {
         if !ask.is_empty() {
             return Err(Stop::Ask(Undecided { keys: ask, hash: true }));
         }
-        let mut fresh = MapCell::new();
-        fresh.data = new_blocks(slots)? as *mut std::ffi::c_void;
-        (fresh.slots, fresh.fib_shift) = (slots, shift);
-        fresh.data_deleter = Some(crate::runtime::container::free_buffer);
+        let mut fresh = MapCell::empty_dense(shift, slots)?;
         for (&kv, h) in entries.iter().zip(hashes) {
             // SAFETY: the pair moves bit for bit into the new table (the old storage is freed
             // below without releasing it).
             let Kv { key, value } = unsafe { std::ptr::read(kv) };
-            let at = fresh.land_distinct(&key, h, answers)?;
+            let at = match fresh.land_distinct(&key, h, answers) {
+                Ok(at) => at,
+                Err(stop) => {
+                    // The old table still owns every pair: the new one's copies are not released.
+                    fresh.abandon();
+                    return Err(stop);
+                }
+            };
             // SAFETY: the slot just taken for the key.
             unsafe { (*fresh.item(at)).kv.value = value };
             fresh.list_push_back(at);
         }
-        if let (Some(free), false) = (self.data_deleter, self.data.is_null()) {
-            // SAFETY: the old storage's own deleter, called once; its pairs were moved out.
-            unsafe { free(self.data) };
-        }
-        // The old cell's pairs moved and its storage is freed: forget it rather than drop it.
-        std::mem::forget(std::mem::replace(self, fresh));
+        // The old cell's pairs moved: its storage is freed, nothing in it released.
+        std::mem::replace(self, fresh).abandon();
         Ok(())
     }
 
@@ -546,11 +546,26 @@ impl MapCell {
     /// A cell for `n` pairs: dense from four pairs up, as C++ code builds a map from a range.
     pub(super) fn dense_for(n: u64) -> Result<MapCell, Error> {
         let (shift, slots) = table_size(n);
+        MapCell::empty_dense(shift, slots)
+    }
+
+    /// An empty dense cell of `slots` slots (`shift`: its Fibonacci shift).
+    fn empty_dense(shift: u32, slots: u64) -> Result<MapCell, Error> {
         let mut cell = MapCell::new();
         cell.data = new_blocks(slots)? as *mut std::ffi::c_void;
         (cell.slots, cell.fib_shift) = (slots, shift);
         cell.data_deleter = Some(crate::runtime::container::free_buffer);
         Ok(cell)
+    }
+
+    /// Frees a cell's storage with its own deleter without releasing its pairs (moved elsewhere,
+    /// or bit copies another cell owns).
+    fn abandon(self) {
+        if let (Some(free), false) = (self.data_deleter, self.data.is_null()) {
+            // SAFETY: the cell's own storage, freed once; nothing in it is released.
+            unsafe { free(self.data) };
+        }
+        std::mem::forget(self);
     }
 }
 
