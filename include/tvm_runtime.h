@@ -94,9 +94,11 @@ int TVMGraphExecutorCreateFromFactory(void *factory, const DLDevice *devices, ui
  As `TVMGraphExecutorCreate`, with options: NULL or `"key=value,..."` with keys
  `inter_op_threads` (workers running independent ops at once; default 1, as TVM),
  `intra_op_threads` (threads each kernel's parallel loops use; default: the cores divided among
- the workers) and `memory_plan` (`tvm`: the compiled storage plan, fewest bytes; `parallel`:
- buffers shared only between ops ordered by data, so branches can overlap). Unknown keys and
- bad values are errors naming the key. Results are bit-identical to a sequential run.
+ the workers), `memory_plan` (`tvm`: the compiled storage plan, fewest bytes; `parallel`:
+ buffers shared only between ops ordered by data, so branches can overlap) and `device`
+ (`KIND[:ID]` by TVM's names, e.g. `opencl:0`: the device kernels and storage go on, in place
+ of `devices`, which may then be the default `{kDLCPU, 0}` or that same device). Unknown keys
+ and bad values are errors naming the key. Results are bit-identical to a sequential run.
 
  # Safety
  As `TVMGraphExecutorCreate`; `options` is NULL or a NUL-terminated string.

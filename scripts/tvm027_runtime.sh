@@ -33,3 +33,10 @@ echo "README's examples/tvm_ffi/run_relax.py: the same output as on the wheel's 
 echo "-- the same, handles checked"
 TVM_RUNTIME_CHECK_HANDLES=1 "$venv/bin/python" tests/tvm027_runtime/run_relax_cases.py tests/data/relax-0.27 ours
 TVM_RUNTIME_CHECK_HANDLES=1 "$venv/bin/python" tests/tvm027_runtime/compile_and_run.py ours "$trace"
+# OpenCL Relax models (tests/data/opencl-0.27) with tvm.opencl(): the wheel's libraries, built
+# without OpenCL, cannot load them; this runtime as both libraries runs them (runtime-only).
+echo "-- OpenCL Relax models on tvm.opencl(): this runtime as both libraries (runtime-only)"
+swap --restore
+"$venv/bin/python" tests/tvm027_runtime/run_opencl.py tests/data/opencl-0.27 real
+swap --tvm-runtime
+TVM_USE_RUNTIME_LIB=1 "$venv/bin/python" tests/tvm027_runtime/run_opencl.py tests/data/opencl-0.27 ours

@@ -314,6 +314,8 @@ fn c_and_cpp_tests_pass() {
         ("TVM_TEST_MLP_DATA_DIR", repo.join("tests/data/tvm-0.18/mlp")),
         ("TVM_TEST_SEED004_DATA_DIR", repo.join("tests/data/tvm-0.18/seed004")),
         ("TVM_TEST_RELAX_DATA_DIR", repo.join("tests/data/relax-0.18")),
+        ("TVM_TEST_OPENCL_018_DIR", repo.join("../shared/tvm-data/opencl-0.18")),
+        ("TVM_TEST_OPENCL_027_DIR", repo.join("tests/data/opencl-0.27")),
     ];
     let tests = find_tests(&c_tests);
     assert!(tests.iter().any(|t| t.cxx_std.is_some()), "no C++ tests found in {}", c_tests.display());

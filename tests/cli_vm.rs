@@ -242,3 +242,31 @@ fn bad_arguments_exit_2_with_what_was_wrong() {
     let not_vm = repo().join("tests/data/relax-0.18/README.md");
     fails(&["run", not_vm.to_str().unwrap(), "--function", "main"], "only Relax VM executables have functions");
 }
+
+/// `tvm-rt run --device opencl` on an OpenCL Relax model (tests/data/opencl-0.27, expected output
+/// from numpy): inputs from the host go to the device, the output comes back and matches; on the
+/// CPU the same file fails naming the device its kernels need; a device kind TVM has no name for
+/// is a usage error. Skipped, saying so, where no OpenCL platform is installed.
+#[test]
+fn run_on_an_opencl_device() {
+    if let Err(e) = tvm_runtime::runtime::device::opencl::driver() {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let dir = scratch("cli-vm-opencl");
+    let folder = data("opencl-0.27");
+    let as_file = |what: &str, shape: &[u64]| {
+        let t = serde_json::json!({ "file": format!("vm_mlp.{what}.bin"), "shape": shape });
+        as_npy(&folder, &t, &dir, &format!("{what}.npy"))
+    };
+    let (x, y) = (as_file("input", &[5, 32]), as_file("output", &[5, 10]));
+    let model = folder.join("vm_mlp.so");
+    let model = model.to_str().unwrap();
+    let (input, compare) = (format!("x={x}"), format!("0={y}"));
+    let out = tvm_rt(&["run", model, "--device", "opencl", "--input", &input, "--compare", &compare]).expect(0);
+    assert!(out.stdout.contains("OK (max abs error"), "{}", out.stdout);
+    let out = tvm_rt(&["run", model, "--input", &input]).expect(3);
+    assert!(out.stderr.contains("expected opencl"), "{}", out.stderr);
+    let out = tvm_rt(&["run", model, "--device", "gpu:0", "--input", &input]).expect(2);
+    assert!(out.stderr.contains("unknown device kind `gpu`"), "{}", out.stderr);
+}

@@ -372,3 +372,68 @@ fn only_the_platforms_devices_exist() {
     assert_eq!(exist(0), 1);
     assert_eq!(exist(99), 0);
 }
+
+/// A Relax VM model of tests/data/opencl-0.27 on `vm_initialization(opencl:0, cpu:0)`: kernels
+/// on the device, the shape heap and shape functions on the host.
+fn vm_on_device(name: &str, dev: DLDevice) -> Module {
+    let exec = library(name);
+    let vm = exec.get_function("vm_load_executable", false).unwrap().unwrap().call(&[]).unwrap().into_module().unwrap();
+    let init = vm.get_function("vm_initialization", false).unwrap().unwrap();
+    let triple = |d: DLDevice| [Value::Int(d.device_type as i64), Value::Int(d.device_id as i64), Value::Int(2)];
+    init.call(&[triple(dev), triple(DLDevice::cpu(0))].concat()).unwrap();
+    vm
+}
+
+/// The model's input and numpy's output (tests/data/opencl-0.27/make.py).
+fn vm_case(name: &str) -> (Vec<f32>, Vec<f32>) {
+    let read = |what: &str| {
+        let bytes = std::fs::read(format!("{}/tests/data/opencl-0.27/{name}.{what}.bin", env!("CARGO_MANIFEST_DIR")));
+        bytes.unwrap().chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect::<Vec<f32>>()
+    };
+    (read("input"), read("output"))
+}
+
+fn max_error(got: &[f32], want: &[f32]) -> f32 {
+    assert_eq!(got.len(), want.len());
+    got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max)
+}
+
+/// Relax VM models apache-tvm 0.27 compiled for OpenCL (an MLP with a dynamic batch, a small conv
+/// net; weights are VM constants, copied to the device once at initialization) run on the
+/// device: the result stays there; against numpy.
+#[test]
+fn relax_vm_models_run_on_the_device() {
+    let _one = ONE_AT_A_TIME.lock();
+    let Some(dev) = device() else { return };
+    for (name, shape) in [("vm_mlp", vec![5, 32]), ("vm_cnn", vec![1, 3, 16, 16])] {
+        let vm = vm_on_device(name, dev);
+        let (input, want) = vm_case(name);
+        let main = vm.get_function("main", false).unwrap().unwrap();
+        for _ in 0..3 {
+            let Value::NDArray(y) = main.call(&[Value::NDArray(on_device(dev, &input, &shape))]).unwrap() else {
+                panic!("{name}: a tensor")
+            };
+            assert_eq!(y.device(), dev, "{name}: the result stays on the device");
+            let err = max_error(&read(&y), &want);
+            assert!(err < 1e-5, "{name}: max error {err}");
+        }
+    }
+}
+
+/// `set_input` copies host tensors to the VM's first device, as TVM's VM does; a host tensor
+/// passed straight to a device function is an error naming the device type it needs.
+#[test]
+fn vm_inputs_from_the_host() {
+    let _one = ONE_AT_A_TIME.lock();
+    let Some(dev) = device() else { return };
+    let vm = vm_on_device("vm_mlp", dev);
+    let (input, want) = vm_case("vm_mlp");
+    let host = NDArray::from_bytes(&[5, 32], F32, &floats(&input)).unwrap();
+    let f = |name: &str| vm.get_function(name, false).unwrap().unwrap();
+    f("set_input").call(&[Value::Str("main".into()), Value::NDArray(host.clone())]).unwrap();
+    f("invoke_stateful").call(&[Value::Str("main".into())]).unwrap();
+    let Value::NDArray(y) = f("get_output").call(&[Value::Str("main".into())]).unwrap() else { panic!("a tensor") };
+    assert!(max_error(&read(&y), &want) < 1e-5);
+    let err = f("main").call(&[Value::NDArray(host)]).unwrap_err();
+    assert!(err.to_string().contains("device_type"), "{err}");
+}

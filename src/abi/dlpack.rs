@@ -47,6 +47,11 @@ pub mod device_type {
             _ => return None,
         })
     }
+
+    /// The device type TVM names `name` (the inverse of [`name`]).
+    pub fn from_name(name: &str) -> Option<i32> {
+        (CPU..=MICRO_DEV).find(|&t| self::name(t) == Some(name))
+    }
 }
 
 /// Data type codes of DLPack (`DLDataTypeCode`) plus TVM's float8 codes.
@@ -76,6 +81,15 @@ pub struct DLDevice {
 impl DLDevice {
     pub const fn cpu(device_id: i32) -> Self {
         DLDevice { device_type: device_type::CPU, device_id }
+    }
+
+    /// `KIND[:ID]` by TVM's names of device types (`cpu`, `opencl`, `opencl:1`), or why not.
+    pub fn parse(text: &str) -> Result<DLDevice, String> {
+        let (kind, id) = text.split_once(':').unwrap_or((text, "0"));
+        let device_type = device_type::from_name(kind)
+            .ok_or_else(|| format!("unknown device kind `{kind}` (TVM's names: cpu, opencl, cuda, ...)"))?;
+        let device_id = id.parse::<u16>().map_err(|_| format!("device id `{id}` is not a number from 0 to 65535"))?;
+        Ok(DLDevice { device_type, device_id: device_id as i32 })
     }
 }
 

@@ -1,6 +1,7 @@
 //! Executor and pipeline options, one convention everywhere: NULL / empty, or
 //! `"key=value,key=value"`. Unknown keys, repeated keys and bad values are errors naming the key.
 
+use crate::abi::DLDevice;
 use crate::runtime::base::error::{Error, Result};
 
 /// Parsed `key=value` pairs, checked against the keys a caller accepts.
@@ -71,9 +72,11 @@ pub struct ExecutorOptions {
     /// Threads each kernel's parallel launches use.
     pub intra_op_threads: usize,
     pub memory_plan: MemoryPlan,
+    /// The device kernels and storage go on (`device=opencl:0`), instead of the call's devices.
+    pub device: Option<DLDevice>,
 }
 
-const EXECUTOR_KEYS: &[&str] = &["inter_op_threads", "intra_op_threads", "memory_plan"];
+const EXECUTOR_KEYS: &[&str] = &["inter_op_threads", "intra_op_threads", "memory_plan", "device"];
 const MAX_THREADS: usize = 1024;
 
 impl ExecutorOptions {
@@ -95,7 +98,25 @@ impl ExecutorOptions {
                 "parallel" => MemoryPlan::Parallel,
                 _ => MemoryPlan::Tvm,
             },
+            device: o
+                .get("device")
+                .map(|v| DLDevice::parse(v).map_err(|e| Error::value(format!("option `device`: {e}"))))
+                .transpose()?,
         })
+    }
+}
+
+impl ExecutorOptions {
+    /// The devices an executor runs on: the `device` option's, else `given` (the call's). Both
+    /// may name one only when they agree (or the call gives just the default CPU).
+    pub fn devices(&self, given: &[DLDevice]) -> Result<Vec<DLDevice>> {
+        match self.device {
+            None => Ok(given.to_vec()),
+            Some(d) if given == [DLDevice::cpu(0)] || given == [d] => Ok(vec![d]),
+            Some(d) => Err(Error::value(format!(
+                "option `device`: {d}, but the call's devices are {given:?}: give the device once, in either"
+            ))),
+        }
     }
 }
 
@@ -238,7 +259,22 @@ mod tests {
         let d = ExecutorOptions::parse(None).unwrap();
         assert_eq!((d.inter_op_threads, d.memory_plan), (1, MemoryPlan::Tvm));
         let o = ExecutorOptions::parse(Some("inter_op_threads=2,intra_op_threads=1,memory_plan=parallel")).unwrap();
-        assert_eq!(o, ExecutorOptions { inter_op_threads: 2, intra_op_threads: 1, memory_plan: MemoryPlan::Parallel });
+        assert_eq!(
+            o,
+            ExecutorOptions {
+                inter_op_threads: 2,
+                intra_op_threads: 1,
+                memory_plan: MemoryPlan::Parallel,
+                device: None
+            }
+        );
+        let cl = DLDevice { device_type: 4, device_id: 1 };
+        let o = ExecutorOptions::parse(Some("device=opencl:1")).unwrap();
+        assert_eq!((o.devices(&[DLDevice::cpu(0)]).unwrap(), o.devices(&[cl]).unwrap()), (vec![cl], vec![cl]));
+        assert!(o.devices(&[DLDevice::cpu(1)]).unwrap_err().message().contains("give the device once"));
+        let e = ExecutorOptions::parse(Some("device=gpu")).unwrap_err();
+        assert!(e.message().contains("option `device`: unknown device kind `gpu`"), "{e}");
+        assert!(ExecutorOptions::parse(Some("device=opencl:x")).unwrap_err().message().contains("device id `x`"));
         let e = ExecutorOptions::parse(Some("inter_op_threads=0")).unwrap_err();
         assert!(e.message().contains("option `inter_op_threads`"), "{e}");
         assert!(ExecutorOptions::parse(Some("memory_plan=magic")).unwrap_err().message().contains("`memory_plan`"));

@@ -7,12 +7,12 @@
 //! `make_shape` / `make_prim_value` 0 the immediate, 1 the heap slot.
 
 use super::value::{Callable, VmValue};
-use crate::abi::{dtype_code, DLDataType};
+use crate::abi::{device_type, dtype_code, DLDataType, DLDevice};
 use crate::runtime::base::error::{Error, Result};
 use crate::runtime::container::ShapeTupleObj;
 use crate::runtime::dlpack::dtype::num_elements;
 use crate::runtime::object::header::ObjPtr;
-use crate::runtime::tensor::ndarray::NDArray;
+use crate::runtime::tensor::ndarray::{copy_from_to, NDArray};
 
 macro_rules! builtins {
     ($($variant:ident = $name:literal,)*) => {
@@ -472,6 +472,12 @@ fn integer_or_bool(d: DLDataType) -> bool {
 pub fn read_if_cond(v: &VmValue) -> Result<bool> {
     match v {
         VmValue::Int(i) => Ok(*i != 0),
+        // A condition on a device is read from a host copy, as TVM's VM does.
+        VmValue::Tensor(t) if t.device().device_type != device_type::CPU => {
+            let host = NDArray::empty(t.shape(), t.dtype(), DLDevice::cpu(0))?;
+            copy_from_to(t.tensor(), host.tensor())?;
+            read_if_cond(&VmValue::Tensor(host))
+        }
         VmValue::Tensor(t)
             if t.device().device_type == 1 && t.dl_tensor.byte_offset == 0 && integer_or_bool(t.dtype()) =>
         {
@@ -484,8 +490,6 @@ pub fn read_if_cond(v: &VmValue) -> Result<bool> {
             unsafe { std::ptr::copy_nonoverlapping(t.data_ptr() as *const u8, b.as_mut_ptr(), bytes) };
             Ok(b.iter().any(|&x| x != 0))
         }
-        v => {
-            Err(Error::type_error(format!("an If condition must be an int or an integer CPU tensor, got {}", v.kind())))
-        }
+        v => Err(Error::type_error(format!("an If condition must be an int or an integer tensor, got {}", v.kind()))),
     }
 }

@@ -316,6 +316,10 @@ impl VmModule {
             )));
         }
         let vals = (1..args.len()).map(|i| VmValue::from_value(args.to_value(i)?)).collect::<Result<Vec<_>>>()?;
+        let vals = match self.session.read().clone() {
+            Some(s) => s.inputs(vals)?,
+            None => vals,
+        };
         self.state.lock().inputs.insert(name, vals);
         Ok(())
     }
@@ -356,8 +360,10 @@ impl VmModule {
         }
         let (name, save_as) = (args.string(0)?, args.string(1)?);
         let include_return = args.int(2)? != 0;
-        let func = self.session()?.vm_function(&name)?;
+        let session = self.session()?;
+        let func = session.vm_function(&name)?;
         let vals = (3..args.len()).map(|i| VmValue::from_value(args.to_value(i)?)).collect::<Result<Vec<_>>>()?;
+        let vals = session.inputs(vals)?;
         self.saved.write().insert(save_as, Saved { func, args: vals, include_return });
         self.any_saved.store(true, Ordering::Release);
         Ok(())

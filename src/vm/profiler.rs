@@ -98,12 +98,9 @@ pub fn profile(exec_module: &Module, session: &Session, name: &str, args: &[Valu
     Ok(json)
 }
 
-/// TVM's name of a device in reports (`cpu0`).
+/// TVM's name of a device in reports (`cpu0`, `opencl0`).
 fn device_name(d: DLDevice) -> String {
-    let kind = match d.device_type {
-        crate::abi::device_type::CPU => "cpu",
-        _ => "device",
-    };
+    let kind = crate::abi::device_type::name(d.device_type).unwrap_or("device");
     format!("{kind}{}", d.device_id)
 }
 

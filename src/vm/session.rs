@@ -7,8 +7,9 @@ use super::bytecode::{Arg, Instr, Reg};
 use super::executable::{Executable, FuncKind};
 use super::shortcut::Shortcut;
 use super::value::{Callable, VmValue};
-use crate::abi::{device_type, DLDevice};
+use crate::abi::DLDevice;
 use crate::runtime::base::error::{Error, Result};
+use crate::runtime::device::device_api;
 use crate::runtime::function::packed::{Module, PackedFunc};
 use crate::runtime::function::registry;
 use std::sync::Arc;
@@ -60,7 +61,8 @@ pub struct Session {
 
 impl Session {
     /// Resolve every function of `exec` against `module`'s imports, the VM builtins and the
-    /// global registry (in that order, as TVM does), for `devices` (CPU only).
+    /// global registry (in that order, as TVM does), for `devices` (the first one runs the
+    /// kernels, the last one is the host); tensor constants are copied to the first device once.
     pub fn new(
         exec: Arc<Executable>,
         module: Module,
@@ -70,11 +72,8 @@ impl Session {
         if devices.is_empty() {
             return Err(Error::value("vm_initialization needs at least one device"));
         }
-        if let Some(d) = devices.iter().find(|d| d.device_type != device_type::CPU) {
-            return Err(Error::unsupported(format!(
-                "the Relax VM runs on CPU devices only; device type {} was given",
-                d.device_type
-            )));
+        for d in devices {
+            device_api(d.device_type)?;
         }
         let callees = exec
             .functions
@@ -89,7 +88,11 @@ impl Session {
                 ))),
             })
             .collect::<Result<Vec<_>>>()?;
-        let constants: Vec<VmValue> = exec.constants.iter().map(VmValue::from_constant).collect();
+        let constants = exec
+            .constants
+            .iter()
+            .map(|c| VmValue::from_constant(c).on_device(devices[0]))
+            .collect::<Result<Vec<_>>>()?;
         let immediates = exec.args.iter().map(|&a| immediate(a)).collect();
         let shortcuts = shortcuts(&exec, &callees, &constants);
         Ok(Session {
@@ -102,6 +105,11 @@ impl Session {
             allocator,
             _module: module,
         })
+    }
+
+    /// A caller's values as a VM function takes them: tensors on the first device.
+    pub fn inputs(&self, vals: Vec<VmValue>) -> Result<Vec<VmValue>> {
+        vals.into_iter().map(|v| v.on_device(self.devices[0])).collect()
     }
 
     /// The index of a VM function by name, or an error naming it.

@@ -2,7 +2,7 @@
 //! callers pass and get back) and the C representation kernels receive.
 
 use super::executable::Constant;
-use crate::abi::{type_code as tc, DLDataType, TVMValue};
+use crate::abi::{type_code as tc, DLDataType, DLDevice, TVMValue};
 use crate::runtime::base::error::{Error, Result};
 use crate::runtime::container::{
     array_object, shape_object, string_object, ArrayObj, FfiArrayObj, ShapeTupleObj, StringObj,
@@ -71,6 +71,22 @@ impl VmValue {
             Constant::Int(v) => VmValue::Int(*v),
             Constant::Float(v) => VmValue::Float(*v),
             Constant::DType(t) => VmValue::DType(*t),
+        }
+    }
+
+    /// The value with its tensors (in tuples too) on `dev`: each one elsewhere is copied there,
+    /// as TVM's VM does with constants at initialization and with inputs it keeps.
+    pub fn on_device(self, dev: DLDevice) -> Result<VmValue> {
+        match self {
+            VmValue::Tensor(t) if t.device() != dev => {
+                let copy = NDArray::empty(t.shape(), t.dtype(), dev)?;
+                copy_from_to(t.tensor(), copy.tensor())?;
+                Ok(VmValue::Tensor(copy))
+            }
+            VmValue::Tuple(items) => {
+                Ok(VmValue::Tuple(items.iter().map(|v| v.clone().on_device(dev)).collect::<Result<_>>()?))
+            }
+            v => Ok(v),
         }
     }
 

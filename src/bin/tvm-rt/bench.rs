@@ -3,13 +3,14 @@
 
 use crate::fail::Failure;
 use crate::inputs::{feed, Fill, InputArgs};
-use crate::model::{describe, device, ExecArgs, Model, ModelArgs};
+use crate::model::{describe, ExecArgs, Model, ModelArgs};
 use crate::vm::{self, no_executor_options, VmArgs, VmModel};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
+use tvm_runtime::abi::DLDevice;
 use tvm_runtime::graph::options::PipelineOptions;
 use tvm_runtime::graph::pipeline::Pipeline;
 use tvm_runtime::runtime::tensor::ndarray::NDArray;
@@ -264,7 +265,7 @@ fn measure_pipeline(
             (0..plan.num_outputs())
                 .map(|i| {
                     let eid = plan.output_entry(i);
-                    NDArray::empty(plan.entry_shape(eid), plan.entry_dtype(eid), device())
+                    NDArray::empty(plan.entry_shape(eid), plan.entry_dtype(eid), DLDevice::cpu(0))
                 })
                 .collect()
         })

@@ -1,12 +1,12 @@
 //! The model's data inputs: from `.npy` files named on the command line, or filled.
 
 use crate::fail::Failure;
-use crate::model::device;
 use crate::tensors::{describe, random_bytes, read_npy, SUPPORTED};
 use clap::ValueEnum;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::path::PathBuf;
+use tvm_runtime::abi::DLDevice;
 use tvm_runtime::graph::{Executor, Front, Plan};
 use tvm_runtime::runtime::tensor::ndarray::NDArray;
 
@@ -148,7 +148,7 @@ fn from_file(plan: &Plan, i: usize, path: &std::path::Path, shapes: Shapes) -> R
 
 fn filled(plan: &Plan, i: usize, fill: Fill, rng: &mut StdRng) -> Result<NDArray, Failure> {
     let (dtype, shape) = entry_of_input(plan, i);
-    let array = NDArray::empty(shape, dtype, device())?;
+    let array = NDArray::empty(shape, dtype, DLDevice::cpu(0))?;
     let n = shape.iter().product::<i64>().max(0) as usize;
     let bytes = match fill {
         Fill::Zeros => vec![0u8; array.nbytes()],

@@ -110,7 +110,7 @@ pub fn main(args: Args) -> Result<(), Failure> {
         Some(manifest) => {
             let mut options = ExecutorOptions::parse(None).map_err(Failure::usage)?;
             options.memory_plan = args.memory_plan.plan();
-            let set = load_buckets(manifest, options)?;
+            let set = load_buckets(manifest, options, args.model.device)?;
             let mut r = report(&set.largest().plan, manifest.display().to_string(), args.memory_plan.name().into());
             r.buckets = Some(buckets(&set));
             r

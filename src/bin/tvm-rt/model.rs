@@ -31,6 +31,10 @@ pub struct ModelArgs {
     /// Weights for --graph, in TVM's params format
     #[arg(long, value_name = "FILE.params", requires = "graph")]
     pub params: Option<PathBuf>,
+    /// The device the model's kernels run on: cpu, or opencl (KIND or KIND:ID; inputs and outputs
+    /// stay on the host and are copied)
+    #[arg(long, value_name = "KIND[:ID]", default_value = "cpu", value_parser = DLDevice::parse)]
+    pub device: DLDevice,
 }
 
 /// A loaded model: its plan (graph, kernels, storage, weights) and how to name it.
@@ -39,18 +43,15 @@ pub struct Model {
     pub source: String,
 }
 
-/// The device every command runs on.
-pub fn device() -> DLDevice {
-    DLDevice::cpu(0)
-}
-
 impl ModelArgs {
     /// Load the model with the given storage plan.
     pub fn load(&self, memory: MemoryPlan) -> Result<Model, Failure> {
         match (&self.model, &self.graph, &self.lib) {
-            (Some(so), _, _) => Ok(Model { plan: load_factory(so, memory)?, source: so.display().to_string() }),
+            (Some(so), _, _) => {
+                Ok(Model { plan: load_factory(so, memory, self.device)?, source: so.display().to_string() })
+            }
             (None, Some(graph), Some(lib)) => {
-                let plan = load_graph(graph, lib, self.params.as_deref(), memory)?;
+                let plan = load_graph(graph, lib, self.params.as_deref(), (memory, self.device))?;
                 let mut source = format!("{} + {}", graph.display(), lib.display());
                 if let Some(p) = &self.params {
                     source += &format!(" + {}", p.display());
@@ -117,17 +118,17 @@ pub fn is_manifest(path: &Path) -> bool {
 }
 
 /// The buckets of the versions a manifest lists, as a bucketed executor loads them, running
-/// with `executor` options.
-pub fn load_buckets(manifest: &Path, executor: ExecutorOptions) -> Result<Arc<BucketSet>, Failure> {
+/// with `executor` options on `device`.
+pub fn load_buckets(manifest: &Path, executor: ExecutorOptions, device: DLDevice) -> Result<Arc<BucketSet>, Failure> {
     existing_file(manifest)?;
     let versions = load_manifest(&as_typed(manifest)).in_file(manifest)?;
     let mut options = BucketOptions::parse(None).map_err(Failure::usage)?;
     options.executor = executor;
-    BucketSet::from_factories(&versions, &[device()], options).in_file(manifest)
+    BucketSet::from_factories(&versions, &[device], options).in_file(manifest)
 }
 
 /// The plan of an `export_library` .so: its factory module builds it.
-fn load_factory(so: &Path, memory: MemoryPlan) -> Result<Arc<Plan>, Failure> {
+fn load_factory(so: &Path, memory: MemoryPlan, device: DLDevice) -> Result<Arc<Plan>, Failure> {
     if so.extension().is_some_and(|e| e == "json") {
         existing_file(so)?;
         return Err(json_instead_of_library(so));
@@ -150,15 +151,20 @@ fn load_factory(so: &Path, memory: MemoryPlan) -> Result<Arc<Plan>, Failure> {
             ),
         )
     })?;
-    factory.plan_with(&module, &[device()], memory).in_file(so)
+    factory.plan_with(&module, &[device], memory).in_file(so)
 }
 
 /// The plan of graph JSON over a kernel library, with weights from a params file.
-fn load_graph(graph: &Path, lib: &Path, params: Option<&Path>, memory: MemoryPlan) -> Result<Arc<Plan>, Failure> {
+fn load_graph(
+    graph: &Path,
+    lib: &Path,
+    params: Option<&Path>,
+    (memory, device): (MemoryPlan, DLDevice),
+) -> Result<Arc<Plan>, Failure> {
     let json = std::fs::read_to_string(graph).in_file(graph)?;
     let parsed = Graph::parse(&json).in_file(graph)?;
     let module = load_module(lib)?;
-    let mut plan = build_plan(parsed, module, &[device()], memory)
+    let mut plan = build_plan(parsed, module, &[device], memory)
         .map_err(|e| Failure::usage(format!("{} with {}: {e}", graph.display(), lib.display())))?;
     if let Some(path) = params {
         existing_file(path)?;

@@ -4,11 +4,11 @@
 use crate::fail::{Failure, FileContext};
 use crate::inputs::{feed, name_and_path, InputArgs, Shapes};
 use crate::model::{is_manifest, load_buckets, ExecArgs, Model, ModelArgs};
-use crate::tensors::{describe, read_npy, values_f64, write_npy};
+use crate::tensors::{copy_to, describe, read_npy, values_f64, write_npy};
 use crate::vm::{self, flatten, no_executor_options, VmArgs, VmModel};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tvm_runtime::abi::{dtype_code, DLDataType};
+use tvm_runtime::abi::{dtype_code, DLDataType, DLDevice};
 use tvm_runtime::graph::buckets::{BucketContext, BucketSet};
 use tvm_runtime::graph::Plan;
 use tvm_runtime::runtime::tensor::ndarray::NDArray;
@@ -50,7 +50,7 @@ pub fn main(args: Args) -> Result<(), Failure> {
     args.vm.graph_only()?;
     let (model, buckets) = match args.model.model.as_deref().filter(|p| is_manifest(p)) {
         Some(manifest) => {
-            let set = load_buckets(manifest, args.exec.options()?)?;
+            let set = load_buckets(manifest, args.exec.options()?, args.model.device)?;
             let plan = set.largest().plan.clone();
             (Model { plan, source: manifest.display().to_string() }, Some(set))
         }
@@ -85,7 +85,8 @@ fn run_once(args: &Args, model: &Model) -> Result<Vec<NDArray>, Failure> {
     feed(&front, &arrays)?;
     front.run()?;
     let exec = front.lock()?;
-    Ok((0..model.plan.num_outputs()).map(|i| exec.get_output(i)).collect::<Result<_, _>>()?)
+    let host = |i| copy_to(exec.get_output(i)?, DLDevice::cpu(0));
+    (0..model.plan.num_outputs()).map(host).collect()
 }
 
 /// Feed the inputs (of any shape the buckets cover) to a bucketed executor, run the bucket they
@@ -263,6 +264,8 @@ fn run_vm(args: &Args, model: &VmModel) -> Result<(), Failure> {
     let arrays = model.arrays(&args.vm, &args.inputs, None)?;
     let expected: Vec<NDArray> = args.compares.iter().map(|(_, path)| read_npy(path)).collect::<Result<_, _>>()?;
     let outputs = flatten(model.call(&args.vm, arrays)?()?)?;
+    let outputs: Vec<(String, NDArray)> =
+        outputs.into_iter().map(|(n, a)| Ok((n, copy_to(a, DLDevice::cpu(0))?))).collect::<Result<_, Failure>>()?;
     let function = args.vm.name();
     println!("ran {} (function {function})", model.source);
     for (name, out) in &outputs {

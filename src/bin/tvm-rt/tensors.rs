@@ -9,7 +9,7 @@ use rand::Rng;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::Path;
-use tvm_runtime::abi::{dtype_code, DLDataType};
+use tvm_runtime::abi::{dtype_code, DLDataType, DLDevice};
 use tvm_runtime::runtime::tensor::ndarray::NDArray;
 
 /// The element types `.npy` files and the runtime share.
@@ -340,4 +340,14 @@ mod tests {
         assert!(e.message.contains("dtype `<c8` is not supported"), "{}", e.message);
         assert_eq!(e.code, crate::fail::USAGE);
     }
+}
+
+/// The array on `device`: itself when it is there, else a copy.
+pub fn copy_to(a: NDArray, device: DLDevice) -> Result<NDArray, Failure> {
+    if a.device() == device {
+        return Ok(a);
+    }
+    let copy = NDArray::empty(a.shape(), a.dtype(), device)?;
+    tvm_runtime::runtime::tensor::ndarray::copy_from_to(a.tensor(), copy.tensor())?;
+    Ok(copy)
 }

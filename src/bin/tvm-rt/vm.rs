@@ -90,12 +90,14 @@ impl fmt::Display for Dim {
     }
 }
 
-/// A loaded VM executable and the VM over it, initialized on the CPU.
+/// A loaded VM executable and the VM over it, initialized on the model's device.
 pub struct VmModel {
     pub source: String,
     pub description: Description,
     pub exec: Module,
     vm: Module,
+    /// Where the kernels run; the function's tensors are copied there.
+    device: DLDevice,
 }
 
 /// The model as a VM executable, or None when it is anything else (left to the graph path,
@@ -113,10 +115,14 @@ pub fn open(model: &ModelArgs) -> Result<Option<VmModel>, Failure> {
     let text = function(&exec, "describe", path)?.call(&[])?.into_string()?;
     let description = serde_json::from_str(&text).in_file(path)?;
     let vm = function(&exec, "vm_load_executable", path)?.call(&[])?.into_module()?;
-    let cpu = DLDevice::cpu(0);
-    let init = [Value::Int(cpu.device_type as i64), Value::Int(cpu.device_id as i64), Value::Int(POOLED_ALLOCATOR)];
+    // The device runs the kernels; the host (last) holds the shape heap, as TVM's Python sets up.
+    let triple = |d: DLDevice| [d.device_type as i64, d.device_id as i64, POOLED_ALLOCATOR].map(Value::Int);
+    let mut init = triple(model.device).to_vec();
+    if model.device != DLDevice::cpu(0) {
+        init.extend(triple(DLDevice::cpu(0)));
+    }
     function(&vm, "vm_initialization", path)?.call(&init)?;
-    Ok(Some(VmModel { source: path.display().to_string(), description, exec, vm }))
+    Ok(Some(VmModel { source: path.display().to_string(), description, exec, vm, device: model.device }))
 }
 
 fn function(module: &Module, name: &str, path: &Path) -> Result<PackedFunc, Failure> {
@@ -225,7 +231,8 @@ impl VmModel {
         let func = self.vm.get_function(&f.name, false)?.ok_or_else(|| {
             Failure::runtime(format!("the VM has no function `{}` although the executable lists it", f.name))
         })?;
-        let values: Vec<Value> = arrays.into_iter().map(Value::NDArray).collect();
+        let on_device = |a: NDArray| crate::tensors::copy_to(a, self.device).map(Value::NDArray);
+        let values: Vec<Value> = arrays.into_iter().map(on_device).collect::<Result<_, _>>()?;
         Ok(move || func.call(&values).map_err(Failure::from))
     }
 }

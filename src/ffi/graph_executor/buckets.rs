@@ -33,7 +33,7 @@ fn create(
     devices: &[DLDevice],
     options: BucketOptions,
 ) -> Result<*mut TVMGraphExecutor> {
-    let set = BucketSet::from_factories(versions, devices, options)?;
+    let set = BucketSet::from_factories(versions, &options.executor.devices(devices)?, options)?;
     publish(Front::new(BucketContext::new(set)?).into())
 }
 

@@ -66,9 +66,11 @@ pub unsafe extern "C" fn TVMGraphExecutorCreateFromFactory(
 /// As `TVMGraphExecutorCreate`, with options: NULL or `"key=value,..."` with keys
 /// `inter_op_threads` (workers running independent ops at once; default 1, as TVM),
 /// `intra_op_threads` (threads each kernel's parallel loops use; default: the cores divided among
-/// the workers) and `memory_plan` (`tvm`: the compiled storage plan, fewest bytes; `parallel`:
-/// buffers shared only between ops ordered by data, so branches can overlap). Unknown keys and
-/// bad values are errors naming the key. Results are bit-identical to a sequential run.
+/// the workers), `memory_plan` (`tvm`: the compiled storage plan, fewest bytes; `parallel`:
+/// buffers shared only between ops ordered by data, so branches can overlap) and `device`
+/// (`KIND[:ID]` by TVM's names, e.g. `opencl:0`: the device kernels and storage go on, in place
+/// of `devices`, which may then be the default `{kDLCPU, 0}` or that same device). Unknown keys
+/// and bad values are errors naming the key. Results are bit-identical to a sequential run.
 ///
 /// # Safety
 /// As `TVMGraphExecutorCreate`; `options` is NULL or a NUL-terminated string.
@@ -153,7 +155,7 @@ unsafe fn create_from_json(
     let module = unsafe { crate::ffi::legacy::module::module_arg(module, "module")? };
     let devices = unsafe { device_list(devices, num_devices)? };
     let options = unsafe { executor_options(options)? };
-    let plan = build_plan(Graph::parse(json)?, module, devices, options.memory_plan)?;
+    let plan = build_plan(Graph::parse(json)?, module, &options.devices(devices)?, options.memory_plan)?;
     publish(Front::create(Arc::new(plan), &options)?.into())
 }
 
@@ -171,7 +173,7 @@ unsafe fn create_from_factory(
     let m: Module = unsafe { crate::ffi::legacy::module::module_arg(factory, "factory")? };
     let devices = unsafe { device_list(devices, num_devices)? };
     let options = unsafe { executor_options(options)? };
-    let plan = GraphExecutorFactory::of(&m)?.plan_with(&m, devices, options.memory_plan)?;
+    let plan = GraphExecutorFactory::of(&m)?.plan_with(&m, &options.devices(devices)?, options.memory_plan)?;
     publish(Front::create(plan, &options)?.into())
 }
 

@@ -1,10 +1,12 @@
-"""OpenCL kernel libraries written by apache-tvm 0.27 (PyPI, which builds them without OpenCL):
-`python make.py <this folder>`. Host code for llvm, kernels as OpenCL C source."""
+"""OpenCL kernel libraries and Relax VM models written by apache-tvm 0.27 (PyPI, which builds them
+without OpenCL): `python make.py <this folder>`. Host code for llvm, kernels as OpenCL C source;
+each model's input and expected output come from numpy (float64 arithmetic), never from TVM."""
 import os
 import sys
 
+import numpy as np
 import tvm
-from tvm import te
+from tvm import relax, te
 
 out = sys.argv[1]
 target = tvm.target.Target("opencl", host="llvm")
@@ -51,3 +53,62 @@ def scale_dyn():
 
 for name, mod in [("add_one", add_one()), ("matmul", matmul()), ("scale_dyn", scale_dyn())]:
     tvm.compile(mod, target=target).export_library(os.path.join(out, name + ".so"))
+
+
+# ---- Relax VM models (tvm.compile's GPU pipeline, dlight schedules) ---------------------------
+rng = np.random.default_rng(7)
+
+
+def vm_mlp():
+    """Dynamic batch n: relu(x @ w1 + b1) @ w2, softmax; weights are constants of the VM."""
+    w1, b1, w2 = (rng.standard_normal(s, dtype=np.float32) * 0.2 for s in [(32, 64), (64,), (64, 10)])
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((tvm.tirx.Var("n", "int64"), 32), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            h = bb.emit(relax.op.nn.relu(relax.op.matmul(x, relax.const(w1)) + relax.const(b1)))
+            y = bb.emit_output(relax.op.nn.softmax(relax.op.matmul(h, relax.const(w2))))
+        bb.emit_func_output(y)
+
+    def ref(x):
+        z = np.maximum(x @ w1 + b1, 0) @ w2
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    return bb.get(), ref, (5, 32)
+
+
+def conv3x3(x, w):
+    """NCHW by OIHW, stride 1, padding 1."""
+    h, wd = x.shape[2:]
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    taps = [np.einsum("nchw,oc->nohw", xp[:, :, i:i + h, j:j + wd], w[:, :, i, j]) for i in range(3) for j in range(3)]
+    return sum(taps)
+
+
+def vm_cnn():
+    """conv 3x3 (8 channels) + relu, 2x2 max pool, global mean, dense to 10."""
+    w1 = rng.standard_normal((8, 3, 3, 3), dtype=np.float32) * 0.3
+    w2 = rng.standard_normal((10, 8), dtype=np.float32) * 0.3
+    bb = relax.BlockBuilder()
+    x = relax.Var("data", relax.TensorType((1, 3, 16, 16), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            c = bb.emit(relax.op.nn.relu(relax.op.nn.conv2d(x, relax.const(w1), padding=1)))
+            p = bb.emit(relax.op.nn.max_pool2d(c, pool_size=2, strides=2))
+            g = bb.emit(relax.op.mean(p, axis=[2, 3]))
+            y = bb.emit_output(relax.op.matmul(g, relax.op.permute_dims(relax.const(w2))))
+        bb.emit_func_output(y)
+
+    def ref(x):
+        c = np.maximum(conv3x3(x, w1.astype(np.float64)), 0)
+        return c.reshape(1, 8, 8, 2, 8, 2).max(axis=(3, 5)).mean(axis=(2, 3)) @ w2.T
+
+    return bb.get(), ref, (1, 3, 16, 16)
+
+
+for name, (mod, ref, shape) in [("vm_mlp", vm_mlp()), ("vm_cnn", vm_cnn())]:
+    tvm.compile(mod, target=target).export_library(os.path.join(out, name + ".so"))
+    x = rng.standard_normal(shape, dtype=np.float32)
+    x.tofile(os.path.join(out, name + ".input.bin"))
+    ref(x.astype(np.float64)).astype(np.float32).tofile(os.path.join(out, name + ".output.bin"))
