@@ -437,3 +437,154 @@ fn vm_inputs_from_the_host() {
     let err = f("main").call(&[Value::NDArray(host)]).unwrap_err();
     assert!(err.to_string().contains("device_type"), "{err}");
 }
+
+// ---- seed 001 on device queues: asynchronous phases and the request pipeline ----------------
+
+use tvm_runtime::abi::DLTensor;
+use tvm_runtime::ffi::graph_executor::phases::{
+    TVMGraphExecutorGetOutputAsync, TVMGraphExecutorRunAsync, TVMGraphExecutorSetInputAsync,
+    TVMGraphExecutorSynchronize,
+};
+use tvm_runtime::ffi::graph_executor::pipeline::{
+    TVMPipelineCreate, TVMPipelineFree, TVMPipelineSubmit, TVMPipelineWait,
+};
+use tvm_runtime::ffi::graph_executor::{
+    TVMGraphExecutor, TVMGraphExecutorCreateFromFactory, TVMGraphExecutorCreateFromFactoryWithOptions,
+    TVMGraphExecutorFree, TVMGraphExecutorGetOutput, TVMGraphExecutorRun, TVMGraphExecutorSetInput,
+};
+
+/// A module handle of the C API, freed on drop.
+struct Factory(*mut std::ffi::c_void);
+
+impl Drop for Factory {
+    fn drop(&mut self) {
+        // SAFETY: a live module handle of this test, freed once.
+        ok(unsafe { tvm_runtime::ffi::legacy::module::TVMModFree(self.0) });
+    }
+}
+
+/// TVM 0.18's OpenCL cnn (../shared/tvm-data/opencl-0.18), its factory module through the C
+/// API; None (saying why) where the data is not there.
+fn cnn_factory() -> Option<Factory> {
+    let path = format!("{}/../shared/tvm-data/opencl-0.18/cnn/packed.so", env!("CARGO_MANIFEST_DIR"));
+    if !std::path::Path::new(&path).exists() {
+        eprintln!("skipped: {path} is not there");
+        return None;
+    }
+    let (path, mut m) = (std::ffi::CString::new(path).unwrap(), std::ptr::null_mut());
+    // SAFETY: C strings and an out-pointer.
+    ok(unsafe { tvm_runtime::ffi::legacy::module::TVMModLoadFromFile(path.as_ptr(), c"".as_ptr(), &mut m) });
+    Some(Factory(m))
+}
+
+fn ok(code: i32) {
+    // SAFETY: NULL or the thread's last error, a C string.
+    let last = unsafe { std::ffi::CStr::from_ptr(tvm_runtime::ffi::legacy::error::TVMGetLastError()) };
+    assert_eq!(code, 0, "{}", last.to_string_lossy());
+}
+
+/// A host DLTensor over `data` (f32).
+fn host(data: &mut [f32], shape: &mut [i64]) -> DLTensor {
+    DLTensor {
+        data: data.as_mut_ptr().cast(),
+        device: DLDevice::cpu(0),
+        ndim: shape.len() as i32,
+        dtype: F32,
+        shape: shape.as_mut_ptr(),
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
+    }
+}
+
+/// `n` different cnn inputs (1x3x32x32).
+fn cnn_inputs(n: usize) -> Vec<Vec<f32>> {
+    (0..n).map(|k| (0..3 * 32 * 32).map(|i| ((i * 7 + k * 13) % 29) as f32 / 29.0 - 0.5).collect()).collect()
+}
+
+/// The synchronous executor's output for each input: what every asynchronous path must equal.
+fn cnn_sync_outputs(factory: &Factory, dev: DLDevice, inputs: &mut [Vec<f32>]) -> Vec<Vec<f32>> {
+    let mut g: *mut TVMGraphExecutor = std::ptr::null_mut();
+    ok(unsafe { TVMGraphExecutorCreateFromFactory(factory.0, &dev, 1, &mut g) });
+    let outs = inputs
+        .iter_mut()
+        .map(|x| {
+            let (mut xs, mut ys, mut y) = ([1i64, 3, 32, 32], [1i64, 10], vec![0f32; 10]);
+            let (xt, mut yt) = (host(x, &mut xs), host(&mut y, &mut ys));
+            ok(unsafe { TVMGraphExecutorSetInput(g, c"data".as_ptr(), &xt) });
+            ok(unsafe { TVMGraphExecutorRun(g) });
+            ok(unsafe { TVMGraphExecutorGetOutput(g, 0, &mut yt) });
+            y
+        })
+        .collect();
+    ok(unsafe { TVMGraphExecutorFree(g) });
+    outs
+}
+
+/// The executor's phases on three OpenCL queues (h2d, compute, d2h), several requests queued
+/// before one synchronize: every output bit-identical to the synchronous executor's, so each
+/// compute waited for its copy in, and each copy out for its compute (the kernels launched by
+/// the compute stage finished before the d2h queue read their output).
+#[test]
+fn async_phases_on_opencl_queues_match_the_synchronous_executor() {
+    let _one = ONE_AT_A_TIME.lock();
+    let Some(dev) = device() else { return };
+    let Some(factory) = cnn_factory() else { return };
+    let mut inputs = cnn_inputs(6);
+    let want = cnn_sync_outputs(&factory, dev, &mut inputs);
+    let api = device_api(device_type::OPENCL).unwrap();
+    let streams: Vec<_> = (0..3).map(|_| api.create_stream(dev).unwrap()).collect();
+    let mut g: *mut TVMGraphExecutor = std::ptr::null_mut();
+    ok(unsafe { TVMGraphExecutorCreateFromFactory(factory.0, &dev, 1, &mut g) });
+    for _round in 0..3 {
+        let mut got = vec![vec![0f32; 10]; inputs.len()];
+        let (mut xs, mut ys) = (vec![[1i64, 3, 32, 32]; inputs.len()], vec![[1i64, 10]; inputs.len()]);
+        for ((x, y), (xs, ys)) in inputs.iter_mut().zip(&mut got).zip(xs.iter_mut().zip(&mut ys)) {
+            let (xt, mut yt) = (host(x, xs), host(y, ys));
+            // SAFETY: the tensors' memory outlives the synchronize below.
+            ok(unsafe { TVMGraphExecutorSetInputAsync(g, 0, &xt, streams[0]) });
+            ok(unsafe { TVMGraphExecutorRunAsync(g, streams[1]) });
+            ok(unsafe { TVMGraphExecutorGetOutputAsync(g, 0, &mut yt, streams[2]) });
+        }
+        ok(unsafe { TVMGraphExecutorSynchronize(g) });
+        assert_eq!(got, want, "every request's output as the synchronous executor's");
+    }
+    ok(unsafe { TVMGraphExecutorFree(g) });
+    // Inter-op workers would launch kernels from threads outside the compute stage.
+    let options = c"inter_op_threads=2";
+    let rc = unsafe { TVMGraphExecutorCreateFromFactoryWithOptions(factory.0, &dev, 1, options.as_ptr(), &mut g) };
+    assert_eq!(rc, -1);
+    // SAFETY: the thread's last error, a C string.
+    let last = unsafe { std::ffi::CStr::from_ptr(tvm_runtime::ffi::legacy::error::TVMGetLastError()) };
+    assert!(last.to_string_lossy().contains("inter-op workers run models on CPU devices only"), "{last:?}");
+    for s in streams {
+        api.free_stream(dev, s).unwrap();
+    }
+}
+
+/// Seed 001's request pipeline on OpenCL: requests from the host through h2d, compute and d2h
+/// queues of two groups; every output bit-identical to the synchronous executor's.
+#[test]
+fn the_request_pipeline_on_opencl_matches_the_synchronous_executor() {
+    let _one = ONE_AT_A_TIME.lock();
+    let Some(dev) = device() else { return };
+    let Some(factory) = cnn_factory() else { return };
+    let mut inputs = cnn_inputs(12);
+    let want = cnn_sync_outputs(&factory, dev, &mut inputs);
+    let mut p = std::ptr::null_mut();
+    let options = c"core_groups=2,threads_per_group=1,in_flight=4";
+    ok(unsafe { TVMPipelineCreate(factory.0, &dev, 1, options.as_ptr(), &mut p) });
+    let mut got = vec![vec![0f32; 10]; inputs.len()];
+    let (mut xs, mut ys) = (vec![[1i64, 3, 32, 32]; inputs.len()], vec![[1i64, 10]; inputs.len()]);
+    let mut ids = Vec::new();
+    for ((x, y), (xs, ys)) in inputs.iter_mut().zip(&mut got).zip(xs.iter_mut().zip(&mut ys)) {
+        let (xt, mut yt) = (host(x, xs), host(y, ys));
+        let mut id = 0;
+        ok(unsafe { TVMPipelineSubmit(p, &xt, 1, &mut yt, 1, &mut id) });
+        ids.push(id);
+    }
+    for id in ids {
+        ok(unsafe { TVMPipelineWait(p, id) });
+    }
+    assert_eq!(got, want, "every request's output as the synchronous executor's");
+    ok(unsafe { TVMPipelineFree(p) });
+}

@@ -83,6 +83,12 @@ impl Front<Executor> {
         if options.inter_op_threads == 1 && options.intra_op_threads == default_intra {
             return Ok(Front::new(exec));
         }
+        let device = plan.devices[0];
+        if options.inter_op_threads > 1 && device.device_type != crate::abi::device_type::CPU {
+            return Err(Error::unsupported(format!(
+                "option `inter_op_threads`: inter-op workers run models on CPU devices only, not on {device}"
+            )));
+        }
         let parallelism = Parallelism { inter_op: options.inter_op_threads, intra_op: options.intra_op_threads };
         Ok(Front::with(exec, runner(&plan, parallelism)?))
     }

@@ -23,7 +23,7 @@ use crate::runtime::dlpack::tensor_ref::TensorRef;
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::ffi::c_void;
-use symbols::{check, Handle};
+use symbols::{check, ClInt, Handle};
 
 /// Device memory: what a device pointer addresses.
 #[repr(C)]
@@ -33,11 +33,13 @@ pub struct Buffer {
     pub device: i32,
 }
 
-/// A stream: its queue, and the host stream its host tasks run on in order.
+/// A stream: its queue, and the host stream its host tasks run on in order, with the queue
+/// their own device work goes on (see [`OpenClDeviceApi::launch_host_task`]).
 struct Stream {
     queue: Handle,
     device: i32,
     host: StreamHandle,
+    tasks: Handle,
 }
 
 /// An event: the marker last recorded, if any.
@@ -115,11 +117,6 @@ fn release(f: unsafe extern "C" fn(Handle) -> i32, h: Handle) {
     let _ = unsafe { f(h) };
 }
 
-/// A handle moved into a host task (OpenCL handles may be used from any thread).
-struct Sent(Handle);
-// SAFETY: see above.
-unsafe impl Send for Sent {}
-
 /// The OpenCL device API.
 pub struct OpenClDeviceApi;
 
@@ -131,7 +128,11 @@ impl OpenClDeviceApi {
     fn queue(&self, dev: DLDevice, stream: StreamHandle) -> Result<Handle> {
         let d = driver()?.device(dev.device_id)?;
         if stream.is_null() {
-            return Ok(d.queue);
+            // Inside a host task, its stream's task queue stands for the NULL stream.
+            return Ok(match IN_TASK.get() {
+                Some((id, tasks)) if id == dev.device_id => tasks as Handle,
+                _ => d.queue,
+            });
         }
         Ok(self.stream(stream)?.queue)
     }
@@ -338,19 +339,23 @@ impl DeviceApi for OpenClDeviceApi {
 
     fn create_stream(&self, dev: DLDevice) -> Result<StreamHandle> {
         let drv = driver()?;
-        let d = drv.device(dev.device_id)?;
-        let mut status = 0;
-        // SAFETY: a device of the context; an in-order queue.
-        let queue = unsafe { (drv.cl.create_command_queue)(drv.context, d.id, 0, &mut status) };
-        check("clCreateCommandQueue", status)?;
-        let host = match super::device_api(device_type::CPU)?.create_stream(DLDevice::cpu(0)) {
-            Ok(h) => h,
+        let queue = new_queue(dev)?;
+        let tasks = match new_queue(dev) {
+            Ok(q) => q,
             Err(e) => {
                 release(drv.cl.release_command_queue, queue);
                 return Err(e);
             }
         };
-        let s = Box::into_raw(Box::new(Stream { queue, device: dev.device_id, host }));
+        let host = match super::device_api(device_type::CPU)?.create_stream(DLDevice::cpu(0)) {
+            Ok(h) => h,
+            Err(e) => {
+                release(drv.cl.release_command_queue, queue);
+                release(drv.cl.release_command_queue, tasks);
+                return Err(e);
+            }
+        };
+        let s = Box::into_raw(Box::new(Stream { queue, device: dev.device_id, host, tasks }));
         insert(&STREAMS, s as usize);
         Ok(s.cast())
     }
@@ -366,6 +371,7 @@ impl DeviceApi for OpenClDeviceApi {
         let s = unsafe { Box::from_raw(stream as *mut Stream) };
         // A released queue finishes the work queued on it before it goes.
         release(driver()?.cl.release_command_queue, s.queue);
+        release(driver()?.cl.release_command_queue, s.tasks);
         if let Some(last) = LAST.lock().as_mut().and_then(|m| m.remove(&(s.queue as usize))) {
             release(driver()?.cl.release_event, last as Handle);
         }
@@ -404,6 +410,11 @@ impl DeviceApi for OpenClDeviceApi {
         waited
     }
 
+    /// The task runs on the stream's host stream once the queue reaches it; the queue's later
+    /// work waits for it through a user event, completed when the task returned *and* the device
+    /// work it queued on the NULL stream (kernel launches, copies) finished: while it runs, that
+    /// work goes on the stream's task queue (the queue itself waits behind the user event), so
+    /// a stage after the task on any queue sees its results.
     fn launch_host_task(&self, dev: DLDevice, stream: StreamHandle, task: HostTask) -> Result<()> {
         let queue = self.queue(dev, stream)?;
         let cl = &driver()?.cl;
@@ -413,8 +424,6 @@ impl DeviceApi for OpenClDeviceApi {
             task();
             return Ok(());
         }
-        // The task runs on the stream's host stream once the queue reaches it; the queue's
-        // later work waits for the task through a user event.
         let mark = self.marker(queue)?;
         let mut status = 0;
         // SAFETY: the platform's context.
@@ -430,23 +439,13 @@ impl DeviceApi for OpenClDeviceApi {
             release(cl.release_event, mark);
             return Err(e);
         }
-        let (mark, gate) = (Sent(mark), Sent(gate));
-        let run: HostTask = Box::new(move || {
-            let (mark, gate) = (mark, gate);
-            let Ok(drv) = driver() else { return };
-            // SAFETY: the marker made above, waited for once.
-            let reached = unsafe { (drv.cl.wait_for_events)(1, &mark.0) };
-            if reached == symbols::SUCCESS {
-                task();
-            }
-            // SAFETY: the user event made above, completed once (an error status when the
-            // queue's earlier work failed, which fails the work waiting on it too).
-            unsafe { (drv.cl.set_user_event_status)(gate.0, if reached == 0 { symbols::COMPLETE } else { -14 }) };
-            release(drv.cl.release_event, gate.0);
-            release(drv.cl.release_event, mark.0);
-        });
-        let host = self.stream(stream)?.host;
-        super::device_api(device_type::CPU)?.launch_host_task(DLDevice::cpu(0), host, run)
+        let s = self.stream(stream)?;
+        // The task holds the task queue: the stream may be freed before its host stream runs it.
+        // SAFETY: the live stream's queue.
+        unsafe { (cl.retain_command_queue)(s.tasks) };
+        let held = Gate { mark, gate, tasks: s.tasks, id: s.device, status: -14 };
+        let run: HostTask = Box::new(move || held.run(task));
+        super::device_api(device_type::CPU)?.launch_host_task(DLDevice::cpu(0), s.host, run)
     }
 
     fn create_event(&self, _dev: DLDevice) -> Result<EventHandle> {
@@ -520,7 +519,65 @@ fn event_done(mark: Handle) -> Result<bool> {
     Ok(state == symbols::COMPLETE)
 }
 
+/// What a host task of `launch_host_task` holds: the marker it waits for (the queue reached the
+/// task), the user event the queue's later work waits on, and the stream's task queue (retained
+/// for it) on device `id`. Dropped, it completes the user event (with an error status unless the
+/// task ran and its device work finished, which fails the work waiting on it too) and releases
+/// all three, whether the task ran or was dropped unrun.
+struct Gate {
+    mark: Handle,
+    gate: Handle,
+    tasks: Handle,
+    id: i32,
+    status: ClInt,
+}
+
+// SAFETY: OpenCL handles may be used from any thread.
+unsafe impl Send for Gate {}
+
+impl Gate {
+    /// Wait for the marker, run `task` with the NULL stream of the device meaning the task queue,
+    /// then finish that queue.
+    fn run(mut self, task: HostTask) {
+        let Ok(drv) = driver() else { return };
+        // SAFETY: the marker made by `launch_host_task`, waited for once.
+        self.status = unsafe { (drv.cl.wait_for_events)(1, &self.mark) };
+        if self.status == symbols::SUCCESS {
+            let outer = IN_TASK.replace(Some((self.id, self.tasks as usize)));
+            task();
+            IN_TASK.set(outer);
+            // SAFETY: the stream's task queue, retained for this task.
+            self.status = unsafe { (drv.cl.finish)(self.tasks) };
+        }
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        let Ok(drv) = driver() else { return };
+        let done = if self.status == symbols::SUCCESS { symbols::COMPLETE } else { -14 };
+        // SAFETY: the user event made by `launch_host_task`, completed once.
+        unsafe { (drv.cl.set_user_event_status)(self.gate, done) };
+        release(drv.cl.release_event, self.gate);
+        release(drv.cl.release_event, self.mark);
+        release(drv.cl.release_command_queue, self.tasks);
+    }
+}
+
+/// A new in-order queue on `dev`.
+fn new_queue(dev: DLDevice) -> Result<Handle> {
+    let drv = driver()?;
+    let d = drv.device(dev.device_id)?;
+    let mut status = 0;
+    // SAFETY: a device of the context; an in-order queue.
+    let queue = unsafe { (drv.cl.create_command_queue)(drv.context, d.id, 0, &mut status) };
+    check("clCreateCommandQueue", status)?;
+    Ok(queue)
+}
+
 thread_local! {
+    /// The device id and task queue of the host task this thread is running, if any.
+    static IN_TASK: std::cell::Cell<Option<(i32, usize)>> = const { std::cell::Cell::new(None) };
     /// This thread's current stream per OpenCL device (`TVMSetStream`).
     static CURRENT: std::cell::RefCell<std::collections::HashMap<i32, usize>> = Default::default();
 }

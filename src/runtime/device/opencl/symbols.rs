@@ -37,6 +37,7 @@ pub struct Symbols {
     pub release_context: unsafe extern "C" fn(Handle) -> ClInt,
     pub create_command_queue: unsafe extern "C" fn(Handle, Handle, u64, *mut ClInt) -> Handle,
     pub release_command_queue: unsafe extern "C" fn(Handle) -> ClInt,
+    pub retain_command_queue: unsafe extern "C" fn(Handle) -> ClInt,
     pub create_buffer: unsafe extern "C" fn(Handle, u64, usize, *mut c_void, *mut ClInt) -> Handle,
     pub release_mem_object: unsafe extern "C" fn(Handle) -> ClInt,
     pub enqueue_write_buffer: unsafe extern "C" fn(
@@ -153,6 +154,7 @@ impl Symbols {
             release_context: sym!("clReleaseContext"),
             create_command_queue: sym!("clCreateCommandQueue"),
             release_command_queue: sym!("clReleaseCommandQueue"),
+            retain_command_queue: sym!("clRetainCommandQueue"),
             create_buffer: sym!("clCreateBuffer"),
             release_mem_object: sym!("clReleaseMemObject"),
             enqueue_write_buffer: sym!("clEnqueueWriteBuffer"),
