@@ -588,3 +588,85 @@ fn the_request_pipeline_on_opencl_matches_the_synchronous_executor() {
     assert_eq!(got, want, "every request's output as the synchronous executor's");
     ok(unsafe { TVMPipelineFree(p) });
 }
+
+/// A graph that mixes host and device, as TVM's heterogeneous builds write one: `x` on the CPU,
+/// `__copy` to OpenCL, apache-tvm 0.27's `scale_dyn` kernel twice there, `__copy` back; storage
+/// on each entry's device by `device_index`; the executor given both devices. Against plain
+/// loops.
+#[test]
+fn copy_nodes_move_data_between_host_and_device() {
+    let _one = ONE_AT_A_TIME.lock();
+    let Some(dev) = device() else { return };
+    let (cpu, cl) = (device_type::CPU, device_type::OPENCL);
+    let node = |name: &str, func: &str, input: usize| {
+        serde_json::json!({"op": "tvm_op", "name": name, "inputs": [[input, 0, 0]],
+            "attrs": {"num_outputs": "1", "num_inputs": "1", "flatten_data": "0", "func_name": func}})
+    };
+    let n = 1000;
+    let json = serde_json::json!({
+        "nodes": [
+            {"op": "null", "name": "x", "inputs": []},
+            node("to_device", "__copy", 0), node("scale_0", "scale_dyn", 1),
+            node("scale_1", "scale_dyn", 2), node("to_host", "__copy", 3),
+        ],
+        "arg_nodes": [0], "heads": [[4, 0, 0]], "node_row_ptr": [0, 1, 2, 3, 4, 5],
+        "attrs": {
+            "dltype": ["list_str", vec!["float32"; 5]],
+            "device_index": ["list_int", [cpu, cl, cl, cl, cpu]],
+            "storage_id": ["list_int", [0, 1, 2, 1, 3]],
+            "shape": ["list_shape", vec![[n]; 5]],
+        },
+    });
+    let graph = tvm_runtime::graph::Graph::parse(&json.to_string()).unwrap();
+    let plan = tvm_runtime::graph::memory_plan::build_plan(
+        graph,
+        library("scale_dyn"),
+        &[DLDevice::cpu(0), dev],
+        tvm_runtime::graph::options::MemoryPlan::Tvm,
+    )
+    .unwrap();
+    let mut exec = tvm_runtime::graph::Executor::new(std::sync::Arc::new(plan)).unwrap();
+    let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 7.0).collect();
+    let want: Vec<f32> = x.iter().map(|v| (v * 2.0 + 0.5) * 2.0 + 0.5).collect();
+    let input = NDArray::from_bytes(&[n as i64], F32, &floats(&x)).unwrap();
+    exec.set_input(0, input.tensor()).unwrap();
+    exec.run().unwrap();
+    let y = exec.get_output(0).unwrap();
+    assert_eq!(y.device(), DLDevice::cpu(0), "the output entry is on the host");
+    assert_eq!(read(&y), want);
+    assert_eq!(exec.get_entry(2).unwrap().device(), dev, "the kernels' entries are on the device");
+}
+
+/// TVM 0.18's `runtime.module.loadfile_cl` (and `TVMModLoadFromFile(path, "cl")`): OpenCL C in a
+/// `.cl` file with its kernels' table in the `.tvm_meta.json` TVM writes beside it (both names of
+/// the launch tags' field); a missing meta file or a bad type names the file and the field.
+#[test]
+fn a_cl_file_with_its_meta_file_loads_and_runs() {
+    let _one = ONE_AT_A_TIME.lock();
+    let Some(dev) = device() else { return };
+    let dir = std::env::temp_dir().join(format!("tvm-rt-opencl-cl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = "__kernel void twice(__global float* restrict a, __global float* restrict b) {\n  \
+                  b[get_global_id(0)] = a[get_global_id(0)] * 2.0f;\n}\n";
+    let cl = dir.join("twice.cl");
+    std::fs::write(&cl, source).unwrap();
+    let load = |path: &std::path::Path| Module::load_from_file(path.to_str().unwrap(), "cl");
+    let err = load(&cl).err().expect("no meta file yet");
+    assert!(err.to_string().contains("twice.tvm_meta.json"), "{err}");
+    for field in ["launch_param_tags", "thread_axis_tags"] {
+        let meta = serde_json::json!({"tvm_version": "0.1.0", "func_info": {"twice": {
+            "name": "twice", "arg_types": ["handle", "handle"], field: ["blockIdx.x", "threadIdx.x"]}}});
+        std::fs::write(dir.join("twice.tvm_meta.json"), meta.to_string()).unwrap();
+        let m = load(&cl).unwrap();
+        let data: Vec<f32> = (0..256).map(|i| i as f32).collect();
+        let (a, b) = (on_device(dev, &data, &[256]), NDArray::empty(&[256], F32, dev).unwrap());
+        let twice = m.get_function("twice", false).unwrap().expect("the kernel");
+        twice.call(&[Value::Handle(a.data_ptr()), Value::Handle(b.data_ptr()), Value::Int(4), Value::Int(64)]).unwrap();
+        assert_eq!(read(&b), data.iter().map(|v| v * 2.0).collect::<Vec<_>>(), "{field}");
+    }
+    let meta = r#"{"tvm_version": "0.1.0", "func_info": {"twice": {"name": "twice", "arg_types": ["floaty"]}}}"#;
+    std::fs::write(dir.join("twice.tvm_meta.json"), meta).unwrap();
+    let err = load(&cl).err().expect("a bad type");
+    assert!(err.to_string().contains("func_info.twice") && err.to_string().contains("floaty"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -148,6 +148,10 @@ fn module_globals() -> Vec<(&'static str, PackedFunc)> {
             "runtime.module.loadfile_so",
             PackedFunc::from_typed(|args| Ok(Value::Module(super::module::dso::load_so(&args.string(0)?)?))),
         ),
+        (
+            "runtime.module.loadfile_cl",
+            PackedFunc::from_typed(|args| Ok(Value::Module(super::module::opencl::load_file(&args.string(0)?)?))),
+        ),
         ("runtime.SystemLib", PackedFunc::from_typed(system_lib_global)),
         ("runtime.ModuleLoadFromFile", PackedFunc::from_typed(load_module_global)),
         (

@@ -38,6 +38,52 @@ pub fn load_binary(r: &mut Reader<'_>) -> Result<Module> {
     Ok(Module::from_node(OpenClModule { program, kernels, source }))
 }
 
+/// `runtime.module.loadfile_cl`: OpenCL C source in `path` and its function table in the meta
+/// file TVM writes beside it (`NAME.tvm_meta.json`: `{"tvm_version", "func_info": {key: {"name",
+/// "arg_types", "launch_param_tags" (or the older "thread_axis_tags")}}}`).
+pub fn load_file(path: &str) -> Result<Module> {
+    let source = std::fs::read_to_string(path).map_err(|e| Error::value(format!("{path}: {e}")))?;
+    let stem = path.rsplit_once('.').filter(|(s, _)| !s.ends_with('/')).map_or(path, |(s, _)| s);
+    let meta = format!("{stem}.tvm_meta.json");
+    let text = std::fs::read_to_string(&meta).map_err(|e| Error::value(format!("{meta} (the kernels' table): {e}")))?;
+    let kernels = meta_table(&text).map_err(|e| e.context(&meta))?;
+    let program = Arc::new(Program::new(&source)?);
+    Ok(Module::from_node(OpenClModule { program, kernels, source }))
+}
+
+/// The kernels of a meta file's `func_info`.
+fn meta_table(text: &str) -> Result<HashMap<String, Kernel>> {
+    let json: serde_json::Value = serde_json::from_str(text).map_err(|e| Error::value(format!("not JSON: {e}")))?;
+    let info =
+        json.get("func_info").and_then(|f| f.as_object()).ok_or_else(|| Error::value("no object `func_info`"))?;
+    let strings = |entry: &serde_json::Value, field: &str| -> Result<Vec<String>> {
+        let Some(v) = entry.get(field) else { return Ok(Vec::new()) };
+        let items = v.as_array().ok_or_else(|| Error::value(format!("`{field}` is not a list")))?;
+        items
+            .iter()
+            .map(|x| {
+                x.as_str().map(str::to_string).ok_or_else(|| Error::value(format!("`{field}`: not a string: {x}")))
+            })
+            .collect()
+    };
+    let mut kernels = HashMap::with_capacity(info.len());
+    for (key, entry) in info {
+        let in_entry = |e: Error| e.context(format!("func_info.{key}"));
+        let arg_types = strings(entry, "arg_types")
+            .map_err(in_entry)?
+            .iter()
+            .map(|t| DLDataType::parse(t))
+            .collect::<Result<Vec<_>>>()
+            .map_err(in_entry)?;
+        let mut launch_tags = strings(entry, "launch_param_tags").map_err(in_entry)?;
+        if entry.get("launch_param_tags").is_none() {
+            launch_tags = strings(entry, "thread_axis_tags").map_err(in_entry)?;
+        }
+        kernels.insert(key.clone(), Kernel { name: key.clone(), arg_types, launch_tags });
+    }
+    Ok(kernels)
+}
+
 /// The table and the source; `extra_tags`: each entry ends with 0.2x's argument tags.
 fn read(r: &mut Reader<'_>, extra_tags: bool) -> Result<(HashMap<String, Kernel>, String)> {
     let fmt = r.string("opencl module format")?;
