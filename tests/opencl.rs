@@ -361,7 +361,8 @@ fn tvm_018_graph_models_run_on_the_device() {
     }
 }
 
-/// TVM's `kExist` for OpenCL devices: the platform's devices exist, others do not.
+/// TVM's `kExist` for OpenCL devices: the platform's devices exist, others do not; the other
+/// attribute kinds of a device.
 #[test]
 fn only_the_platforms_devices_exist() {
     let Some(_) = device() else { return };
@@ -371,6 +372,20 @@ fn only_the_platforms_devices_exist() {
     };
     assert_eq!(exist(0), 1);
     assert_eq!(exist(99), 0);
+    // The other kinds, as TVM 0.18's OpenCL device API answers them.
+    let get =
+        |kind: i64| attr.call(&[Value::Int(device_type::OPENCL as i64), Value::Int(0), Value::Int(kind)]).unwrap();
+    assert!(get(1).as_int().unwrap() >= 1, "kMaxThreadsPerBlock");
+    assert_eq!(get(2).as_int().unwrap(), 1, "kWarpSize");
+    let Value::Str(version) = get(4) else { panic!("kComputeVersion: a string") };
+    assert!(version.split('.').all(|p| p.parse::<u32>().is_ok()), "kComputeVersion {version:?}");
+    let Value::Str(name) = get(5) else { panic!("kDeviceName: a string") };
+    assert_eq!(name, driver().unwrap().device(0).unwrap().name);
+    let Value::Str(dims) = get(8) else { panic!("kMaxThreadDimensions: a string") };
+    assert_eq!(serde_json::from_str::<Vec<u64>>(&dims).unwrap().len(), 3, "{dims}");
+    assert_eq!(get(14).as_int().unwrap() as u64, driver().unwrap().device(0).unwrap().global_mem, "kTotalGlobalMemory");
+    assert!(matches!(get(9), Value::Null), "kMaxRegistersPerBlock: no answer");
+    assert!(attr.call(&[Value::Int(device_type::OPENCL as i64), Value::Int(99), Value::Int(5)]).is_err());
 }
 
 /// A Relax VM model of tests/data/opencl-0.27 on `vm_initialization(opencl:0, cpu:0)`: kernels

@@ -64,6 +64,9 @@ def main():
     if not dev.exist:
         print("skipped: no OpenCL device (install an OpenCL platform, e.g. pocl-opencl-icd)")
         return
+    print(f"  {dev}: {dev.device_name}, {dev.max_threads_per_block} threads per block, OpenCL {dev.compute_version}")
+    if dev.max_threads_per_block < 1 or not dev.device_name:
+        sys.exit("the device's attributes are missing")
     bad = [name for name, shape in MODELS.items() if not run_model(root, name, shape, dev)]
     print(f"apache-tvm {tvm.__version__} on this runtime, tvm.opencl(): {len(MODELS) - len(bad)} of {len(MODELS)} models match")
     sys.exit(1 if bad else 0)

@@ -5,7 +5,7 @@
 use crate::abi::{device_type, DLDevice};
 use crate::runtime::base::error::{Error, Result};
 use crate::runtime::container::ShapeTupleObj;
-use crate::runtime::device::{device_api, StreamHandle};
+use crate::runtime::device::{device_api, Attr, StreamHandle};
 use crate::runtime::function::packed::{Args, PackedFunc, Value};
 use crate::runtime::function::registry;
 
@@ -14,9 +14,9 @@ pub(super) fn globals() -> Vec<(&'static str, PackedFunc)> {
         // (device_type, device_id, attr_kind): kExist (0) is answered for every device type.
         (
             "runtime.GetDeviceAttr",
-            PackedFunc::from_typed(|args| match args.int(2)? {
-                0 => Ok(Value::Int(device_exists(args.int(0)? as i32, args.int(1)? as i32) as i64)),
-                _ => Ok(Value::Null),
+            PackedFunc::from_typed(|args| {
+                let dev = DLDevice { device_type: args.int(0)? as i32, device_id: args.int(1)? as i32 };
+                device_attr(dev, args.int(2)?)
             }),
         ),
         (
@@ -86,16 +86,17 @@ fn stream_call(f: fn(DLDevice, StreamHandle) -> Result<()>) -> PackedFunc {
     PackedFunc::from_typed(move |args| f(args.device(0)?, stream_arg(&args, 1)?).map(|()| Value::Null))
 }
 
-/// TVM's `kExist`: a device type this runtime drives, and (OpenCL) a device of that index on
-/// the platform found.
-fn device_exists(device_type: i32, device_id: i32) -> bool {
-    match device_api(device_type) {
-        Err(_) => false,
-        Ok(_) if device_type == device_type::OPENCL => {
-            crate::runtime::device::opencl::driver().is_ok_and(|d| d.device(device_id).is_ok())
-        }
-        Ok(_) => true,
-    }
+/// TVM's `runtime.GetDeviceAttr`: the device's answer to `kind` (None where it has none); a
+/// device type no driver serves does not exist (kExist 0) and answers nothing else.
+fn device_attr(dev: DLDevice, kind: i64) -> Result<Value> {
+    let Ok(api) = device_api(dev.device_type) else {
+        return Ok(if kind == 0 { Value::Int(0) } else { Value::Null });
+    };
+    Ok(match api.get_attr(dev, kind)? {
+        Attr::Int(v) => Value::Int(v),
+        Attr::Str(s) => Value::Str(s),
+        Attr::None => Value::Null,
+    })
 }
 
 /// A stream passed as the integer `runtime.Device_StreamCreate` returned.

@@ -76,6 +76,12 @@ pub trait DeviceApi: Send + Sync {
     fn event_sync(&self, dev: DLDevice, event: EventHandle) -> Result<()>;
     /// Whether `event`'s latest mark is reached.
     fn event_query(&self, dev: DLDevice, event: EventHandle) -> Result<bool>;
+    /// TVM's device attribute `kind` (`DeviceAttrKind`: 0 kExist, 1 kMaxThreadsPerBlock, ...),
+    /// or [`Attr::None`] where the device has no answer. By default a device exists and says
+    /// nothing more.
+    fn get_attr(&self, _dev: DLDevice, kind: i64) -> Result<Attr> {
+        Ok(if kind == 0 { Attr::Int(1) } else { Attr::None })
+    }
     /// Temporary memory for kernels (64-byte aligned).
     fn alloc_workspace(&self, dev: DLDevice, nbytes: usize, type_hint: DLDataType) -> Result<*mut c_void> {
         self.alloc_data_space(dev, nbytes.max(1), ALLOC_ALIGNMENT, type_hint)
@@ -91,6 +97,14 @@ pub trait DeviceApi: Send + Sync {
         // function's contract `ptr` came from there for `dev` and is not freed yet.
         unsafe { self.free_data_space(dev, ptr) }
     }
+}
+
+/// A device attribute's value, as TVM returns it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Attr {
+    Int(i64),
+    Str(String),
+    None,
 }
 
 const MAX_DEVICE_TYPES: usize = 64;

@@ -168,10 +168,10 @@ fn launch(program: &Program, kernel: &Kernel, args: &Args<'_>) -> Result<()> {
                 device = device.or_else(|| crate::runtime::device::opencl::device_of(p));
                 KernelArg::Buffer(p)
             }
-            (dtype_code::INT | dtype_code::UINT, 64) => KernelArg::Scalar(args.int(i)?.to_le_bytes().to_vec()),
-            (dtype_code::INT | dtype_code::UINT, 32) => KernelArg::Scalar((args.int(i)? as i32).to_le_bytes().to_vec()),
-            (dtype_code::FLOAT, 32) => KernelArg::Scalar((args.float(i)? as f32).to_le_bytes().to_vec()),
-            (dtype_code::FLOAT, 64) => KernelArg::Scalar(args.float(i)?.to_le_bytes().to_vec()),
+            (dtype_code::INT | dtype_code::UINT, 64) => KernelArg::scalar(&args.int(i)?.to_le_bytes()),
+            (dtype_code::INT | dtype_code::UINT, 32) => KernelArg::scalar(&(args.int(i)? as i32).to_le_bytes()),
+            (dtype_code::FLOAT, 32) => KernelArg::scalar(&(args.float(i)? as f32).to_le_bytes()),
+            (dtype_code::FLOAT, 64) => KernelArg::scalar(&args.float(i)?.to_le_bytes()),
             _ => {
                 return Err(Error::value(format!(
                     "kernel {}: argument {i} of type code {} and {} bits is not supported",
@@ -184,7 +184,7 @@ fn launch(program: &Program, kernel: &Kernel, args: &Args<'_>) -> Result<()> {
         .launch_tags
         .iter()
         .enumerate()
-        .map(|(j, tag)| Ok((tag.clone(), args.int(n + j)?)))
+        .map(|(j, tag)| Ok((tag.as_str(), args.int(n + j)?)))
         .collect::<Result<Vec<_>>>()?;
     let dev = DLDevice { device_type: crate::abi::device_type::OPENCL, device_id: device.unwrap_or(0) };
     program.launch(&kernel.name, dev, &values, &tags)

@@ -16,6 +16,8 @@ pub struct Device {
     /// The largest single allocation (`CL_DEVICE_MAX_MEM_ALLOC_SIZE`).
     pub max_alloc: u64,
     pub global_mem: u64,
+    /// What the default queue was given and is known to have done.
+    pub counts: super::Counts,
 }
 
 /// The opened API, the chosen platform, its context and devices.
@@ -44,7 +46,7 @@ pub fn driver() -> Result<&'static Driver> {
 }
 
 /// A string property of a platform or device, read by `get` (`clGet*Info`).
-fn info_string(get: impl Fn(usize, *mut c_void, *mut usize) -> i32, call: &str) -> Result<String> {
+pub(super) fn info_string(get: impl Fn(usize, *mut c_void, *mut usize) -> i32, call: &str) -> Result<String> {
     let mut n = 0usize;
     check(call, get(0, std::ptr::null_mut(), &mut n))?;
     let mut buf = vec![0u8; n];
@@ -53,7 +55,7 @@ fn info_string(get: impl Fn(usize, *mut c_void, *mut usize) -> i32, call: &str) 
 }
 
 /// A fixed-size property of a device.
-fn device_info<T: Default + Copy>(cl: &Symbols, dev: Handle, param: ClUint) -> Result<T> {
+pub(super) fn device_info<T: Default + Copy>(cl: &Symbols, dev: Handle, param: ClUint) -> Result<T> {
     let mut v = T::default();
     // SAFETY: `v` has room for the property's `size_of::<T>()` bytes.
     let status = unsafe {
@@ -97,7 +99,7 @@ impl Driver {
             )?;
             let max_alloc = device_info::<u64>(&cl, id, symbols::DEVICE_MAX_MEM_ALLOC_SIZE)?;
             let global_mem = device_info::<u64>(&cl, id, symbols::DEVICE_GLOBAL_MEM_SIZE)?;
-            devices.push(Device { id, name, queue, max_alloc, global_mem });
+            devices.push(Device { id, name, queue, max_alloc, global_mem, counts: Default::default() });
         }
         Ok(Driver { cl, platform: name, context, devices })
     }

@@ -16,8 +16,9 @@ mod symbols;
 pub use driver::driver;
 pub use program::{KernelArg, Program};
 
-use super::{DeviceApi, EventHandle, HostTask, StreamHandle};
+use super::{Attr, DeviceApi, EventHandle, HostTask, StreamHandle};
 use crate::abi::{device_type, DLDataType, DLDevice};
+use crate::runtime::base::addr_map::AddrHash;
 use crate::runtime::base::error::{Error, Result};
 use crate::runtime::dlpack::tensor_ref::TensorRef;
 use parking_lot::Mutex;
@@ -40,6 +41,35 @@ struct Stream {
     device: i32,
     host: StreamHandle,
     tasks: Handle,
+    counts: Counts,
+}
+
+/// How many commands a queue was given, and how many it is known to have done: `stream_query`
+/// answers from them without an event per command (a marker only when work may be pending).
+#[derive(Default)]
+pub struct Counts {
+    enqueued: std::sync::atomic::AtomicU64,
+    settled: std::sync::atomic::AtomicU64,
+}
+
+impl Counts {
+    fn enqueued(&self) {
+        self.enqueued.fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The commands given so far (read before waiting for them).
+    fn given(&self) -> u64 {
+        self.enqueued.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The first `n` commands are done.
+    fn settled(&self, n: u64) {
+        self.settled.fetch_max(n, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    fn all_settled(&self) -> bool {
+        self.settled.load(std::sync::atomic::Ordering::Acquire) >= self.given()
+    }
 }
 
 /// An event: the marker last recorded, if any.
@@ -47,41 +77,28 @@ struct Event {
     mark: Mutex<Option<Handle>>,
 }
 
-/// The addresses of the live buffers, streams and events this runtime made.
-static BUFFERS: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
-static STREAMS: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
-static EVENTS: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+/// The addresses of the live buffers, streams and events this runtime made (hashed as
+/// addresses: a lookup on every kernel argument stays cheap).
+static BUFFERS: Mutex<Option<HashSet<usize, AddrHash>>> = Mutex::new(None);
+static STREAMS: Mutex<Option<HashSet<usize, AddrHash>>> = Mutex::new(None);
+static EVENTS: Mutex<Option<HashSet<usize, AddrHash>>> = Mutex::new(None);
 
-fn insert(set: &Mutex<Option<HashSet<usize>>>, at: usize) {
-    set.lock().get_or_insert_with(HashSet::new).insert(at);
+fn insert(set: &Mutex<Option<HashSet<usize, AddrHash>>>, at: usize) {
+    set.lock().get_or_insert_with(Default::default).insert(at);
 }
 
 /// Takes `at` out of `set`; whether it was there.
-fn remove(set: &Mutex<Option<HashSet<usize>>>, at: usize) -> bool {
+fn remove(set: &Mutex<Option<HashSet<usize, AddrHash>>>, at: usize) -> bool {
     set.lock().as_mut().is_some_and(|s| s.remove(&at))
 }
 
-fn contains(set: &Mutex<Option<HashSet<usize>>>, at: usize) -> bool {
+fn contains(set: &Mutex<Option<HashSet<usize, AddrHash>>>, at: usize) -> bool {
     set.lock().as_ref().is_some_and(|s| s.contains(&at))
-}
-
-/// Each queue's last command, for `stream_query` (events this runtime holds a reference to).
-static LAST: Mutex<Option<std::collections::HashMap<usize, usize>>> = Mutex::new(None);
-
-/// Keeps `event` (owned) as `queue`'s last command, releasing the one before.
-fn note(queue: Handle, event: Handle) {
-    if event.is_null() {
-        return;
-    }
-    let old = LAST.lock().get_or_insert_with(Default::default).insert(queue as usize, event as usize);
-    if let (Some(old), Ok(drv)) = (old, driver()) {
-        release(drv.cl.release_event, old as Handle);
-    }
 }
 
 /// How many OpenCL buffers are allocated now.
 pub fn live_buffers() -> usize {
-    BUFFERS.lock().as_ref().map_or(0, HashSet::len)
+    BUFFERS.lock().as_ref().map_or(0, |s| s.len())
 }
 
 /// Whether OpenCL is usable here: the library opens and a platform with a device is found.
@@ -147,6 +164,24 @@ impl OpenClDeviceApi {
         Ok(unsafe { &*(stream as *const Stream) })
     }
 
+    /// The command counts of the queue `stream` means on this thread (none inside a host task,
+    /// whose queue is finished before the task ends).
+    fn counts(&self, dev: DLDevice, stream: StreamHandle) -> Result<Option<&Counts>> {
+        if !stream.is_null() {
+            return Ok(Some(&self.stream(stream)?.counts));
+        }
+        if IN_TASK.get().is_some_and(|(id, _)| id == dev.device_id) {
+            return Ok(None);
+        }
+        Ok(Some(&driver()?.device(dev.device_id)?.counts))
+    }
+
+    /// Counts one more command given to the queue `stream` means.
+    pub(super) fn enqueued(&self, dev: DLDevice, stream: StreamHandle) -> Result<()> {
+        self.counts(dev, stream)?.map(Counts::enqueued);
+        Ok(())
+    }
+
     fn event(&self, event: EventHandle) -> Result<&Event> {
         if !contains(&EVENTS, event as usize) {
             return Err(Error::value(format!("{event:p} is not a live OpenCL event of this runtime (freed already?)")));
@@ -171,12 +206,11 @@ impl OpenClDeviceApi {
     /// Makes `queue` wait for `events` (a barrier; nothing on the host waits).
     fn wait_on(&self, queue: Handle, events: &[Handle]) -> Result<()> {
         let cl = &driver()?.cl;
-        let mut done = std::ptr::null_mut();
-        // SAFETY: a live queue and live events; the barrier's event is kept as the queue's last.
-        let status =
-            unsafe { (cl.enqueue_barrier_with_wait_list)(queue, events.len() as u32, events.as_ptr(), &mut done) };
+        // SAFETY: a live queue and live events; no event of the barrier's own.
+        let status = unsafe {
+            (cl.enqueue_barrier_with_wait_list)(queue, events.len() as u32, events.as_ptr(), std::ptr::null_mut())
+        };
         check("clEnqueueBarrierWithWaitList", status)?;
-        note(queue, done);
         // SAFETY: a live queue.
         check("clFlush", unsafe { (cl.flush)(queue) })
     }
@@ -249,12 +283,10 @@ impl DeviceApi for OpenClDeviceApi {
         let on_device = |t: &TensorRef<'_>| t.device().device_type == device_type::OPENCL;
         let dev = if on_device(&from) { from.device() } else { to.device() };
         let queue = self.queue(dev, stream)?;
+        self.enqueued(dev, stream)?;
         let cl = &driver()?.cl;
         let blocking = stream.is_null() as u32;
-        // A queued copy's event is kept as the queue's last command (for `stream_query`); a copy
-        // on the NULL stream is done on return and needs none.
-        let mut done = std::ptr::null_mut();
-        let event: *mut Handle = if stream.is_null() { std::ptr::null_mut() } else { &mut done };
+        let event: *mut Handle = std::ptr::null_mut();
         let fits = |b: &Buffer, at: u64| {
             let end = (at as usize).checked_add(n).filter(|&e| e <= b.size);
             end.map(|_| ()).ok_or_else(|| {
@@ -333,7 +365,6 @@ impl DeviceApi for OpenClDeviceApi {
         if stream.is_null() && !(on_device(&from) && on_device(&to)) {
             return Ok(()); // a blocking read or write: done
         }
-        note(queue, done);
         self.settle(queue, stream)
     }
 
@@ -355,7 +386,8 @@ impl DeviceApi for OpenClDeviceApi {
                 return Err(e);
             }
         };
-        let s = Box::into_raw(Box::new(Stream { queue, device: dev.device_id, host, tasks }));
+        let s =
+            Box::into_raw(Box::new(Stream { queue, device: dev.device_id, host, tasks, counts: Counts::default() }));
         insert(&STREAMS, s as usize);
         Ok(s.cast())
     }
@@ -372,9 +404,6 @@ impl DeviceApi for OpenClDeviceApi {
         // A released queue finishes the work queued on it before it goes.
         release(driver()?.cl.release_command_queue, s.queue);
         release(driver()?.cl.release_command_queue, s.tasks);
-        if let Some(last) = LAST.lock().as_mut().and_then(|m| m.remove(&(s.queue as usize))) {
-            release(driver()?.cl.release_event, last as Handle);
-        }
         CURRENT.with(|c| c.borrow_mut().retain(|_, v| *v != stream as usize));
         super::device_api(device_type::CPU)?.free_stream(DLDevice::cpu(0), s.host)
     }
@@ -389,23 +418,37 @@ impl DeviceApi for OpenClDeviceApi {
 
     fn stream_sync(&self, dev: DLDevice, stream: StreamHandle) -> Result<()> {
         let queue = self.queue(dev, stream)?;
+        let counts = self.counts(dev, stream)?;
+        let given = counts.map(Counts::given);
         // SAFETY: a live queue.
-        check("clFinish", unsafe { (driver()?.cl.finish)(queue) })
+        check("clFinish", unsafe { (driver()?.cl.finish)(queue) })?;
+        if let (Some(c), Some(n)) = (counts, given) {
+            c.settled(n);
+        }
+        Ok(())
     }
 
     fn stream_query(&self, dev: DLDevice, stream: StreamHandle) -> Result<bool> {
         let queue = self.queue(dev, stream)?;
-        // The queue's last command (in order: all before it are done when it is).
-        match LAST.lock().as_ref().and_then(|m| m.get(&(queue as usize)).copied()) {
-            Some(last) => event_done(last as Handle),
-            None => Ok(true),
+        let Some(counts) = self.counts(dev, stream)? else { return Ok(true) };
+        if counts.all_settled() {
+            return Ok(true);
         }
+        // A marker after what was given (on an in-order queue, reached when that is done).
+        let given = counts.given();
+        let mark = self.marker(queue)?;
+        let done = event_done(mark);
+        release(driver()?.cl.release_event, mark);
+        if matches!(done, Ok(true)) {
+            counts.settled(given);
+        }
+        done
     }
 
     fn sync_stream_from_to(&self, dev: DLDevice, src: StreamHandle, dst: StreamHandle) -> Result<()> {
         let (from, to) = (self.queue(dev, src)?, self.queue(dev, dst)?);
         let mark = self.marker(from)?;
-        let waited = self.wait_on(to, &[mark]);
+        let waited = self.enqueued(dev, dst).and_then(|()| self.wait_on(to, &[mark]));
         release(driver()?.cl.release_event, mark);
         waited
     }
@@ -432,7 +475,7 @@ impl DeviceApi for OpenClDeviceApi {
             release(cl.release_event, mark);
             return Err(e);
         }
-        if let Err(e) = self.wait_on(queue, &[gate]) {
+        if let Err(e) = self.enqueued(dev, stream).and_then(|()| self.wait_on(queue, &[gate])) {
             // SAFETY: the user event made above; completing it lets nothing wrong run.
             unsafe { (cl.set_user_event_status)(gate, symbols::COMPLETE) };
             release(cl.release_event, gate);
@@ -446,6 +489,47 @@ impl DeviceApi for OpenClDeviceApi {
         let held = Gate { mark, gate, tasks: s.tasks, id: s.device, status: -14 };
         let run: HostTask = Box::new(move || held.run(task));
         super::device_api(device_type::CPU)?.launch_host_task(DLDevice::cpu(0), s.host, run)
+    }
+
+    /// TVM 0.18's OpenCL answers (`OpenCLWorkspace::GetAttr`): kExist for any index; for a
+    /// device of the platform its work-group size, warp size 1 (`TVM_OPENCL_WARP_SIZE`), local
+    /// memory, OpenCL version, name, clock in kHz, compute units, work-item sizes (a JSON list),
+    /// API version 120, driver version, cache and global memory sizes.
+    fn get_attr(&self, dev: DLDevice, kind: i64) -> Result<Attr> {
+        let drv = driver();
+        if kind == 0 {
+            return Ok(Attr::Int(drv.is_ok_and(|d| d.device(dev.device_id).is_ok()) as i64));
+        }
+        let drv = drv?;
+        let id = drv.device(dev.device_id)?.id;
+        let cl = &drv.cl;
+        let int = |param: u32| driver::device_info::<u64>(cl, id, param).map(|v| Attr::Int(v as i64));
+        let uint = |param: u32| driver::device_info::<u32>(cl, id, param).map(|v| v as i64);
+        let text = |param: u32| {
+            // SAFETY: the property into the buffer `info_string` sizes.
+            driver::info_string(|n, p, r| unsafe { (cl.get_device_info)(id, param, n, p, r) }, "clGetDeviceInfo")
+        };
+        Ok(match kind {
+            1 => int(0x1004)?, // CL_DEVICE_MAX_WORK_GROUP_SIZE (size_t)
+            2 => Attr::Int(std::env::var("TVM_OPENCL_WARP_SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(1)),
+            3 => int(0x1023)?, // CL_DEVICE_LOCAL_MEM_SIZE
+            4 => {
+                let version = text(0x102F)?; // CL_DEVICE_VERSION: "OpenCL 1.2 <vendor>"
+                Attr::Str(version.split(' ').nth(1).unwrap_or_default().to_string())
+            }
+            5 => Attr::Str(text(symbols::DEVICE_NAME)?),
+            6 => Attr::Int(uint(0x100C)? * 1000), // CL_DEVICE_MAX_CLOCK_FREQUENCY, MHz -> kHz
+            7 => Attr::Int(uint(0x1002)?),        // CL_DEVICE_MAX_COMPUTE_UNITS
+            8 => {
+                let dims = driver::device_info::<[usize; 3]>(cl, id, 0x1005)?; // CL_DEVICE_MAX_WORK_ITEM_SIZES
+                Attr::Str(format!("[{}, {}, {}]", dims[0], dims[1], dims[2]))
+            }
+            11 => Attr::Int(120),
+            12 => Attr::Str(text(0x102D)?), // CL_DRIVER_VERSION
+            13 => int(0x101E)?,             // CL_DEVICE_GLOBAL_MEM_CACHE_SIZE
+            14 => int(symbols::DEVICE_GLOBAL_MEM_SIZE)?,
+            _ => Attr::None,
+        })
     }
 
     fn create_event(&self, _dev: DLDevice) -> Result<EventHandle> {
@@ -482,6 +566,7 @@ impl DeviceApi for OpenClDeviceApi {
         if stream.is_null() {
             return self.event_sync(dev, event);
         }
+        self.enqueued(dev, stream)?;
         self.wait_on(self.queue(dev, stream)?, &[mark])
     }
 

@@ -3,7 +3,7 @@
 //! give (`blockIdx.*` the groups, `threadIdx.*` the work items of a group).
 
 use super::symbols::{self, check, Handle};
-use super::{buffer, current_stream, driver, note, release, OpenClDeviceApi};
+use super::{buffer, current_stream, driver, release, OpenClDeviceApi};
 use crate::abi::DLDevice;
 use crate::runtime::base::error::{Error, Result};
 use parking_lot::Mutex;
@@ -14,8 +14,17 @@ use std::ffi::{c_void, CString};
 pub enum KernelArg {
     /// Device memory: the device pointer a host function passes (a buffer descriptor).
     Buffer(*mut c_void),
-    /// A scalar's bytes, as the kernel declares it.
-    Scalar(Vec<u8>),
+    /// A scalar's bytes, as the kernel declares it: the first `.1` of `.0` (4 or 8).
+    Scalar([u8; 8], usize),
+}
+
+impl KernelArg {
+    /// A scalar argument of `bytes` (at most 8).
+    pub fn scalar(bytes: &[u8]) -> KernelArg {
+        let mut b = [0u8; 8];
+        b[..bytes.len()].copy_from_slice(bytes);
+        KernelArg::Scalar(b, bytes.len())
+    }
 }
 
 /// Where a launch tag's value goes.
@@ -48,8 +57,8 @@ fn tag(name: &str) -> Result<Tag> {
 pub struct Program {
     source: CString,
     built: Mutex<HashMap<i32, Handle>>,
-    /// Kernel objects per (device, thread, name): `clSetKernelArg` is not thread-safe.
-    kernels: Mutex<HashMap<(i32, std::thread::ThreadId, String), Handle>>,
+    /// Kernel objects per (device, thread), by name: `clSetKernelArg` is not thread-safe.
+    kernels: Mutex<HashMap<(i32, std::thread::ThreadId), HashMap<String, Handle>>>,
 }
 
 // SAFETY: OpenCL programs and kernels may be used from any thread; a kernel object is only
@@ -94,8 +103,8 @@ impl Program {
 
     /// This thread's kernel object `name` for `dev`.
     fn kernel(&self, dev: DLDevice, name: &str) -> Result<Handle> {
-        let key = (dev.device_id, std::thread::current().id(), name.to_string());
-        if let Some(&k) = self.kernels.lock().get(&key) {
+        let key = (dev.device_id, std::thread::current().id());
+        if let Some(&k) = self.kernels.lock().get(&key).and_then(|m| m.get(name)) {
             return Ok(k);
         }
         let program = self.program(dev)?;
@@ -104,13 +113,13 @@ impl Program {
         // SAFETY: a built program and a NUL-terminated name.
         let k = unsafe { (driver()?.cl.create_kernel)(program, cname.as_ptr(), &mut status) };
         check("clCreateKernel", status).map_err(|e| e.context(format!("kernel {name}")))?;
-        self.kernels.lock().insert(key, k);
+        self.kernels.lock().entry(key).or_default().insert(name.to_string(), k);
         Ok(k)
     }
 
     /// Launches kernel `name` on `dev` (on this thread's current stream for it) with `args`
     /// and one value per launch tag in `tags`.
-    pub fn launch(&self, name: &str, dev: DLDevice, args: &[KernelArg], tags: &[(String, i64)]) -> Result<()> {
+    pub fn launch(&self, name: &str, dev: DLDevice, args: &[KernelArg], tags: &[(&str, i64)]) -> Result<()> {
         let (mut groups, mut items, mut local) = ([1usize; 3], [1usize; 3], None);
         let mut dims = 1;
         for (t, v) in tags {
@@ -133,7 +142,7 @@ impl Program {
                     }
                 }
                 // SAFETY: as above; the scalar's bytes.
-                KernelArg::Scalar(b) => unsafe { (cl.set_kernel_arg)(k, i as u32, b.len(), b.as_ptr().cast()) },
+                KernelArg::Scalar(b, n) => unsafe { (cl.set_kernel_arg)(k, i as u32, *n, b.as_ptr().cast()) },
             };
             check("clSetKernelArg", status).map_err(|e| e.context(format!("argument {i} of kernel {name}")))?;
         }
@@ -145,8 +154,10 @@ impl Program {
         let global: Vec<usize> = (0..3).map(|d| groups[d] * items[d]).collect();
         let stream = current_stream(dev);
         let queue = OpenClDeviceApi.queue(dev, stream)?;
-        let mut done = std::ptr::null_mut();
+        OpenClDeviceApi.enqueued(dev, stream)?;
         // SAFETY: a live queue and kernel with every argument set; sizes for `dims` dimensions.
+        // No event and no flush: the queue is flushed by whatever waits on it (a marker, a
+        // blocking read, `clFinish`), as TVM's own OpenCL runtime leaves it.
         let status = unsafe {
             (cl.enqueue_nd_range_kernel)(
                 queue,
@@ -157,20 +168,17 @@ impl Program {
                 items.as_ptr(),
                 0,
                 std::ptr::null(),
-                &mut done,
+                std::ptr::null_mut(),
             )
         };
-        check("clEnqueueNDRangeKernel", status).map_err(|e| e.context(format!("launching kernel {name}")))?;
-        note(queue, done);
-        // SAFETY: a live queue.
-        check("clFlush", unsafe { (cl.flush)(queue) })
+        check("clEnqueueNDRangeKernel", status).map_err(|e| e.context(format!("launching kernel {name}")))
     }
 }
 
 impl Drop for Program {
     fn drop(&mut self) {
         let Ok(drv) = driver() else { return };
-        for (_, k) in self.kernels.get_mut().drain() {
+        for (_, k) in self.kernels.get_mut().drain().flat_map(|(_, m)| m) {
             release(drv.cl.release_kernel, k);
         }
         for (_, p) in self.built.get_mut().drain() {
