@@ -12,7 +12,7 @@ use crate::runtime::base::error::{Error, Result};
 use crate::runtime::container::ShapeTupleObj;
 use crate::runtime::dlpack::dtype::num_elements;
 use crate::runtime::object::header::ObjPtr;
-use crate::runtime::tensor::ndarray::{copy_from_to, NDArray};
+use crate::runtime::tensor::ndarray::NDArray;
 
 macro_rules! builtins {
     ($($variant:ident = $name:literal,)*) => {
@@ -474,9 +474,7 @@ pub fn read_if_cond(v: &VmValue) -> Result<bool> {
         VmValue::Int(i) => Ok(*i != 0),
         // A condition on a device is read from a host copy, as TVM's VM does.
         VmValue::Tensor(t) if t.device().device_type != device_type::CPU => {
-            let host = NDArray::empty(t.shape(), t.dtype(), DLDevice::cpu(0))?;
-            copy_from_to(t.tensor(), host.tensor())?;
-            read_if_cond(&VmValue::Tensor(host))
+            read_if_cond(&VmValue::Tensor(t.copy_to(DLDevice::cpu(0))?))
         }
         VmValue::Tensor(t)
             if t.device().device_type == 1 && t.dl_tensor.byte_offset == 0 && integer_or_bool(t.dtype()) =>

@@ -15,7 +15,7 @@ use crate::runtime::container::ShapeTupleObj;
 use crate::runtime::function::packed::{Args, PackedFunc, Value};
 use crate::runtime::function::registry;
 use crate::runtime::object::header::ObjPtr;
-use crate::runtime::tensor::ndarray::{self, shape_tuple, NDArray};
+use crate::runtime::tensor::ndarray::{shape_tuple, NDArray};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -96,7 +96,7 @@ fn more() -> Vec<(&'static str, PackedFunc)> {
                 if t.tensor().raw().byte_offset == 0 {
                     return Ok(Value::NDArray(t));
                 }
-                copy_to(&t, t.device()).map(Value::NDArray)
+                t.copy_to(t.device()).map(Value::NDArray)
             }),
         ),
         // (tensor, device_type, device_id[, memory scope]): a copy on that device.
@@ -104,7 +104,7 @@ fn more() -> Vec<(&'static str, PackedFunc)> {
             "vm.builtin.to_device",
             PackedFunc::from_typed(|args| {
                 let dev = DLDevice { device_type: args.int(1)? as i32, device_id: args.int(2)? as i32 };
-                copy_to(&args.ndarray(0)?, dev).map(Value::NDArray)
+                args.ndarray(0)?.copy_to(dev).map(Value::NDArray)
             }),
         ),
         (
@@ -181,14 +181,8 @@ fn no_vm_function(_: Callable) -> PackedFunc {
     PackedFunc::from_typed(|_| Err(Error::runtime("no VM function outside a VM")))
 }
 
-fn copy_to(t: &NDArray, dev: DLDevice) -> Result<NDArray> {
-    let out = NDArray::empty(t.shape(), t.dtype(), dev)?;
-    ndarray::copy_from_to(t.tensor(), out.tensor())?;
-    Ok(out)
-}
-
 fn tensor_to_shape(t: &NDArray) -> Result<Value> {
-    let host = copy_to(t, DLDevice::cpu(0))?;
+    let host = t.copy_to(DLDevice::cpu(0))?;
     if host.shape().len() != 1 || !matches!(host.dtype(), DLDataType { code: 0, bits: 32 | 64, lanes: 1 }) {
         return Err(Error::value("tensor_to_shape: expected a 1-d int32 or int64 tensor"));
     }

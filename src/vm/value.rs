@@ -78,11 +78,7 @@ impl VmValue {
     /// as TVM's VM does with constants at initialization and with inputs it keeps.
     pub fn on_device(self, dev: DLDevice) -> Result<VmValue> {
         match self {
-            VmValue::Tensor(t) if t.device() != dev => {
-                let copy = NDArray::empty(t.shape(), t.dtype(), dev)?;
-                copy_from_to(t.tensor(), copy.tensor())?;
-                Ok(VmValue::Tensor(copy))
-            }
+            VmValue::Tensor(t) if t.device() != dev => Ok(VmValue::Tensor(t.copy_to(dev)?)),
             VmValue::Tuple(items) => {
                 Ok(VmValue::Tuple(items.iter().map(|v| v.clone().on_device(dev)).collect::<Result<_>>()?))
             }

@@ -347,7 +347,5 @@ pub fn copy_to(a: NDArray, device: DLDevice) -> Result<NDArray, Failure> {
     if a.device() == device {
         return Ok(a);
     }
-    let copy = NDArray::empty(a.shape(), a.dtype(), device)?;
-    tvm_runtime::runtime::tensor::ndarray::copy_from_to(a.tensor(), copy.tensor())?;
-    Ok(copy)
+    Ok(a.copy_to(device)?)
 }

@@ -507,6 +507,13 @@ impl NDArray {
         copy_from_bytes(self.tensor(), bytes)
     }
 
+    /// A new compact array on `dev` holding this one's elements (always a copy).
+    pub fn copy_to(&self, dev: DLDevice) -> Result<NDArray> {
+        let out = NDArray::empty(self.shape(), self.dtype(), dev)?;
+        copy_from_to(self.tensor(), out.tensor())?;
+        Ok(out)
+    }
+
     /// Copy this (contiguous) array out into `bytes`; length must equal its byte size.
     pub fn copy_to_bytes(&self, bytes: &mut [u8]) -> Result<()> {
         copy_to_bytes(self.tensor(), bytes)
