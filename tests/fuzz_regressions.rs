@@ -256,6 +256,48 @@ fn cyclic_containers_are_refused_by_the_walks_that_cannot_end() {
     global("ffi.DictClear", &[dict]);
 }
 
+/// The walks skip their memo for objects with one holder (met once, so no cycle starts there):
+/// a cycle through such objects is still found where it closes, on the shared object, and
+/// sharing is still seen by hashing, comparison and copies.
+#[test]
+fn cycles_through_objects_with_one_holder_are_found_and_sharing_is_kept() {
+    let list = global("ffi.List", &[]);
+    // list -> array (held by the list alone) -> map (held by the array alone) -> list
+    let map = global("ffi.Map", &[Value::Str("back".into()), list.clone()]);
+    global("ffi.ListAppend", &[list.clone(), global("ffi.Array", &[Value::Int(1), map])]);
+    let e = se::hash(&list, false, false).unwrap_err();
+    assert!(e.message().contains("structural_hash: a `ffi.List` contains itself (a cycle)"), "{e}");
+    let e = se::equal(&list, &list, false, false).unwrap_err();
+    assert!(e.message().contains("contains itself (a cycle)"), "{e}");
+    let copy = deep_copy(&list).unwrap();
+    let e = se::hash(&copy, false, false).unwrap_err();
+    assert!(e.message().contains("contains itself"), "the copy closes its own cycle: {e}");
+    assert!(to_json_graph(&list, Value::Null).unwrap_err().message().contains("contains itself"));
+    global("ffi.ListClear", &[list]);
+    global("ffi.ListClear", &[copy]);
+
+    // [x, x] against [x, y] with y equal to x: equal and hashed alike (arrays are trees), and
+    // the copy of [x, x] shares one copy of x.
+    let x = || global("ffi.Array", &[Value::Int(7), Value::Str("a string past seven bytes".into())]);
+    let one = x();
+    let shared = global("ffi.Array", &[one.clone(), one]);
+    let separate = global("ffi.Array", &[x(), x()]);
+    assert_eq!(se::hash(&shared, false, false).unwrap(), se::hash(&separate, false, false).unwrap());
+    assert!(se::equal(&shared, &separate, false, false).unwrap());
+    let first_two = |v: &Value| {
+        let items = global("ffi.ArrayGetItem", &[v.clone(), Value::Int(0)]);
+        (items, global("ffi.ArrayGetItem", &[v.clone(), Value::Int(1)]))
+    };
+    let (a, b) = first_two(&deep_copy(&shared).unwrap());
+    let (Value::Object(a), Value::Object(b)) = (a, b) else { panic!("objects") };
+    assert_eq!(a.as_header(), b.as_header(), "one copy of the shared array");
+    let (c, d) = first_two(&deep_copy(&separate).unwrap());
+    let (Value::Object(c), Value::Object(d)) = (c, d) else { panic!("objects") };
+    assert_ne!(c.as_header(), d.as_header(), "two copies of two arrays");
+    let other = global("ffi.Array", &[first_two(&separate).0, x(), Value::Int(0)]);
+    assert!(!se::equal(&shared, &other, false, false).unwrap());
+}
+
 /// Lists nested 100 000 deep (as Python builds them, one in another): hashed, compared,
 /// printed, copied and saved and loaded, on grown stacks.
 #[test]

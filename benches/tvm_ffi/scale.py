@@ -8,8 +8,20 @@ import json
 import sys
 import time
 
+from typing import Optional
+
 import tvm_ffi
 from tvm_ffi import serialization
+from tvm_ffi.dataclasses import py_class
+
+
+@py_class("bench.Node", structural_eq="tree")
+class Node(tvm_ffi.Object):
+    """A record as a compiler's IR has them: plain fields, a name, a child."""
+
+    value: int
+    name: str
+    child: Optional[tvm_ffi.Object]
 
 
 def per_op(fn, n, budget_s=0.3):
@@ -38,6 +50,8 @@ def cases(n):
     for i in range(min(n, 2000)):
         deep = tvm_ffi.Array([deep, i])
     nested = tvm_ffi.Map({k: tvm_ffi.Array([i, k]) for i, k in enumerate(keys)})
+    records = tvm_ffi.Array([Node(i, k, None) for i, k in enumerate(keys)])
+    records2 = tvm_ffi.Array([Node(i, k, None) for i, k in enumerate(keys)])
 
     def dict_set_erase():
         d = tvm_ffi.Dict()
@@ -68,6 +82,9 @@ def cases(n):
     yield "deep_copy map", lambda: tvm_ffi.get_global_func("ffi.DeepCopy")(nested), n
     yield "json round trip map", lambda: serialization.from_json_graph_str(serialization.to_json_graph_str(nested)), n
     yield "structural_hash deep", lambda: tvm_ffi.structural_hash(deep), min(n, 2000)
+    yield "structural_hash records", lambda: tvm_ffi.structural_hash(records), n
+    yield "structural_equal records", lambda: tvm_ffi.structural_equal(records, records2), n
+    yield "deep_copy records", lambda: tvm_ffi.get_global_func("ffi.DeepCopy")(records), n
 
 
 def main():

@@ -18,34 +18,76 @@ const RED_ZONE: usize = 128 * 1024;
 /// The size of each segment grown.
 const SEGMENT: usize = 4 * 1024 * 1024;
 
+/// A thread's walk state: how deep it is, and the stack address above which a level runs on
+/// the stack it is on (stack left there >= [`RED_ZONE`]; `usize::MAX` until a walk learned it).
+#[derive(Clone, Copy)]
+struct Walk {
+    depth: usize,
+    floor: usize,
+}
+
 thread_local! {
-    static DEPTH: Cell<usize> = const { Cell::new(0) };
+    static WALK: Cell<Walk> = const { Cell::new(Walk { depth: 0, floor: usize::MAX }) };
 }
 
 /// Leaves a level when dropped (also on an error or a panic).
-struct Level;
+struct Level<'a>(&'a Cell<Walk>);
 
-impl Drop for Level {
+impl Drop for Level<'_> {
     fn drop(&mut self) {
-        DEPTH.with(|d| d.set(d.get() - 1));
+        let w = self.0.get();
+        self.0.set(Walk { depth: w.depth - 1, ..w });
     }
 }
 
+/// Puts back the floor of the stack a level left (also on an error or a panic).
+struct Floor<'a>(&'a Cell<Walk>, usize);
+
+impl Drop for Floor<'_> {
+    fn drop(&mut self) {
+        self.0.set(Walk { floor: self.1, ..self.0.get() });
+    }
+}
+
+/// About where the stack is now.
+#[inline(always)]
+fn stack_address() -> usize {
+    let here = 0u8;
+    std::hint::black_box(&here) as *const u8 as usize
+}
+
 /// Run `f`, one level of a walk named `what`, one level deeper than the level calling it.
+/// A level well above the stack's floor runs at once (one thread-local access); one near it
+/// asks `stacker`, which runs it on a new segment when little is left.
+#[inline]
 pub fn nested<R>(what: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
-    let depth = DEPTH.with(|d| {
-        d.set(d.get() + 1);
-        d.get()
-    });
-    let _level = Level;
-    if depth > MAX_NESTING {
+    // SAFETY: this thread's own cell, alive as long as the thread (this call runs on it).
+    let walk = unsafe { &*WALK.with(|w| w as *const Cell<Walk>) };
+    let w = walk.get();
+    walk.set(Walk { depth: w.depth + 1, ..w });
+    let _level = Level(walk);
+    if w.depth >= MAX_NESTING {
         return Err(Error::value(format!("{what}: the value is nested deeper than {MAX_NESTING} levels")));
     }
-    if grows_stacks() {
-        stacker::maybe_grow(RED_ZONE, SEGMENT, f)
-    } else {
-        f()
+    if stack_address() > w.floor {
+        return f();
     }
+    near_floor(walk, f)
+}
+
+#[cold]
+fn near_floor<R>(walk: &Cell<Walk>, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    if !grows_stacks() {
+        return f();
+    }
+    stacker::maybe_grow(RED_ZONE, SEGMENT, || {
+        // On the stack `f` runs on (maybe a new segment): its floor, for the levels below.
+        let _put_back = Floor(walk, walk.get().floor);
+        if let Some(left) = stacker::remaining_stack() {
+            walk.set(Walk { floor: stack_address() - left + RED_ZONE, ..walk.get() });
+        }
+        f()
+    })
 }
 
 /// Whether [`nested`] grows stacks: not in a ThreadSanitizer build of this library, nor in a
@@ -84,6 +126,6 @@ mod tests {
         assert_eq!(deep.join().unwrap().unwrap(), 100_000);
         let e = down(MAX_NESTING + 1).unwrap_err();
         assert!(e.message().contains("test walk: the value is nested deeper than 131072 levels"), "{e}");
-        DEPTH.with(|d| assert_eq!(d.get(), 0, "every level left"));
+        WALK.with(|w| assert_eq!((w.get().depth, w.get().floor), (0, usize::MAX), "every level left"));
     }
 }

@@ -5,6 +5,7 @@
 //! instances never change and are shared, as are tensors, functions and modules. An object reached twice is copied
 //! once, so shared structure stays shared.
 
+use super::structural_types::{unshared, Types};
 use crate::abi::TVMFFIAny;
 use crate::runtime::base::error::{Error, Result};
 use crate::runtime::base::nesting::nested;
@@ -27,12 +28,14 @@ struct Memo {
     in_progress: std::collections::HashSet<usize, crate::runtime::base::addr_map::AddrHash>,
     deferred: bool,
     mutable: Vec<ObjectRef>,
+    types: Types,
 }
 
 /// A deep copy of `v`.
 pub fn deep_copy(v: &Value) -> Result<Value> {
     let mut memo = Memo::default();
-    let copy = copy_value(v, &mut memo)?;
+    // The walk holds a reference of its own to every object it copies, the root's too.
+    let copy = copy_value(&v.clone(), &mut memo)?;
     if memo.deferred {
         fix_placeholders(&memo)?;
     }
@@ -96,7 +99,19 @@ fn copy_value(v: &Value, memo: &mut Memo) -> Result<Value> {
     }
 }
 
+/// `o` is held by the value the walk took it from (one reference of the walk's own), so an
+/// object with one holder besides is met once ([`unshared`]) and needs no memo.
 fn copy_object(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
+    if immutable(o, memo) {
+        return Ok(Value::Object(o.clone()));
+    }
+    if unshared(o, 1) && !matches!(o.type_index(), ti::LIST | ti::DICT) {
+        return nested("deep_copy", || match o.type_index() {
+            ti::FFI_ARRAY => copy_sequence(o, memo),
+            ti::FFI_MAP => copy_map(o, memo),
+            _ => copy_reflected(o, memo, false),
+        });
+    }
     let key = o.as_header() as usize;
     if let Some(done) = memo.done.get(&key) {
         return Ok(done.clone());
@@ -117,7 +132,7 @@ fn copy_object(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
             memo.in_progress.remove(&key);
             c?
         }
-        _ => nested("deep_copy", || copy_reflected(o, memo))?,
+        _ => nested("deep_copy", || copy_reflected(o, memo, true))?,
     };
     memo.done.insert(key, copy.clone());
     Ok(copy)
@@ -126,6 +141,28 @@ fn copy_object(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
 /// Copies of the values (owned), copied in turn.
 fn copy_all(views: Vec<Value>, memo: &mut Memo) -> Result<Vec<TVMFFIAny>> {
     views.iter().map(|v| Ok(copy_value(v, memo)?.into_any())).collect()
+}
+
+/// The copy of a container's slot (owned): plain values and strings, bytes and shapes as they
+/// are (a new reference), without making a value; other objects copied in turn.
+fn copy_slot(a: &TVMFFIAny, memo: &mut Memo) -> Result<TVMFFIAny> {
+    use crate::abi::ffi_type_index as fti;
+    match a.type_index {
+        fti::NONE
+        | fti::INT
+        | fti::BOOL
+        | fti::FLOAT
+        | fti::DATA_TYPE
+        | fti::DEVICE
+        | fti::SMALL_STR
+        | fti::SMALL_BYTES => Ok(*a),
+        t if [ti::STRING, ti::BYTES, ti::SHAPE_TUPLE].contains(&(t as u32)) && !a.as_ptr().is_null() => {
+            // SAFETY: the slot's live object; the copy takes a reference of its own.
+            unsafe { crate::runtime::object::header::retain(a.as_ptr() as *mut _) };
+            Ok(*a)
+        }
+        _ => Ok(copy_value(&view(a)?, memo)?.into_any()),
+    }
 }
 
 /// A list is made empty and remembered before its items are copied, so a list that holds
@@ -161,8 +198,17 @@ fn copy_sequence(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
         ObjPtr::new(ListObj::new(copy_all(items, memo)?)?).to_object_ref()
     } else {
         let a = o.downcast::<FfiArrayObj>().ok_or_else(|| Error::type_error("unreadable array"))?;
-        let items = a.items().iter().map(view).collect::<Result<Vec<_>>>()?;
-        FfiArrayObj::new(copy_all(items, memo)?).to_object_ref()
+        let mut copied = Vec::with_capacity(a.items().len());
+        for item in a.items() {
+            match copy_slot(item, memo) {
+                Ok(c) => copied.push(c),
+                Err(e) => {
+                    crate::runtime::collections::list_map::release_all(copied);
+                    return Err(e);
+                }
+            }
+        }
+        FfiArrayObj::new(copied).to_object_ref()
     };
     Ok(Value::Object(obj))
 }
@@ -176,9 +222,8 @@ fn copy_map(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
 }
 
 /// A shallow copy of an object by its type's `__ffi_shallow_copy__` (fields shared).
-fn shallow_copy(o: &ObjectRef) -> Result<ObjectRef> {
-    let Some(Value::Func(f)) = crate::runtime::reflection::type_info::attr(b"__ffi_shallow_copy__", o.type_index())
-    else {
+fn shallow_copy(o: &ObjectRef, memo: &mut Memo) -> Result<ObjectRef> {
+    let Some(f) = memo.types.record(o).shallow_copy.clone() else {
         let key = crate::runtime::object::type_table::type_index_to_key(o.type_index())?;
         return Err(Error::runtime(format!(
             "Cannot deep copy object of type \"{key}\" because it is not copy-constructible"
@@ -192,22 +237,35 @@ fn shallow_copy(o: &ObjectRef) -> Result<ObjectRef> {
 
 /// Whether objects of this kind are never changed, so a copy may share them: strings, bytes,
 /// shapes, big integers and enum instances.
-fn immutable(o: &ObjectRef) -> bool {
-    let enum_index = crate::runtime::object::type_table::type_key_to_index("ffi.Enum");
-    matches!(o.type_index(), ti::STRING | ti::BYTES | ti::SHAPE_TUPLE | ti::BIG_INT)
-        || enum_index.and_then(|e| crate::runtime::object::type_table::derived_from(o.type_index(), e)).unwrap_or(false)
+fn immutable(o: &ObjectRef, memo: &mut Memo) -> bool {
+    match o.type_index() {
+        ti::STRING | ti::BYTES | ti::SHAPE_TUPLE | ti::BIG_INT => true,
+        ti::LIST | ti::DICT | ti::FFI_ARRAY | ti::FFI_MAP => false,
+        _ => memo.types.record(o).is_enum,
+    }
 }
 
-fn copy_reflected(o: &ObjectRef, memo: &mut Memo) -> Result<Value> {
-    if immutable(o) {
-        return Ok(Value::Object(o.clone()));
+/// A copy of an object with reflected fields (remembered, when `shared`, before its fields are
+/// copied: one holding itself through them gets the copy).
+fn copy_reflected(o: &ObjectRef, memo: &mut Memo, shared: bool) -> Result<Value> {
+    let copy = shallow_copy(o, memo)?;
+    if shared {
+        memo.done.insert(o.as_header() as usize, Value::Object(copy.clone()));
     }
-    let copy = shallow_copy(o)?;
-    memo.done.insert(o.as_header() as usize, Value::Object(copy.clone()));
     memo.mutable.push(copy.clone());
-    for f in &all_fields(o.type_index())? {
-        if let v @ Value::Object(_) = get_field(copy.as_header(), f)? {
-            set_field(copy.as_header(), f, copy_value(&v, memo)?)?;
+    let count = match &memo.types.record(o).all_fields {
+        Some(fields) => fields.len(),
+        None => all_fields(o.type_index()).map(|_| 0)?,
+    };
+    for i in 0..count {
+        let f = memo.types.record(o).all_fields.as_ref().expect("listed above")[i];
+        if let Value::Object(v) = get_field(copy.as_header(), &f)? {
+            // A field left as it is (a string, an enum, ...) is not set again: a setter may
+            // convert through the caller's language.
+            match copy_object(&v, memo)? {
+                Value::Object(c) if c.as_header() == v.as_header() => {}
+                c => set_field(copy.as_header(), &f, c)?,
+            }
         }
     }
     Ok(Value::Object(copy))

@@ -10,5 +10,6 @@ pub mod repr;
 pub mod serialization;
 pub mod structural_equal;
 pub mod structural_mutate;
+mod structural_types;
 pub mod structural_visit;
 pub mod visit_error;

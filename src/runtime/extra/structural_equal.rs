@@ -14,7 +14,9 @@
 use crate::abi::{TVMFFIAny, TVMFFIFieldInfo};
 use crate::runtime::base::error::{Error, Result};
 use crate::runtime::base::nesting::nested;
-use crate::runtime::collections::list_map::{any_equal, bytes_of, map_get, map_items, sequence_items, text_of};
+use crate::runtime::collections::list_map::{
+    any_equal, bytes_of, map_cell, map_get, map_items, sequence_items, text_of,
+};
 use crate::runtime::collections::recursive::{combine, hash_bytes, object_of};
 use crate::runtime::container::FfiArrayObj;
 use crate::runtime::function::packed::{Args, PackedFunc, Value};
@@ -23,7 +25,8 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::runtime::reflection::fields::{DEF_PATTERN, DEF_SIMPLE, SEQ_HASH_IGNORE};
+use super::structural_types::{plain_equal, slot_object, small_text, string_content, unshared, RecordFacts, Types};
+use crate::runtime::reflection::fields::{DEF_PATTERN, DEF_SIMPLE};
 
 /// `TVMFFIDefRegionKind`.
 #[derive(Clone, Copy, PartialEq)]
@@ -98,20 +101,29 @@ fn kind_of(o: &ObjectRef) -> Result<i32> {
     }
 }
 
-/// Fields taking part in structural checks, with the region their values are in.
-fn structural_fields(o: &ObjectRef, region: Region) -> Result<Vec<(TVMFFIFieldInfo, Region)>> {
-    Ok(crate::runtime::reflection::fields::all_fields(o.type_index())?
-        .into_iter()
-        .filter(|f| f.flags & SEQ_HASH_IGNORE == 0)
-        .map(|f| {
-            let inner = match (f.flags & (DEF_PATTERN | DEF_SIMPLE) != 0, region) {
-                (false, r) | (true, r @ Region::Pattern) => r,
-                (true, _) if f.flags & DEF_SIMPLE != 0 => Region::Simple,
-                (true, _) => Region::Pattern,
-            };
-            (f, inner)
-        })
-        .collect())
+/// The region a field's value is in, inside `region`.
+fn field_region(f: &TVMFFIFieldInfo, region: Region) -> Region {
+    match (f.flags & (DEF_PATTERN | DEF_SIMPLE) != 0, region) {
+        (false, r) | (true, r @ Region::Pattern) => r,
+        (true, _) if f.flags & DEF_SIMPLE != 0 => Region::Simple,
+        (true, _) => Region::Pattern,
+    }
+}
+
+/// How many fields of `o`'s type take part, or why they cannot be listed.
+fn field_count(t: &RecordFacts, o: &ObjectRef) -> Result<usize> {
+    match &t.fields {
+        Some(fields) => Ok(fields.len()),
+        None => crate::runtime::reflection::fields::all_fields(o.type_index()).map(|_| 0),
+    }
+}
+
+/// `o`'s structural kind from its type's facts (`kind_of` says why when it has none).
+fn kind(types: &mut Types, o: &ObjectRef) -> Result<i32> {
+    match types.record(o).kind {
+        Some(k) if k != UNSUPPORTED => Ok(k),
+        _ => kind_of(o),
+    }
 }
 
 fn tensor_bytes(t: &crate::runtime::tensor::ndarray::NDArray) -> Result<Vec<u8>> {
@@ -144,6 +156,7 @@ struct Equal {
     ),
     /// Pairs found equal.
     proven: HashSet<(usize, usize), crate::runtime::base::addr_map::AddrHash>,
+    types: Types,
 }
 
 // SAFETY: the values held are mismatch-path keys (integers, strings, objects of Send + Sync
@@ -175,7 +188,7 @@ impl Equal {
             _ => {}
         }
         match (object_of(a), object_of(b)) {
-            (Some(x), Some(y)) if x.type_index() == y.type_index() => self.objects(&x, &y),
+            (Some(x), Some(y)) if x.type_index() == y.type_index() => self.objects(&x, &y, 0),
             (None, None) => Ok(any_equal(a, b) && std::mem::discriminant(a) == std::mem::discriminant(b)),
             _ => Ok(false),
         }
@@ -200,11 +213,20 @@ impl Equal {
     }
 
     fn sequences(&mut self, xs: &[Value], ys: &[Value]) -> Result<bool> {
+        self.elements(xs, ys, |e, x, y| e.values(x, y))
+    }
+
+    /// As [`Equal::sequences`], two arrays' slots read in place.
+    fn arrays(&mut self, xs: &[TVMFFIAny], ys: &[TVMFFIAny]) -> Result<bool> {
+        self.elements(xs, ys, |e, x, y| e.slots(x, y, 0))
+    }
+
+    fn elements<T>(&mut self, xs: &[T], ys: &[T], same: impl Fn(&mut Self, &T, &T) -> Result<bool>) -> Result<bool> {
         if xs.len() != ys.len() && self.paths.is_none() {
             return Ok(false);
         }
         for (i, (x, y)) in xs.iter().zip(ys).enumerate() {
-            if !self.values(x, y)? {
+            if !same(self, x, y)? {
                 self.step((1, Value::Int(i as i64)), (1, Value::Int(i as i64)));
                 return Ok(false);
             }
@@ -260,7 +282,10 @@ impl Equal {
 
     /// Whether two objects are equal; a pair found equal is not compared again, so values
     /// sharing objects many times over compare in time linear in their objects.
-    fn objects(&mut self, x: &ObjectRef, y: &ObjectRef) -> Result<bool> {
+    fn objects(&mut self, x: &ObjectRef, y: &ObjectRef, held: i32) -> Result<bool> {
+        if unshared(x, held) && unshared(y, held) {
+            return nested("structural_equal", || self.object_contents(x, y));
+        }
         let (kx, ky) = (x.as_header() as usize, y.as_header() as usize);
         if self.proven.contains(&(kx, ky)) {
             return Ok(true);
@@ -285,6 +310,9 @@ impl Equal {
                 return Ok(same);
             }
         }
+        if let (Some(a), Some(b)) = (x.downcast_ref::<FfiArrayObj>(), y.downcast_ref::<FfiArrayObj>()) {
+            return self.arrays(a.items(), b.items());
+        }
         if let (Some(a), Some(b)) = (sequence_items(x)?, sequence_items(y)?) {
             return self.sequences(&a, &b);
         }
@@ -300,7 +328,7 @@ impl Equal {
             }
             _ => {}
         }
-        let kind = kind_of(x)?;
+        let kind = kind(&mut self.types, x)?;
         let same = x.as_header() == y.as_header();
         if kind == UNIQUE_INSTANCE || (kind == CONST_TREE_NODE && same) {
             return Ok(same);
@@ -338,17 +366,22 @@ impl Equal {
     }
 
     fn fields(&mut self, x: &ObjectRef, y: &ObjectRef, region: Region) -> Result<bool> {
-        if let Some(Value::Func(hook)) = crate::runtime::reflection::type_info::attr(b"__s_equal__", x.type_index()) {
+        let t = self.types.record(x);
+        if let Some(hook) = t.equal_hook.clone() {
             return self.hooked(&hook, x, y, region);
         }
-        for (f, inner) in structural_fields(x, region)? {
-            let (a, b) = (
-                crate::runtime::reflection::fields::get_field(x.as_header(), &f)?,
-                crate::runtime::reflection::fields::get_field(y.as_header(), &f)?,
-            );
-            let saved = self.region.replace(inner);
-            let ok = self.values(&a, &b);
+        for i in 0..field_count(t, x)? {
+            let f = self.types.record(x).fields.as_ref().expect("listed above")[i];
+            let a = crate::runtime::reflection::fields::get_field_any(x.as_header(), &f)?;
+            let b = crate::runtime::reflection::fields::get_field_any(y.as_header(), &f);
+            let saved = self.region.replace(field_region(&f, region));
+            let ok = b.as_ref().map_err(Clone::clone).and_then(|b| self.slots(&a, b, 1));
             self.region = saved;
+            // SAFETY: the getters' values, owned here, each released once.
+            unsafe {
+                crate::runtime::object::header::release_any(&a);
+                b.as_ref().map(|b| crate::runtime::object::header::release_any(b)).ok();
+            }
             if !ok? {
                 let name = Value::Str(crate::runtime::reflection::fields::name(&f));
                 self.step((0, name.clone()), (0, name));
@@ -356,6 +389,30 @@ impl Equal {
             }
         }
         Ok(true)
+    }
+
+    /// Whether two slots read in place are equal (as [`Hash::slot`] reads them).
+    fn slots(&mut self, a: &TVMFFIAny, b: &TVMFFIAny, held: i32) -> Result<bool> {
+        if let Some(same) = plain_equal(a, b) {
+            return Ok(same);
+        }
+        if let (Some(p), Some(q)) = (small_text(a), small_text(b)) {
+            return Ok(p == q);
+        }
+        // SAFETY: each slot holds a reference of its own, alive while its holder is, which the
+        // walk holds.
+        if let (Some(x), Some(y)) = unsafe { (slot_object(a), slot_object(b)) } {
+            if x.type_index() == y.type_index() {
+                if let (Some(p), Some(q)) = (string_content(&x), string_content(&y)) {
+                    return Ok(p == q);
+                }
+                if self.types.of(&x).itself {
+                    return self.objects(&x, &y, held);
+                }
+            }
+        }
+        use crate::runtime::collections::list_map::view;
+        self.values(&view(a)?, &view(b)?)
     }
 }
 
@@ -397,25 +454,13 @@ fn plain_hash(a: &TVMFFIAny) -> Option<u64> {
 /// decides (same kind; floats by value, NaN equal to NaN); `None` when either is not an array
 /// or holds another kind of value.
 fn plain_arrays_equal(x: &ObjectRef, y: &ObjectRef) -> Option<bool> {
-    use crate::abi::ffi_type_index as fti;
-    let (a, b) = (x.downcast::<FfiArrayObj>()?, y.downcast::<FfiArrayObj>()?);
+    let (a, b) = (x.downcast_ref::<FfiArrayObj>()?, y.downcast_ref::<FfiArrayObj>()?);
     if a.items().len() != b.items().len() {
         return None;
     }
     let mut same = true;
     for (p, q) in a.items().iter().zip(b.items()) {
-        if !matches!(p.type_index, fti::NONE | fti::INT | fti::BOOL | fti::FLOAT)
-            || !matches!(q.type_index, fti::NONE | fti::INT | fti::BOOL | fti::FLOAT)
-        {
-            return None;
-        }
-        same &= match (p.type_index, q.type_index) {
-            (fti::FLOAT, fti::FLOAT) => {
-                let (f, g) = (f64::from_bits(p.value), f64::from_bits(q.value));
-                f == g || (f.is_nan() && g.is_nan())
-            }
-            (s, t) => s == t && p.value == q.value,
-        };
+        same &= plain_equal(p, q)?;
     }
     Some(same)
 }
@@ -465,7 +510,7 @@ struct Hash {
     /// Each object met: its hash, or `None` while it is being hashed (one holding itself is a
     /// cycle, refused).
     memo: HashMap<usize, Option<u64>, crate::runtime::base::addr_map::AddrHash>,
-    type_hashes: HashMap<u32, u64>,
+    types: Types,
     free_vars: u64,
     dag_nodes: u64,
 }
@@ -494,7 +539,7 @@ impl Hash {
             return Ok(if self.skip_tensor_content { h } else { combine(h, hash_bytes(&tensor_bytes(t)?)) });
         }
         match object_of(v) {
-            Some(o) => self.object(&o),
+            Some(o) => self.object(&o, 0),
             None => {
                 let a = match v {
                     Value::Float(f) if f.is_nan() => Value::Float(f64::NAN).into_any(),
@@ -507,16 +552,40 @@ impl Hash {
 
     /// The hash of an object's type key, looked up once per type in a walk.
     fn type_hash(&mut self, o: &ObjectRef) -> u64 {
-        let index = o.type_index();
-        *self.type_hashes.entry(index).or_insert_with(|| {
-            hash_bytes(crate::runtime::object::type_table::type_index_to_key(index).unwrap_or_default().as_bytes())
-        })
+        self.types.of(o).key_hash
     }
 
-    /// An object's hash, computed once per object: a value sharing an object many times over
-    /// (`[a, a]` with `a` = `[b, b]`, ...) hashes in time linear in its objects. Every object's
-    /// hash is fixed once computed (what it holds is memoized in turn), so a container's is too.
-    fn object(&mut self, o: &ObjectRef) -> Result<u64> {
+    /// The hash of a slot read in place (a container's, or a field value the walk holds
+    /// `held` references of): plain values and strings without making a value, other objects
+    /// borrowed from the slot.
+    #[inline(always)]
+    fn slot(&mut self, a: &TVMFFIAny, held: i32) -> Result<u64> {
+        if let Some(h) = plain_hash(a) {
+            return Ok(h);
+        }
+        if let Some(t) = small_text(a) {
+            return Ok(combine(ti::STRING as u64, hash_bytes(t)));
+        }
+        // SAFETY: the slot holds a reference of its own, alive while its holder is, which the
+        // walk holds.
+        if let Some(o) = unsafe { slot_object(a) } {
+            if let Some(t) = string_content(&o) {
+                return Ok(combine(ti::STRING as u64, hash_bytes(t)));
+            }
+            if self.types.of(&o).itself {
+                return self.object(&o, held);
+            }
+        }
+        self.value(&crate::runtime::collections::list_map::view(a)?)
+    }
+
+    /// An object with one holder needs no memo ([`unshared`]; the walk itself holds `held`
+    /// references to it).
+    #[inline(always)]
+    fn object(&mut self, o: &ObjectRef, held: i32) -> Result<u64> {
+        if unshared(o, held) {
+            return nested("structural_hash", || self.object_contents(o));
+        }
         let at = o.as_header() as usize;
         match self.memo.entry(at) {
             std::collections::hash_map::Entry::Occupied(e) => {
@@ -537,15 +606,11 @@ impl Hash {
     }
 
     fn object_contents(&mut self, o: &ObjectRef) -> Result<u64> {
-        if let Some(a) = o.downcast::<FfiArrayObj>() {
+        if let Some(a) = o.downcast_ref::<FfiArrayObj>() {
             // An array's slots read in place: plain values hash without becoming values.
             let mut h = combine(self.type_hash(o), a.items().len() as u64);
             for item in a.items() {
-                let e = match plain_hash(item) {
-                    Some(e) => e,
-                    None => self.value(&crate::runtime::collections::list_map::view(item)?)?,
-                };
-                h = combine(h, e);
+                h = combine(h, self.slot(item, 0)?);
             }
             return Ok(h);
         }
@@ -557,7 +622,20 @@ impl Hash {
             return Ok(h);
         }
         match o.type_index() {
-            ti::FFI_MAP | ti::DICT => {
+            ti::FFI_MAP => {
+                // A map's entries are fixed while it is held: read in place.
+                // SAFETY: live entries of the locked cell, copied out as views.
+                let entries = map_cell(o, |c| {
+                    Ok(c.entries().into_iter().map(|kv| unsafe { ((*kv).key, (*kv).value) }).collect::<Vec<_>>())
+                })?;
+                let mut hashes = Vec::with_capacity(entries.len());
+                for (k, v) in &entries {
+                    hashes.push(combine(self.slot(k, 0)?, self.slot(v, 0)?));
+                }
+                hashes.sort_unstable();
+                return Ok(hashes.into_iter().fold(combine(self.type_hash(o), 0), |h, e| h.wrapping_add(e)));
+            }
+            ti::DICT => {
                 let mut hashes = Vec::new();
                 for (k, v) in map_items(o)? {
                     hashes.push(combine(self.value(&k)?, self.value(&v)?));
@@ -570,7 +648,7 @@ impl Hash {
             }
             _ => {}
         }
-        let kind = kind_of(o)?;
+        let kind = kind(&mut self.types, o)?;
         let at = o.as_header() as usize;
         let mut h = if kind != FREE_VAR {
             self.fields(o, self.region())?
@@ -592,15 +670,20 @@ impl Hash {
     }
 
     fn fields(&mut self, o: &ObjectRef, region: Region) -> Result<u64> {
-        if let Some(Value::Func(hook)) = crate::runtime::reflection::type_info::attr(b"__s_hash__", o.type_index()) {
+        let key_hash = self.types.of(o).key_hash;
+        let t = self.types.record(o);
+        if let Some(hook) = t.hash_hook.clone() {
             return self.hooked(&hook, o, region);
         }
-        let mut h = self.type_hash(o);
-        for (f, inner) in structural_fields(o, region)? {
-            let v = crate::runtime::reflection::fields::get_field(o.as_header(), &f)?;
-            let saved = self.region.replace(inner);
-            let r = self.value(&v);
+        let (mut h, count) = (key_hash, field_count(t, o)?);
+        for i in 0..count {
+            let f = self.types.record(o).fields.as_ref().expect("listed above")[i];
+            let a = crate::runtime::reflection::fields::get_field_any(o.as_header(), &f)?;
+            let saved = self.region.replace(field_region(&f, region));
+            let r = self.slot(&a, 1);
             self.region = saved;
+            // SAFETY: the getter's value, owned here, released once.
+            unsafe { crate::runtime::object::header::release_any(&a) };
             h = combine(h, r?);
         }
         Ok(h)

@@ -824,6 +824,17 @@ impl ObjectRef {
         }
     }
 
+    /// As [`ObjectRef::downcast`], the payload borrowed for as long as this reference (no count
+    /// change: for walks that visit many objects).
+    pub fn downcast_ref<T: ObjectType>(&self) -> Option<&T> {
+        if self.type_index() == T::TYPE_INDEX && (T::LAYOUT_SHARED || self.made_here()) {
+            // SAFETY: as in `downcast`; the payload lives while `self` holds the object.
+            Some(unsafe { &(*(self.as_header() as *const Obj<T>)).data })
+        } else {
+            None
+        }
+    }
+
     /// As [`ObjectRef::downcast`], handing this reference over (no count change); the object
     /// back when it is not a `T`.
     pub fn into_typed<T: ObjectType>(self) -> std::result::Result<ObjPtr<T>, ObjectRef> {

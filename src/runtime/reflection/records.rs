@@ -409,7 +409,14 @@ unsafe fn read_slot(at: *const u8, slot: Slot) -> Result<TVMFFIAny> {
             Slot::Ptr => Value::Handle(*(at as *const *mut c_void)).into_any(),
             Slot::DType => Value::DataType(*(at as *const crate::abi::DLDataType)).into_any(),
             Slot::Device => Value::Device(*(at as *const crate::abi::DLDevice)).into_any(),
-            Slot::Any => Value::from_any_view(&*(at as *const TVMFFIAny))?.into_any(),
+            // An owned copy of what the slot owns (the same object, a new reference).
+            Slot::Any => {
+                let a = *(at as *const TVMFFIAny);
+                if a.type_index >= crate::abi::ffi_type_index::STATIC_OBJECT_BEGIN && !a.as_ptr().is_null() {
+                    header::retain(a.as_ptr() as *mut ObjectHeader);
+                }
+                a
+            }
             Slot::Obj => {
                 let p = *(at as *const *mut ObjectHeader);
                 if p.is_null() {
