@@ -7,7 +7,8 @@
 # library, then with this runtime's in its place, put there and back by `tvm-rt ffi-swap` (as a
 # user would; restored whatever happens), and once more with handles checked
 # (TVM_RUNTIME_CHECK_HANDLES=1: apache-tvm's C++ makes most objects itself, which the checked
-# mode must take as foreign objects). Uses the apache-tvm 0.27 venv scripts/rpc_027_host.sh
+# mode must take as foreign objects). Last, the language-model builtins (tests/tvm027_runtime/
+# lm_builtins.py) on the wheel's runtime and on this one as both libraries. Uses the apache-tvm 0.27 venv scripts/rpc_027_host.sh
 # uses too (scripts/lib.sh's tvm027_venv: made once, by either).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,3 +41,11 @@ swap --restore
 "$venv/bin/python" tests/tvm027_runtime/run_opencl.py tests/data/opencl-0.27 real
 swap --tvm-runtime
 TVM_USE_RUNTIME_LIB=1 "$venv/bin/python" tests/tvm027_runtime/run_opencl.py tests/data/opencl-0.27 ours
+# The language-model builtins (src/lm/): apache/tvm's own tests of the older KV cache and the
+# tensor cache, and seeded calls of samplers, penalties, softmax and both caches, recorded on the
+# wheel's runtime and compared bit for bit on this runtime as both libraries (runtime-only).
+echo "-- language-model builtins: the wheel's runtime, then this runtime as both libraries"
+swap --restore
+TVM_USE_RUNTIME_LIB=1 "$venv/bin/python" tests/tvm027_runtime/lm_builtins.py record target/tvm027-lm-builtins.json
+swap --tvm-runtime
+TVM_USE_RUNTIME_LIB=1 "$venv/bin/python" tests/tvm027_runtime/lm_builtins.py check target/tvm027-lm-builtins.json

@@ -3,7 +3,8 @@
 //!
 //! Layers point one way: [`abi`] (the `#[repr(C)]` types shared with C) ← [`runtime`] (objects,
 //! NDArray, packed functions, registry, devices, modules, backend API) ← [`graph`] (the graph
-//! executor) ← [`ffi`] (the C boundary that converts pointers and catches panics). A lower layer
+//! executor), [`vm`] (the Relax VM), [`lm`] (what language models call by name) ← [`ffi`] (the
+//! C boundary that converts pointers and catches panics). A lower layer
 //! never names a higher one: what the runtime must reach above it (the factory's blob loader,
 //! the executor's globals, the exported functions kernels call back into) is installed by
 //! [`init`], the one place that knows every layer.
@@ -13,6 +14,7 @@
 pub mod abi;
 pub mod ffi;
 pub mod graph;
+pub mod lm;
 pub mod rpc;
 pub mod runtime;
 pub mod vm;
@@ -29,6 +31,7 @@ pub fn init() {
         runtime::module::library::install_context_functions(ffi::context::context_functions());
         graph::install();
         vm::install();
+        lm::install();
         ffi::rpc::install();
     });
 }

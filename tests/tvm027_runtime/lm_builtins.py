@@ -1,0 +1,200 @@
+"""The language-model builtins through apache-tvm 0.27's own Python, runtime-only
+(TVM_USE_RUNTIME_LIB=1): apache/tvm's own tests of the older KV cache and the tensor cache
+(third_party/tvm_tests' test_runtime_builtin.py, whose module needs only the runtime for them),
+then a few thousand seeded calls of the samplers, penalties, softmax, the older KV cache and the
+tensor cache, whose results must match the wheel's own runtime bit for bit.
+
+    python lm_builtins.py record OUT.json     # on the wheel's libraries: run, record results
+    python lm_builtins.py check OUT.json      # on this runtime as both libraries: run, compare
+
+scripts/tvm027_runtime.sh runs both.
+"""
+import json
+import os
+import sys
+import tempfile
+import types
+
+import numpy as np
+
+import tvm
+import tvm_ffi
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SUITE = os.path.join(HERE, "..", "..", "third_party", "tvm_tests", "tests", "python", "relax")
+
+
+def apache_tests():
+    """apache/tvm's tests of these builtins, from its unchanged file. Runtime-only, `tvm.relax`
+    cannot be imported (it needs the compiler); the file imports two shape-code enums from it
+    that only other tests use, so those come from a stand-in module."""
+    stand_in = types.ModuleType("tvm.relax.testing.runtime_builtin")
+    stand_in.MakeShapeCode = stand_in.MatchShapeCode = None
+    for name in ("tvm.relax", "tvm.relax.testing"):
+        sys.modules.setdefault(name, types.ModuleType(name))
+    sys.modules["tvm.relax.testing.runtime_builtin"] = stand_in
+    sys.path.insert(0, SUITE)
+    import test_runtime_builtin as t  # noqa: E402
+
+    names = [
+        "test_attention_kv_cache",
+        "test_attention_kv_cache_window_override",
+        "test_attention_kv_cache_window_override_with_sinks",
+        "test_tensor_cache",
+        "test_tensor_cache_update",
+    ]
+    np.random.seed(0)
+    for name in names:
+        getattr(t, name)()
+        print(f"  apache/tvm {name}: passed")
+
+
+def f(name):
+    return tvm.get_global_func(name)
+
+
+def tensor(a):
+    return tvm.runtime.tensor(np.ascontiguousarray(a))
+
+
+def outcome(call):
+    """A call's result, or None for an error (messages differ; that one fails is what counts)."""
+    try:
+        return call()
+    except Exception:  # noqa: BLE001 - any error is the outcome
+        return None
+
+
+def bits(a):
+    return np.ascontiguousarray(a).view(np.uint8).tobytes().hex()
+
+
+def sampler_cases(rng):
+    from_logits, from_prob = f("vm.builtin.sample_top_p_from_logits"), f("vm.builtin.sample_top_p_from_prob")
+    out = []
+    for i in range(1500):
+        n = int(rng.choice([1, 2, 4, 16, 17, 33, 100, 257]))
+        levels = rng.integers(1, 6) if i % 3 == 0 else None  # ties, many of them
+        x = (rng.integers(0, levels, n) if levels else rng.normal(0, 3, n)).astype("float32")
+        t = float(rng.choice([0.0, 1e-7, 0.5, 1.0, 2.0]))
+        p = float(rng.choice([0.0, 0.1, 0.5, 0.9, 0.95, 1.0]))
+        u = float(rng.choice([rng.random(), 0.0, 1.0, 0.999999]))
+        out.append(outcome(lambda: from_logits(tensor(x.reshape(1, n)), t, p, u)))
+        prob = np.abs(x) if i % 2 else np.exp(x - x.max())
+        prob = (prob / max(prob.sum(), 1e-30)).astype("float32") if i % 5 else prob.astype("float32")
+        out.append(outcome(lambda: from_prob(tensor(prob), p, u)))
+    return out
+
+
+def multinomial_cases(rng):
+    g = f("vm.builtin.multinomial_from_uniform")
+    out = []
+    for _ in range(300):
+        batch, vocab = int(rng.integers(1, 5)), int(rng.integers(1, 60))
+        prob = rng.random((batch, vocab)).astype("float32")
+        prob /= prob.sum(axis=1, keepdims=True)
+        u = rng.random((batch, 1)).astype("float32")
+        out.append(outcome(lambda: g(tensor(prob), tensor(u)).numpy().ravel().tolist()))
+    return out
+
+
+def in_place_cases(rng):
+    rep, pf = f("vm.builtin.apply_repetition_penalty"), f("vm.builtin.apply_presence_and_frequency_penalty")
+    soft = f("vm.builtin.apply_softmax_with_temperature")
+    out = []
+    for _ in range(300):
+        vocab = int(rng.integers(1, 200))
+        logits = rng.normal(0, 4, (1, vocab)).astype("float32")
+        ids = rng.integers(0, vocab, int(rng.integers(0, 20))).astype("int32")
+        freqs = rng.integers(1, 5, ids.size).astype("int32")
+        a, b, c = tensor(logits), tensor(logits), tensor(logits)
+        rep(a, tensor(ids), float(rng.choice([1.0, 1.1, 1.3, 2.0])))
+        pf(b, tensor(ids), tensor(freqs), float(rng.random()), float(rng.random()))
+        soft(c, float(rng.choice([0.3, 0.7, 1.0, 1.5])))
+        out.append([bits(a.numpy()), bits(b.numpy()), bits(c.numpy())])
+    return out
+
+
+def kv_cache_cases(rng):
+    create, append, update = (f(f"vm.builtin.attention_kv_cache_{n}") for n in ("create", "append", "update"))
+    view, popn, clear = (f(f"vm.builtin.attention_kv_cache_{n}") for n in ("view", "array_popn", "array_clear"))
+    window = f("vm.builtin.attention_kv_cache_window_override_with_sinks")
+    out = []
+    for case in range(60):
+        width, reserve = int(rng.integers(1, 4)), int(rng.choice([1, 2, 4]))  # reaches the window (8) exactly
+        # A window counts none of the initial row (its unwritten slots would be uninitialized).
+        kind = case % 3
+        fill = 0 if kind == 1 else -1
+        cache = create(tensor(np.full((1, width), -7, "float32")), tvm_ffi.Shape([reserve, width]), fill)
+        step = 0
+        for _ in range(12):
+            rows = int(rng.integers(1, 4))
+            value = tensor((np.arange(rows * width) + 100 * step).reshape(rows, width).astype("float32"))
+            if kind == 0:
+                cache = append(cache, value)
+            elif kind == 1:
+                cache = window(cache, value, 8, 2) if rows <= 6 else cache
+            else:
+                cache = append(cache, value)
+                full = view(cache).numpy()
+                cache = update(cache, tensor(full * 2))
+                if step % 4 == 3:
+                    popn(tvm_ffi.convert([cache]), 1)
+            step += 1
+            out.append(bits(view(cache).numpy()))
+        clear(tvm_ffi.convert([cache]))
+        out.append(list(view(cache).shape))
+    return out
+
+
+def tensor_cache_cases(rng):
+    from tvm.contrib import tvmjs
+
+    params = {
+        "lm.x_0": np.array([1, 2, 3], "int32"),
+        "lm.x_1": rng.normal(0, 1e3, (7, 5)).astype("float32"),
+        "lm.x_2": rng.normal(0, 1, (4,)).astype("float16"),
+        "lm.x_3": np.array([3.4e38, -3.4e38, np.inf, 1.00390625, -2.5e-3], "float32"),
+    }
+    out = []
+    for fmt in ("raw", "f32-to-bf16"):
+        with tempfile.TemporaryDirectory() as d:
+            tvmjs.dump_tensor_cache(params, d, encode_format=fmt, shard_cap_mb=1, show_progress=False)
+            f("vm.builtin.tensor_cache.load")(d, 1, 0)
+        got = f("vm.builtin.param_array_from_cache")("lm.x", -1)
+        out.append([bits(t.numpy()) for t in got])
+        f("vm.builtin.tensor_cache.clear")()
+    return out
+
+
+def main():
+    mode, path = sys.argv[1], sys.argv[2]
+    apache_tests()
+    rng = np.random.default_rng(20261129)
+    results = {
+        "samplers": sampler_cases(rng),
+        "multinomial": multinomial_cases(rng),
+        "in_place": in_place_cases(rng),
+        "kv_cache": kv_cache_cases(rng),
+        "tensor_cache": tensor_cache_cases(rng),
+    }
+    if mode == "record":
+        with open(path, "w") as out:
+            json.dump(results, out)
+        print(f"  recorded {sum(map(len, results.values()))} results")
+        return
+    with open(path) as recorded:
+        expected = json.load(recorded)
+    bad = 0
+    for group, values in results.items():
+        want = expected[group]
+        wrong = [i for i, (a, b) in enumerate(zip(values, want)) if a != b]
+        bad += len(wrong) + abs(len(values) - len(want))
+        print(f"  {group}: {len(values) - len(wrong)} of {len(want)} as on the wheel's runtime")
+        for i in wrong[:5]:
+            print(f"    case {i}: ours {values[i]!r:.200} wheel {want[i]!r:.200}")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
