@@ -24,13 +24,11 @@ fn i32s_of(a: &NDArray) -> Vec<i32> {
 
 /// Names left out, by prefix or whole name, each with why.
 const NOT_REGISTERED: &[(&str, &str)] = &[
-    // The paged KV cache and the RNN state of the LLM builtins, not yet (sampling, weight
-    // shards and the older KV cache are registered: src/lm/).
+    // The paged KV cache of the LLM builtins, not yet (sampling, weight shards, the older KV
+    // cache and the RNN state are registered: src/lm/; the `kv_state_*` calls take RNN states).
     ("vm.builtin.attention_kv_cache_", "LLM: paged KV cache (the older cache's names are registered)"),
     ("vm.builtin.paged_attention_kv_cache_create", "LLM: paged KV cache"),
     ("vm.builtin.kv_cache_disagg_", "LLM: paged KV cache"),
-    ("vm.builtin.kv_state_", "LLM: paged KV cache"),
-    ("vm.builtin.rnn_state_", "LLM: RNN state"),
     // The RPC client (the server is `tvm-rt rpc-server`), and sessions of remote devices.
     ("rpc.", "the RPC client"),
     ("tvm.rpc.", "the RPC client"),

@@ -69,14 +69,6 @@ fn cache_of(o: &ObjectRef, what: &str) -> Result<ObjPtr<LegacyKvCacheObj>> {
     Ok(unsafe { ObjPtr::from_borrowed(o.as_header()) })
 }
 
-fn shape_arg(args: &Args<'_>, i: usize) -> Result<Vec<i64>> {
-    let o = args.object(i)?;
-    let shape = o
-        .downcast::<crate::runtime::container::ShapeTupleObj>()
-        .ok_or_else(|| Error::type_error(format!("argument {i}: expected a shape")))?;
-    Ok(shape.dims()?.to_vec())
-}
-
 fn cache_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<LegacyKvCacheObj>> {
     cache_of(&args.object(i)?, &format!("argument {i}"))
 }
@@ -84,7 +76,7 @@ fn cache_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<LegacyKvCacheObj>> {
 fn create_global(args: Args<'_>) -> Result<Value> {
     args.expect_len(3, "vm.builtin.attention_kv_cache_create(init_data, reserve_shape, init_fill_count)")?;
     let init = args.ndarray(0)?;
-    let reserve = shape_arg(&args, 1)?;
+    let reserve = super::shape_arg(&args, 1)?;
     create(&init, &reserve, args.int(2)?).map(|c| Value::Object(c.to_object_ref()))
 }
 
@@ -171,6 +163,16 @@ fn reserve(s: &mut State, rows: i64) -> Result<()> {
     Ok(())
 }
 
+/// Appends `value`'s rows to `cache` (its storage grown as needed).
+pub fn append_rows(cache: &ObjPtr<LegacyKvCacheObj>, value: &NDArray) -> Result<()> {
+    append(&mut cache.0.lock(), value)
+}
+
+/// How many rows of `cache` are filled.
+pub fn filled_rows(cache: &ObjPtr<LegacyKvCacheObj>) -> i64 {
+    cache.0.lock().fill
+}
+
 fn append(s: &mut State, value: &NDArray) -> Result<()> {
     check_value(s, value)?;
     let n = value.shape()[0];
@@ -205,7 +207,7 @@ fn view_global(args: Args<'_>) -> Result<Value> {
     let mut filled = s.data.shape().to_vec();
     filled[0] = s.fill;
     let shape = match args.len() {
-        2 => shape_arg(&args, 1)?,
+        2 => super::shape_arg(&args, 1)?,
         _ => filled.clone(),
     };
     if shape.len() != filled.len() || shape[0] != s.fill {

@@ -147,6 +147,64 @@ def kv_cache_cases(rng):
     return out
 
 
+def rnn_state_cases(rng):
+    """Random decode, prefill, pop, fork and remove steps on an RNN state whose getter and setter
+    are Python functions (as a model's kernels: the state's slot and history indices given), each
+    step's getter output, indices and every sequence's state recorded."""
+    create = f("vm.builtin.rnn_state_create")
+    add, remove, fork, popn = (f(f"vm.builtin.kv_state_{n}") for n in ("add_sequence", "remove_sequence", "fork_sequence", "popn"))
+    begin, end = f("vm.builtin.kv_state_begin_forward"), f("vm.builtin.kv_state_end_forward")
+    get, put, debug = f("vm.builtin.rnn_state_get"), f("vm.builtin.rnn_state_set"), f("vm.builtin.rnn_state_debug_get")
+    max_history, out = 3, []
+
+    def f_get(storage, slots, history, o_data):
+        s, a, b = storage.numpy(), slots.numpy(), history.numpy()
+        out.append(["get", a.tolist(), b.tolist()])
+        o_data.copyfrom(np.stack([s[i, j] for i, j in zip(a, b)]).astype(o_data.dtype))
+
+    def f_set(storage, slots, history, data):
+        s, a, b, d = storage.numpy(), slots.numpy(), history.numpy(), data.numpy()
+        out.append(["set", a.tolist(), b.tolist()])
+        for k, (i, j) in enumerate(zip(a, b)):
+            s[i, (j + 1) % max_history] = d[k]
+        storage.copyfrom(s)
+
+    init = [tensor(np.zeros((2,), "float32")), tensor(np.full((1, 2), 9, "int32"))]
+    state = create(2, 4, max_history, [f_get, f_get], [f_set, f_set], init)
+    live, next_id = [], 0
+    for step in range(150):
+        op = rng.choice(["add", "add", "step", "step", "step", "pop", "fork", "remove"])
+        if op == "add" or not live:
+            out.append(outcome(lambda: add(state, next_id)) is not None)
+            live.append(next_id) if len(live) < 4 else None
+            next_id += 1
+        elif op == "step":
+            batch = [int(x) for x in rng.choice(live, size=int(rng.integers(1, len(live) + 1)), replace=False)]
+            lengths = [int(rng.choice([1, 1, 1, 3])) for _ in batch]
+            begin(state, tvm_ffi.Shape(batch), tvm_ffi.Shape(lengths))
+            for layer in range(2):
+                o = tensor(np.zeros((len(batch), 2), "float32"))
+                get(state, layer, 0, o)
+                out.append(bits(o.numpy()))
+                put(state, layer, 0, tensor(np.full((len(batch), 2), step + layer, "float32")))
+                put(state, layer, 1, tensor(np.full((len(batch), 1, 2), -step, "int32")))
+            end(state)
+        elif op == "pop":
+            out.append(outcome(lambda: popn(state, int(rng.choice(live)), int(rng.integers(0, 3)))) is not None)
+        elif op == "fork":
+            out.append(outcome(lambda: fork(state, int(rng.choice(live)), next_id, -1)) is not None)
+            live.append(next_id) if len(live) < 4 else None
+            next_id += 1
+        else:
+            gone = int(rng.choice(live))
+            remove(state, gone)
+            live.remove(gone)
+        for seq in live:
+            for layer in range(2):
+                out.append([bits(debug(state, layer, k, seq).numpy()) for k in range(2)])
+    return out
+
+
 def tensor_cache_cases(rng):
     from tvm.contrib import tvmjs
 
@@ -176,6 +234,7 @@ def main():
         "multinomial": multinomial_cases(rng),
         "in_place": in_place_cases(rng),
         "kv_cache": kv_cache_cases(rng),
+        "rnn_state": rnn_state_cases(rng),
         "tensor_cache": tensor_cache_cases(rng),
     }
     if mode == "record":
