@@ -117,10 +117,10 @@ fn check_value(s: &State, value: &NDArray) -> Result<()> {
     value.tensor().check_contiguous("the value")?;
     let (d, v) = (s.data.shape(), value.shape());
     if v.is_empty() || d.len() != v.len() {
-        return Err(Error::value(format!("the value's shape {v:?} does not fit the cache's rows {:?}", &d[1..])));
+        return Err(Error::internal(format!("the value's shape {v:?} does not fit the cache's rows {:?}", &d[1..])));
     }
     if let Some(i) = (1..d.len()).find(|&i| d[i] != v[i]) {
-        return Err(Error::value(format!("Dimension {i} mismatch: the cache has {}, the value {}", d[i], v[i])));
+        return Err(Error::internal(format!("Dimension {i} mismatch: the cache has {}, the value {}", d[i], v[i])));
     }
     Ok(())
 }
@@ -134,7 +134,7 @@ fn write_rows(s: &State, value: &NDArray, from: i64, to: i64, slot: i64) -> Resu
     shape[0] = to - from;
     let (dtype, row) = (value.dtype(), row_bytes(&s.data));
     if slot + (to - from) > s.data.shape()[0] {
-        return Err(Error::value(format!(
+        return Err(Error::internal(format!(
             "rows {slot}..{} are past the cache's {} slots",
             slot + (to - from),
             s.data.shape()[0]
@@ -186,7 +186,7 @@ fn append(s: &mut State, value: &NDArray) -> Result<()> {
 fn update(s: &mut State, value: &NDArray) -> Result<()> {
     check_value(s, value)?;
     if value.shape()[0] != s.fill {
-        return Err(Error::value(format!(
+        return Err(Error::internal(format!(
             "Requested shape do not match the filled count: {} rows for {} filled",
             value.shape()[0],
             s.fill
@@ -211,10 +211,10 @@ fn view_global(args: Args<'_>) -> Result<Value> {
         _ => filled.clone(),
     };
     if shape.len() != filled.len() || shape[0] != s.fill {
-        return Err(Error::value(format!("Requested shape do not match the filled count: {shape:?} for {filled:?}")));
+        return Err(Error::internal(format!("Requested shape do not match the filled count: {shape:?} for {filled:?}")));
     }
     if let Some(i) = (1..shape.len()).find(|&i| shape[i] != filled[i]) {
-        return Err(Error::value(format!(
+        return Err(Error::internal(format!(
             "Dimension {i} mismatch: requested {}, the cache has {}",
             shape[i], filled[i]
         )));
@@ -240,7 +240,7 @@ fn popn_global(args: Args<'_>) -> Result<Value> {
     let (all, n) = (caches(&args, 0)?, args.int(1)?);
     let mut states: Vec<_> = all.iter().map(|c| c.0.lock()).collect();
     if let Some(s) = states.iter().find(|s| n < 0 || n > s.fill) {
-        return Err(Error::value(format!("cannot pop {n} of a cache's {} filled rows", s.fill)));
+        return Err(Error::internal(format!("cannot pop {n} of a cache's {} filled rows", s.fill)));
     }
     states.iter_mut().for_each(|s| s.fill -= n);
     Ok(Value::Null)
@@ -275,7 +275,7 @@ fn window_override(s: &mut State, value: &NDArray, max: i64, sinks: i64) -> Resu
     check_value(s, value)?;
     let n = value.shape()[0];
     if sinks < 0 || n > max - sinks {
-        return Err(Error::value(format!(
+        return Err(Error::internal(format!(
             "dim 0 of value too large: {n} rows for a window of {max} with {sinks} sinks"
         )));
     }
@@ -289,7 +289,7 @@ fn window_override(s: &mut State, value: &NDArray, max: i64, sinks: i64) -> Resu
     write_rows(s, value, 0, k, at)?;
     if k < n {
         if s.fill != max || s.window_pos != max {
-            return Err(Error::value(format!("the window is not full ({} of {max}) when it wraps", s.fill)));
+            return Err(Error::internal(format!("the window is not full ({} of {max}) when it wraps", s.fill)));
         }
         write_rows(s, value, k, n, sinks)?;
         s.window_pos = n - k + sinks;

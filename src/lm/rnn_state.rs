@@ -136,7 +136,7 @@ pub fn create(
     f_sets: Vec<PackedFunc>,
     init: Vec<NDArray>,
 ) -> Result<ObjPtr<RnnStateObj>> {
-    let fail = |m: String| Err(Error::value(m));
+    let fail = |m: String| Err(Error::internal(m));
     if layers <= 0 {
         return fail("The number of layers should be greater than 0.".into());
     }
@@ -195,7 +195,7 @@ impl State {
         self.sequences
             .get(&id)
             .copied()
-            .ok_or_else(|| Error::value(format!("The sequence \"{id}\" cannot be found in the space state storage.")))
+            .ok_or_else(|| Error::internal(format!("The sequence \"{id}\" cannot be found in the space state storage.")))
     }
 
     /// State `s` of layer `l` at `slot`, history index `history` (`steps` of them from there).
@@ -217,12 +217,12 @@ impl State {
 
     fn add(&mut self, id: i64) -> Result<()> {
         if self.sequences.contains_key(&id) {
-            return Err(Error::value(format!("The sequence \"{id}\" is already in the space state storage.")));
+            return Err(Error::internal(format!("The sequence \"{id}\" is already in the space state storage.")));
         }
         let slot = self
             .free_slots
             .pop()
-            .ok_or_else(|| Error::value("The Sequence slot is full, cannot accept new sequence."))?;
+            .ok_or_else(|| Error::internal("The Sequence slot is full, cannot accept new sequence."))?;
         let placed =
             self.each_state(|l, s| copy_from_to(self.init[s].tensor(), self.place(l, s, slot, 0, 1)?.tensor()));
         if let Err(e) = placed {
@@ -244,15 +244,15 @@ impl State {
 
     fn fork(&mut self, parent: i64, child: i64) -> Result<()> {
         let from = self.sequences.get(&parent).copied().ok_or_else(|| {
-            Error::value(format!("The parent sequence \"{parent}\" cannot be found in space state storage."))
+            Error::internal(format!("The parent sequence \"{parent}\" cannot be found in space state storage."))
         })?;
         if self.sequences.contains_key(&child) {
-            return Err(Error::value(format!("The child sequence \"{child}\" is already in the space state storage.")));
+            return Err(Error::internal(format!("The child sequence \"{child}\" is already in the space state storage.")));
         }
         let slot = self
             .free_slots
             .pop()
-            .ok_or_else(|| Error::value("The Sequence slot is full, cannot accept new sequence."))?;
+            .ok_or_else(|| Error::internal("The Sequence slot is full, cannot accept new sequence."))?;
         let steps = self.max_history;
         let copied = self.each_state(|l, s| {
             copy_from_to(self.place(l, s, from.slot, 0, steps)?.tensor(), self.place(l, s, slot, 0, steps)?.tensor())
@@ -271,12 +271,12 @@ impl State {
             .sequences
             .get(&id)
             .copied()
-            .ok_or_else(|| Error::value(format!("The sequence \"{id}\" cannot be found in space state.")))?;
+            .ok_or_else(|| Error::internal(format!("The sequence \"{id}\" cannot be found in space state.")))?;
         if n < 0 {
-            return Err(Error::value(format!("The length of rolling back {n} cannot be negative.")));
+            return Err(Error::internal(format!("The length of rolling back {n} cannot be negative.")));
         }
         if n > seq.available_history {
-            return Err(Error::value(format!(
+            return Err(Error::internal(format!(
                 "The sequence only has {} available history in the space state storage, while the length of rollback is {n} which exceeds the sequence length.",
                 seq.available_history
             )));
@@ -291,7 +291,7 @@ impl State {
 
     fn begin_forward(&mut self, ids: &[i64], lengths: &[i64], tree: Option<&[i64]>) -> Result<()> {
         if ids.len() != lengths.len() {
-            return Err(Error::value(format!(
+            return Err(Error::internal(format!(
                 "The seq_ids size ({}) and append_lengths size ({}) mismatch.",
                 ids.len(),
                 lengths.len()
@@ -301,14 +301,14 @@ impl State {
             let chain = lengths.iter().flat_map(|&n| (0..n).map(|i| i - 1));
             let total: i64 = lengths.iter().sum();
             if parents.len() as i64 != total || !chain.zip(parents).all(|(want, &got)| want == got) {
-                return Err(Error::value(
+                return Err(Error::internal(
                     "Unexpected token tree for RNN state. RNN state only supports chains as token trees.",
                 ));
             }
         }
         let seqs = ids.iter().map(|&id| self.sequence(id)).collect::<Result<Vec<_>>>()?;
         if seqs.len() as i64 > self.slot_ids.shape()[0] {
-            return Err(Error::value(format!(
+            return Err(Error::internal(format!(
                 "a batch of {} sequences, for {} reserved",
                 seqs.len(),
                 self.slot_ids.shape()[0]
@@ -349,7 +349,7 @@ impl State {
 
 fn begin_forward_global(args: Args<'_>) -> Result<Value> {
     if !(3..=4).contains(&args.len()) {
-        return Err(Error::value("KVState BeginForward only accepts 3 or 4 arguments"));
+        return Err(Error::internal("KVState BeginForward only accepts 3 or 4 arguments"));
     }
     let tree = match args.len() {
         4 if !matches!(args.to_value(3)?, Value::Null) => Some(super::shape_arg(&args, 3)?),
@@ -370,10 +370,10 @@ fn access(args: Args<'_>, which: &str) -> Result<Value> {
         let s = state.0.lock();
         let (l, k) = (index(args.int(1)?, s.storages.len())?, index(args.int(2)?, s.init.len())?);
         let synced = s.synced.clone().ok_or_else(|| {
-            Error::value(format!("The auxiliary arrays are not synchronized to device. Please call `BeginForward` to synchronize before calling `{}`.", if which == "get" { "Get" } else { "Set" }))
+            Error::internal(format!("The auxiliary arrays are not synchronized to device. Please call `BeginForward` to synchronize before calling `{}`.", if which == "get" { "Get" } else { "Set" }))
         })?;
         if s.batch.is_empty() {
-            return Err(Error::value("no sequence in the batch: begin a forward pass with at least one"));
+            return Err(Error::internal("no sequence in the batch: begin a forward pass with at least one"));
         }
         let f = if which == "get" { &s.f_gets[k] } else { &s.f_sets[k] };
         (f.clone(), s.storages[l][k].clone(), synced)

@@ -42,7 +42,7 @@ fn elements<'a, T>(t: &'a NDArray, what: &str, dtype: &str) -> Result<&'a [T]> {
         return Err(Error::type_error(format!("{what} must be {dtype}, got {}", t.dtype())));
     }
     if t.device().device_type != DLDevice::cpu(0).device_type {
-        return Err(Error::value(format!("{what} must be on the CPU, got {}", t.device())));
+        return Err(Error::internal(format!("{what} must be on the CPU, got {}", t.device())));
     }
     let n = t.shape().iter().product::<i64>() as usize;
     // SAFETY: a contiguous host tensor of `n` elements of `T`'s size (dtype checked above),
@@ -75,7 +75,7 @@ fn one_row(t: &NDArray, what: &str) -> Result<NDArray> {
     let t = on_host(t.clone())?;
     let shape = t.shape();
     if shape.is_empty() || shape[..shape.len() - 1].iter().any(|&d| d != 1) {
-        return Err(Error::value(format!("the leading dimensions of {what} must be 1, got shape {shape:?}")));
+        return Err(Error::internal(format!("the leading dimensions of {what} must be 1, got shape {shape:?}")));
     }
     Ok(t)
 }
@@ -99,7 +99,7 @@ fn top_p_from_logits_global(args: Args<'_>) -> Result<Value> {
 /// temperature is (about) 0.
 pub fn top_p_from_logits(logits: &[f32], temperature: f64, top_p: f64, u: f64) -> Result<i64> {
     if logits.is_empty() {
-        return Err(Error::value("cannot sample from empty logits"));
+        return Err(Error::internal("cannot sample from empty logits"));
     }
     let mut data = ranked(logits.iter().copied().enumerate());
     if temperature < 1e-6f32 as f64 {
@@ -124,7 +124,7 @@ pub fn top_p_from_logits(logits: &[f32], temperature: f64, top_p: f64, u: f64) -
         return Ok(d.1);
     }
     if !(u <= data[0].0 as f64) {
-        return Err(Error::value(format!(
+        return Err(Error::internal(format!(
             "uniform_sample {u} is past the cumulative probability {} of the likeliest token",
             data[0].0
         )));
@@ -150,9 +150,9 @@ pub fn top_p_from_prob(prob: &[f32], top_p: f64, u: f64) -> Result<i64> {
     match nucleus(prob, 0.0, top_p, u) {
         Some(token) => Ok(token),
         None if prob.iter().all(|p| p.is_nan()) => {
-            Err(Error::value("The output probabilities are all NaNs, can not sample from it"))
+            Err(Error::internal("The output probabilities are all NaNs, can not sample from it"))
         }
-        None => Err(Error::value("Cannot sample from the given probability distribution due to unknown reason")),
+        None => Err(Error::internal("Cannot sample from the given probability distribution due to unknown reason")),
     }
 }
 
@@ -188,10 +188,10 @@ fn multinomial_global(args: Args<'_>) -> Result<Value> {
     let shape = prob.shape();
     let (batch, vocab) = match shape {
         [batch, .., vocab] if shape.len() >= 2 => (*batch as usize, *vocab as usize),
-        _ => return Err(Error::value(format!("prob must be (batch, vocab), got shape {shape:?}"))),
+        _ => return Err(Error::internal(format!("prob must be (batch, vocab), got shape {shape:?}"))),
     };
     if p.len() < batch * vocab || u.len() < batch {
-        return Err(Error::value(format!(
+        return Err(Error::internal(format!(
             "prob of shape {shape:?} and uniform_sample of shape {:?}: need {batch} rows of {vocab} and {batch} samples",
             uniform.shape()
         )));
@@ -260,7 +260,7 @@ fn presence_frequency_global(args: Args<'_>) -> Result<Value> {
     let ids = token_ids(&ids, row.len())?;
     let freqs = i32s(&freqs, "token_freqs")?;
     if freqs.len() < ids.len() {
-        return Err(Error::value(format!("{} token ids but {} token_freqs", ids.len(), freqs.len())));
+        return Err(Error::internal(format!("{} token ids but {} token_freqs", ids.len(), freqs.len())));
     }
     let (presence, frequency) = (args.float(3)?, args.float(4)?);
     for (&id, &f) in ids.iter().zip(freqs) {

@@ -77,7 +77,7 @@ pub fn get(name: &str) -> Option<NDArray> {
 pub fn update(name: &str, tensor: NDArray, replace: bool) -> Result<()> {
     let mut cache = CACHE.lock();
     if !replace && cache.contains_key(name) {
-        return Err(Error::value(format!("Name {name} already exists in the cache")));
+        return Err(Error::internal(format!("Name {name} already exists in the cache")));
     }
     cache.insert(name.to_string(), tensor);
     Ok(())
@@ -228,7 +228,7 @@ fn by_prefix(prefix: &str, count: i64) -> Result<Vec<NDArray>> {
         match get(&name) {
             Some(t) => out.push(t),
             None if count < 0 => break,
-            None => return Err(Error::value(format!("Cannot find {name} in cache"))),
+            None => return Err(Error::internal(format!("Cannot find {name} in cache"))),
         }
     }
     Ok(out)

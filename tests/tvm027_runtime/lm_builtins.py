@@ -205,6 +205,82 @@ def rnn_state_cases(rng):
     return out
 
 
+KERNELS = os.path.join(HERE, "..", "data", "lm-0.27")
+
+
+def rnn_kernels(device):
+    """The RNN state's getters and setters of apache/tvm's test, compiled (tests/data/lm-0.27)."""
+    name = "rnn_state_cpu.so" if device.dlpack_device_type() == 1 else "rnn_state_opencl.so"
+    lib = tvm.runtime.load_module(os.path.join(KERNELS, name))
+    return [lib[f"get_{k}"] for k in range(2)], [lib[f"set_{k}"] for k in range(2)]
+
+
+def rnn_state_with_kernels(device, rng=None):
+    """apache/tvm's RNN state tests (test_runtime_builtin_rnn_state.py: get, set, popn, fork, each
+    against its numpy values) with its own kernels on `device`; then, given `rng`, random steps
+    whose states are returned for comparison."""
+    g = {n: f(f"vm.builtin.{n}") for n in ("kv_state_clear", "kv_state_add_sequence", "kv_state_fork_sequence",
+                                           "kv_state_popn", "kv_state_begin_forward", "kv_state_end_forward",
+                                           "rnn_state_get", "rnn_state_set", "rnn_state_debug_get")}
+    gets, sets = rnn_kernels(device)
+    half = "float16" if device.dlpack_device_type() == 1 else "float32"  # PoCL has no half precision
+    zero, one = np.full((16, 16), 0.0, half), np.full((32, 32), 1.0, "float32")
+    two, three = np.full((16, 16), 2.0, half), np.full((32, 32), 3.0, "float32")
+    on = lambda a: tvm.runtime.tensor(a, device=device)  # noqa: E731
+    make = lambda: f("vm.builtin.rnn_state_create")(1, 4, 4, gets, sets, [on(zero), on(one)])  # noqa: E731
+
+    def states(state, seq):
+        return [g["rnn_state_debug_get"](state, 0, k, seq).numpy() for k in range(2)]
+
+    def step(state, seqs, values):
+        g["kv_state_begin_forward"](state, tvm_ffi.Shape(seqs), tvm_ffi.Shape([1] * len(seqs)))
+        for k, v in enumerate(values):
+            g["rnn_state_set"](state, 0, k, on(np.stack([v] * len(seqs))))
+        g["kv_state_end_forward"](state)
+
+    state = make()  # get
+    g["kv_state_add_sequence"](state, 0)
+    g["kv_state_begin_forward"](state, tvm_ffi.Shape([0]), tvm_ffi.Shape([1]))
+    outs = [on(np.empty((1, 16, 16), half)), on(np.empty((1, 32, 32), "float32"))]
+    for k, o in enumerate(outs):
+        g["rnn_state_get"](state, 0, k, o)
+    g["kv_state_end_forward"](state)
+    assert (outs[0].numpy() == zero).all() and (outs[1].numpy() == one).all()
+    state = make()  # set
+    for seq in range(3):
+        g["kv_state_add_sequence"](state, seq)
+    step(state, [0, 2], [two, three])
+    for seq, want in [(0, [two, three]), (1, [zero, one]), (2, [two, three])]:
+        assert all((a == b).all() for a, b in zip(states(state, seq), want)), seq
+    state = make()  # popn
+    g["kv_state_add_sequence"](state, 0)
+    step(state, [0], [two, three])
+    g["kv_state_popn"](state, 0, 1)
+    assert all((a == b).all() for a, b in zip(states(state, 0), [zero, one]))
+    assert outcome(lambda: g["kv_state_popn"](state, 0, 1)) is None
+    state = make()  # fork
+    g["kv_state_add_sequence"](state, 0)
+    step(state, [0], [two, three])
+    g["kv_state_fork_sequence"](state, 0, 1, -1)
+    g["kv_state_popn"](state, 1, 1)
+    assert all((a == b).all() for a, b in zip(states(state, 0), [two, three]))
+    assert all((a == b).all() for a, b in zip(states(state, 1), [zero, one]))
+    print(f"  apache/tvm test_runtime_builtin_rnn_state.py (get, set, popn, fork) on {device}: passed")
+    if rng is None:
+        return []
+    out, state, live = [], make(), []
+    for i in range(4):
+        g["kv_state_add_sequence"](state, i)
+        live.append(i)
+    for n in range(40):
+        seqs = [int(x) for x in rng.choice(live, size=int(rng.integers(1, 5)), replace=False)]
+        step(state, seqs, [np.full((16, 16), n, "float16"), rng.normal(0, 1, (32, 32)).astype("float32")])
+        if n % 3 == 2:
+            out.append(outcome(lambda: g["kv_state_popn"](state, seqs[0], int(rng.integers(0, 3)))) is not None)
+        out.append([bits(a) for seq in live for a in states(state, seq)])
+    return out
+
+
 def tensor_cache_cases(rng):
     from tvm.contrib import tvmjs
 
@@ -235,8 +311,12 @@ def main():
         "in_place": in_place_cases(rng),
         "kv_cache": kv_cache_cases(rng),
         "rnn_state": rnn_state_cases(rng),
+        "rnn_state_kernels": rnn_state_with_kernels(tvm.cpu(), rng),
         "tensor_cache": tensor_cache_cases(rng),
     }
+    if mode == "check" and tvm.opencl().exist:
+        # The wheel's runtime has no OpenCL: on this runtime only, against the test's values.
+        rnn_state_with_kernels(tvm.opencl())
     if mode == "record":
         with open(path, "w") as out:
             json.dump(results, out)
