@@ -10,7 +10,7 @@
 //! another dtype, an empty one), these refuse with an error naming the argument.
 
 use super::sort::sort;
-use crate::abi::{DLDataType, DLDevice};
+use crate::abi::{dtype_code, DLDataType, DLDevice};
 use crate::runtime::base::error::{Error, Result};
 use crate::runtime::function::packed::{Args, PackedFunc, Value};
 use crate::runtime::tensor::ndarray::NDArray;
@@ -28,17 +28,17 @@ pub(super) fn globals() -> Vec<(&'static str, PackedFunc)> {
 
 /// The values of a contiguous float32 tensor (`what` names it in errors).
 fn f32s<'a>(t: &'a NDArray, what: &str) -> Result<&'a [f32]> {
-    elements(t, what, "float32")
+    elements(t, what, DLDataType { code: dtype_code::FLOAT, bits: 32, lanes: 1 })
 }
 
 fn i32s<'a>(t: &'a NDArray, what: &str) -> Result<&'a [i32]> {
-    elements(t, what, "int32")
+    elements(t, what, DLDataType { code: dtype_code::INT, bits: 32, lanes: 1 })
 }
 
-fn elements<'a, T>(t: &'a NDArray, what: &str, dtype: &str) -> Result<&'a [T]> {
+fn elements<'a, T>(t: &'a NDArray, what: &str, dtype: DLDataType) -> Result<&'a [T]> {
     let r = t.tensor();
     r.check_contiguous(what)?;
-    if t.dtype() != DLDataType::parse(dtype)? {
+    if t.dtype() != dtype {
         return Err(Error::type_error(format!("{what} must be {dtype}, got {}", t.dtype())));
     }
     if t.device().device_type != DLDevice::cpu(0).device_type {
@@ -81,8 +81,8 @@ fn one_row(t: &NDArray, what: &str) -> Result<NDArray> {
 }
 
 /// Descending by value, each with its index.
-fn ranked(values: impl Iterator<Item = (usize, f32)>) -> Vec<(f32, i64)> {
-    let mut data: Vec<(f32, i64)> = values.map(|(i, v)| (v, i as i64)).collect();
+fn ranked(values: impl Iterator<Item = (usize, f32)>) -> Vec<(f32, i32)> {
+    let mut data: Vec<(f32, i32)> = values.map(|(i, v)| (v, i as i32)).collect();
     sort(&mut data, |l, r| l.0 > r.0);
     data
 }
@@ -103,7 +103,7 @@ pub fn top_p_from_logits(logits: &[f32], temperature: f64, top_p: f64, u: f64) -
     }
     let mut data = ranked(logits.iter().copied().enumerate());
     if temperature < 1e-6f32 as f64 {
-        return Ok(data[0].1);
+        return Ok(data[0].1 as i64);
     }
     let (scale, max) = ((1.0 / temperature) as f32, data[0].0);
     let mut sum = 0f32;
@@ -121,7 +121,7 @@ pub fn top_p_from_logits(logits: &[f32], temperature: f64, top_p: f64, u: f64) -
         d.0 = cum;
     }
     if let Some(d) = data.iter().find(|d| u < (d.0 / nucleus) as f64) {
-        return Ok(d.1);
+        return Ok(d.1 as i64);
     }
     if !(u <= data[0].0 as f64) {
         return Err(Error::internal(format!(
@@ -129,7 +129,7 @@ pub fn top_p_from_logits(logits: &[f32], temperature: f64, top_p: f64, u: f64) -
             data[0].0
         )));
     }
-    Ok(data[0].1)
+    Ok(data[0].1 as i64)
 }
 
 fn top_p_from_prob_global(args: Args<'_>) -> Result<Value> {
@@ -162,7 +162,7 @@ fn nucleus(prob: &[f32], cutoff: f32, top_p: f64, u: f64) -> Option<i64> {
     let mut data = ranked(prob.iter().copied().enumerate().filter(|&(_, p)| p >= cutoff));
     let first = *data.first()?;
     if u < first.0 as f64 / top_p {
-        return Some(first.1);
+        return Some(first.1 as i64);
     }
     let (mut cum, mut sum) = (0f32, 0f32);
     for d in data.iter_mut() {
@@ -177,7 +177,7 @@ fn nucleus(prob: &[f32], cutoff: f32, top_p: f64, u: f64) -> Option<i64> {
         return None;
     }
     let picked = data.iter().find(|d| u < (d.0 / sum) as f64).or(data.last());
-    picked.map(|d| d.1)
+    picked.map(|d| d.1 as i64)
 }
 
 fn multinomial_global(args: Args<'_>) -> Result<Value> {
