@@ -202,8 +202,20 @@ fn key_hash(key: &[u8]) -> u64 {
 /// The information of a registered type (valid for the life of the process; its arrays until
 /// the next registration for the type).
 pub fn type_info(index: u32) -> Result<*const TVMFFITypeInfo> {
+    use std::sync::atomic::{AtomicPtr, Ordering};
+    /// The information of the first type indices once made (each boxed for the process, so its
+    /// address never changes): the walks ask for it per object, without the registry's lock.
+    static KNOWN: [AtomicPtr<TVMFFITypeInfo>; 1024] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 1024];
+    let known = KNOWN.get(index as usize);
+    if let Some(p) = known.map(|k| k.load(Ordering::Acquire)).filter(|p| !p.is_null()) {
+        return Ok(p);
+    }
     let mut r = REFLECTION.lock();
-    Ok(&*r.record(index)?.info as *const TVMFFITypeInfo)
+    let p = &*r.record(index)?.info as *const TVMFFITypeInfo;
+    if let Some(k) = known {
+        k.store(p as *mut TVMFFITypeInfo, Ordering::Release);
+    }
+    Ok(p)
 }
 
 /// Add a field to a type's information (texts and default value copied).
