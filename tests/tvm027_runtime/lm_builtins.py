@@ -281,7 +281,7 @@ def rnn_state_with_kernels(device, rng=None):
     return out
 
 
-def tensor_cache_cases(rng):
+def tensor_cache_cases(rng, device=None):
     from tvm.contrib import tvmjs
 
     params = {
@@ -294,7 +294,8 @@ def tensor_cache_cases(rng):
     for fmt in ("raw", "f32-to-bf16"):
         with tempfile.TemporaryDirectory() as d:
             tvmjs.dump_tensor_cache(params, d, encode_format=fmt, shard_cap_mb=1, show_progress=False)
-            f("vm.builtin.tensor_cache.load")(d, 1, 0)
+            device = device or tvm.cpu()
+            f("vm.builtin.tensor_cache.load")(d, device.dlpack_device_type(), device.index)
         got = f("vm.builtin.param_array_from_cache")("lm.x", -1)
         out.append([bits(t.numpy()) for t in got])
         f("vm.builtin.tensor_cache.clear")()
@@ -315,8 +316,11 @@ def main():
         "tensor_cache": tensor_cache_cases(rng),
     }
     if mode == "check" and tvm.opencl().exist:
-        # The wheel's runtime has no OpenCL: on this runtime only, against the test's values.
+        # The wheel's runtime has no OpenCL: on this runtime only, against the test's values
+        # and the CPU's.
         rnn_state_with_kernels(tvm.opencl())
+        assert tensor_cache_cases(np.random.default_rng(1), tvm.opencl()) == tensor_cache_cases(np.random.default_rng(1))
+        print("  tensor cache onto opencl:0: the CPU's values")
     if mode == "record":
         with open(path, "w") as out:
             json.dump(results, out)
