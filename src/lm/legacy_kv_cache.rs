@@ -211,7 +211,9 @@ fn view_global(args: Args<'_>) -> Result<Value> {
         _ => filled.clone(),
     };
     if shape.len() != filled.len() || shape[0] != s.fill {
-        return Err(Error::internal(format!("Requested shape do not match the filled count: {shape:?} for {filled:?}")));
+        return Err(Error::internal(format!(
+            "Requested shape do not match the filled count: {shape:?} for {filled:?}"
+        )));
     }
     if let Some(i) = (1..shape.len()).find(|&i| shape[i] != filled[i]) {
         return Err(Error::internal(format!(

@@ -192,10 +192,9 @@ fn on_state(args: Args<'_>, n: usize, body: impl FnOnce(&mut State, &Args<'_>) -
 
 impl State {
     fn sequence(&self, id: i64) -> Result<Sequence> {
-        self.sequences
-            .get(&id)
-            .copied()
-            .ok_or_else(|| Error::internal(format!("The sequence \"{id}\" cannot be found in the space state storage.")))
+        self.sequences.get(&id).copied().ok_or_else(|| {
+            Error::internal(format!("The sequence \"{id}\" cannot be found in the space state storage."))
+        })
     }
 
     /// State `s` of layer `l` at `slot`, history index `history` (`steps` of them from there).
@@ -215,20 +214,25 @@ impl State {
         Ok(())
     }
 
-    fn add(&mut self, id: i64) -> Result<()> {
-        if self.sequences.contains_key(&id) {
-            return Err(Error::internal(format!("The sequence \"{id}\" is already in the space state storage.")));
-        }
+    /// A free slot, each state of it (layer, state) filled by `fill`; given back when that fails.
+    fn new_slot(&mut self, fill: impl Fn(&Self, usize, usize, i64) -> Result<()>) -> Result<i64> {
         let slot = self
             .free_slots
             .pop()
             .ok_or_else(|| Error::internal("The Sequence slot is full, cannot accept new sequence."))?;
-        let placed =
-            self.each_state(|l, s| copy_from_to(self.init[s].tensor(), self.place(l, s, slot, 0, 1)?.tensor()));
-        if let Err(e) = placed {
+        if let Err(e) = self.each_state(|l, k| fill(self, l, k, slot)) {
             self.free_slots.push(slot);
             return Err(e);
         }
+        Ok(slot)
+    }
+
+    fn add(&mut self, id: i64) -> Result<()> {
+        if self.sequences.contains_key(&id) {
+            return Err(Error::internal(format!("The sequence \"{id}\" is already in the space state storage.")));
+        }
+        let slot =
+            self.new_slot(|s, l, k, slot| copy_from_to(s.init[k].tensor(), s.place(l, k, slot, 0, 1)?.tensor()))?;
         self.sequences.insert(id, Sequence { slot, length: 0, available_history: 0, history: 0 });
         self.synced = None;
         Ok(())
@@ -247,20 +251,14 @@ impl State {
             Error::internal(format!("The parent sequence \"{parent}\" cannot be found in space state storage."))
         })?;
         if self.sequences.contains_key(&child) {
-            return Err(Error::internal(format!("The child sequence \"{child}\" is already in the space state storage.")));
+            return Err(Error::internal(format!(
+                "The child sequence \"{child}\" is already in the space state storage."
+            )));
         }
-        let slot = self
-            .free_slots
-            .pop()
-            .ok_or_else(|| Error::internal("The Sequence slot is full, cannot accept new sequence."))?;
         let steps = self.max_history;
-        let copied = self.each_state(|l, s| {
-            copy_from_to(self.place(l, s, from.slot, 0, steps)?.tensor(), self.place(l, s, slot, 0, steps)?.tensor())
-        });
-        if let Err(e) = copied {
-            self.free_slots.push(slot);
-            return Err(e);
-        }
+        let slot = self.new_slot(|s, l, k, slot| {
+            copy_from_to(s.place(l, k, from.slot, 0, steps)?.tensor(), s.place(l, k, slot, 0, steps)?.tensor())
+        })?;
         self.sequences.insert(child, Sequence { slot, ..from });
         self.synced = None;
         Ok(())

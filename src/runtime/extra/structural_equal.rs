@@ -437,7 +437,6 @@ impl Equal {
     }
 }
 
-/// The error of a walk that met an object it is inside of.
 /// A plain value's hash (None, an int, a bool, a float) in a container slot, as
 /// `Hash::value` computes it; `None` for any other value.
 fn plain_hash(a: &TVMFFIAny) -> Option<u64> {
@@ -465,6 +464,12 @@ fn plain_arrays_equal(x: &ObjectRef, y: &ObjectRef) -> Option<bool> {
     Some(same)
 }
 
+/// A string's hash (inline or an object, by its bytes).
+fn text_hash(bytes: &[u8]) -> u64 {
+    combine(ti::STRING as u64, hash_bytes(bytes))
+}
+
+/// The error of a walk that met an object it is inside of.
 fn cycle(walk: &str, o: &ObjectRef) -> Error {
     let key = crate::runtime::object::type_table::type_index_to_key(o.type_index()).unwrap_or_default();
     Error::value(format!("{walk}: a `{key}` contains itself (a cycle)"))
@@ -522,7 +527,7 @@ impl Hash {
 
     fn value(&mut self, v: &Value) -> Result<u64> {
         if let Some(t) = text_of(v) {
-            return Ok(combine(ti::STRING as u64, hash_bytes(&t)));
+            return Ok(text_hash(&t));
         }
         if let Some(b) = bytes_of(v) {
             return Ok(combine(ti::BYTES as u64, hash_bytes(&b)));
@@ -564,13 +569,13 @@ impl Hash {
             return Ok(h);
         }
         if let Some(t) = small_text(a) {
-            return Ok(combine(ti::STRING as u64, hash_bytes(t)));
+            return Ok(text_hash(t));
         }
         // SAFETY: the slot holds a reference of its own, alive while its holder is, which the
         // walk holds.
         if let Some(o) = unsafe { slot_object(a) } {
             if let Some(t) = string_content(&o) {
-                return Ok(combine(ti::STRING as u64, hash_bytes(t)));
+                return Ok(text_hash(t));
             }
             if self.types.of(&o).itself {
                 return self.object(&o, held);
@@ -622,23 +627,21 @@ impl Hash {
             return Ok(h);
         }
         match o.type_index() {
-            ti::FFI_MAP => {
-                // A map's entries are fixed while it is held: read in place.
-                // SAFETY: live entries of the locked cell, copied out as views.
-                let entries = map_cell(o, |c| {
-                    Ok(c.entries().into_iter().map(|kv| unsafe { ((*kv).key, (*kv).value) }).collect::<Vec<_>>())
-                })?;
-                let mut hashes = Vec::with_capacity(entries.len());
-                for (k, v) in &entries {
-                    hashes.push(combine(self.slot(k, 0)?, self.slot(v, 0)?));
-                }
-                hashes.sort_unstable();
-                return Ok(hashes.into_iter().fold(combine(self.type_hash(o), 0), |h, e| h.wrapping_add(e)));
-            }
-            ti::DICT => {
+            ti::FFI_MAP | ti::DICT => {
                 let mut hashes = Vec::new();
-                for (k, v) in map_items(o)? {
-                    hashes.push(combine(self.value(&k)?, self.value(&v)?));
+                if o.type_index() == ti::FFI_MAP {
+                    // A map's entries are fixed while it is held: read in place.
+                    // SAFETY: live entries of the locked cell, copied out as views.
+                    let entries = map_cell(o, |c| {
+                        Ok(c.entries().into_iter().map(|kv| unsafe { ((*kv).key, (*kv).value) }).collect::<Vec<_>>())
+                    })?;
+                    for (k, v) in &entries {
+                        hashes.push(combine(self.slot(k, 0)?, self.slot(v, 0)?));
+                    }
+                } else {
+                    for (k, v) in map_items(o)? {
+                        hashes.push(combine(self.value(&k)?, self.value(&v)?));
+                    }
                 }
                 hashes.sort_unstable();
                 return Ok(hashes.into_iter().fold(combine(self.type_hash(o), 0), |h, e| h.wrapping_add(e)));
