@@ -72,6 +72,18 @@ tvm027_venv() {
 
 TVM_FFI_VERSION=0.1.15.post2
 
+# What the side-by-side benches over apache-tvm 0.27 share: the release libraries, the 0.27
+# venv's interpreter ($python), its tvm_ffi library ($lib: the wheel's, put back on exit
+# whatever happens) and a scratch folder ($out).
+tvm027_bench_setup() {
+  ensure_ffi_release
+  tvm027_venv target/tvm027-venv "$TVM_FFI_VERSION"
+  python=target/tvm027-venv/bin/python
+  lib=$(tvm_ffi_library "$python")
+  trap 'use_ffi_library "$python" "$lib" real' EXIT
+  out=$(mktemp -d)
+}
+
 tvm_ffi_venv() {
   local venv="$REPO/target/tvm-ffi-venv"
   if [ ! -x "$venv/bin/python" ] ||

@@ -9,13 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=${1:-3}
 source scripts/lib.sh
-ensure_ffi_release
-venv=target/tvm027-venv
-tvm027_venv "$venv" 0.1.15.post2
-python=$venv/bin/python
-lib=$(tvm_ffi_library "$python")
-trap 'use_ffi_library "$python" "$lib" real' EXIT
-out=$(mktemp -d)
+tvm027_bench_setup
 for i in $(seq "$runs"); do
   use_ffi_library "$python" "$lib" real
   TVM_USE_RUNTIME_LIB=1 "$python" benches/lm/sampling.py > "$out/real.$i.json"

@@ -11,13 +11,7 @@ cd "$(dirname "$0")/../.."
 runs=${1:-5}
 rounds=${2:-10}
 source scripts/lib.sh
-ensure_ffi_release
-venv=target/tvm027-venv
-tvm027_venv "$venv" "$TVM_FFI_VERSION"
-python="$venv/bin/python"
-lib=$(tvm_ffi_library "$python")
-trap 'use_ffi_library "$python" "$lib" real' EXIT
-out=$(mktemp -d)
+tvm027_bench_setup
 probe='
 import sys, time
 t0 = time.perf_counter()

@@ -13,13 +13,7 @@ runs=${1:-3}
 shift || true
 sizes=${*:-10 1000 10000 100000}
 source scripts/lib.sh
-ensure_ffi_release
-venv=target/tvm027-venv
-tvm027_venv "$venv" 0.1.15.post2
-python=$venv/bin/python
-lib=$(tvm_ffi_library "$python")
-trap 'use_ffi_library "$python" "$lib" real' EXIT
-out=$(mktemp -d)
+tvm027_bench_setup
 for i in $(seq "$runs"); do
   use_ffi_library "$python" "$lib" real
   "$python" benches/tvm_ffi/scale.py $sizes > "$out/real.$i.json"
