@@ -63,10 +63,10 @@ test_env_ld_path() {
 }
 
 tvm027_venv() {
-  # pytest: apache/tvm's test files import it (tests/tvm027_runtime/lm_builtins.py runs some)
-  if [ ! -x "$1/bin/python" ] || ! "$1/bin/python" -c 'import tvm, numpy, tornado, cloudpickle, psutil, pytest' 2>/dev/null; then
+  # pytest, scipy: apache/tvm's test files import them (tests/tvm027_runtime/lm_builtins.py runs some)
+  if [ ! -x "$1/bin/python" ] || ! "$1/bin/python" -c 'import tvm, numpy, tornado, cloudpickle, psutil, pytest, scipy' 2>/dev/null; then
     python3 -m venv "$1"
-    "$1/bin/pip" install -q apache-tvm==0.27.0.post1 "apache-tvm-ffi==$2" cloudpickle psutil tornado numpy pytest
+    "$1/bin/pip" install -q apache-tvm==0.27.0.post1 "apache-tvm-ffi==$2" cloudpickle psutil tornado numpy pytest scipy
   fi
 }
 

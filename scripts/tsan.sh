@@ -148,12 +148,14 @@ if [ "$MODE" = full ] && [ "${TSAN_RUST_TESTS:-1}" = 1 ]; then
   # tests/buckets_models.rs and tests/rpc.rs (threads through the C API from Rust; the inter-op
   # scheduler; stages on stream workers; the request pipeline's streams, contexts, callbacks and
   # shutdown; bucketed contexts on threads over one bucket set; RPC servers on their threads,
-  # stopped by a flag, with clients on the test threads) and tests/opencl.rs (OpenCL streams,
+  # stopped by a flag, with clients on the test threads), tests/lm_decode.rs (a language model
+  # decoding on two threads, each with its own paged KV cache) and tests/opencl.rs (OpenCL streams,
   # events and host tasks from several threads, on PoCL where installed), with rustc's TSan runtime.
   # TSAN_RUST_TESTS=0 skips.
   echo "-- the library's unit tests and the concurrent Rust tests under TSan (TSAN_RUST_TESTS=0 skips)"
   (cd "$REPO" && RUSTFLAGS="-Zsanitizer=thread" "${runner[@]}" "${cargo_cmd[@]}" test --quiet --release \
      -Zbuild-std --target "$host" --target-dir "$RUST_TARGET_DIR" --lib --test concurrency --test inter_op \
-     --test async_phases --test pipeline --test buckets --test buckets_models --test rpc --test opencl)
+     --test async_phases --test pipeline --test buckets --test buckets_models --test rpc --test opencl \
+     --test lm_decode)
 fi
 echo "tsan ($MODE): no data races reported; canary reported as expected"

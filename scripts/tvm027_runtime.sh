@@ -8,7 +8,9 @@
 # user would; restored whatever happens), and once more with handles checked
 # (TVM_RUNTIME_CHECK_HANDLES=1: apache-tvm's C++ makes most objects itself, which the checked
 # mode must take as foreign objects). Last, the language-model builtins (tests/tvm027_runtime/
-# lm_builtins.py) on the wheel's runtime and on this one as both libraries. Uses the apache-tvm 0.27 venv scripts/rpc_027_host.sh
+# lm_builtins.py) on the wheel's runtime and on this one as both libraries, and the paged KV
+# cache (apache/tvm's test of it; a tiny language model through apache-tvm's Python and tvmrt).
+# Uses the apache-tvm 0.27 venv scripts/rpc_027_host.sh
 # uses too (scripts/lib.sh's tvm027_venv: made once, by either).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,3 +51,22 @@ swap --restore
 TVM_USE_RUNTIME_LIB=1 "$venv/bin/python" tests/tvm027_runtime/lm_builtins.py record target/tvm027-lm-builtins.json
 swap --tvm-runtime
 TVM_USE_RUNTIME_LIB=1 "$venv/bin/python" tests/tvm027_runtime/lm_builtins.py check target/tvm027-lm-builtins.json
+# The paged KV cache: apache/tvm's own test of it (unchanged, runtime-only; its kernels built by the
+# wheel's compiler as the test builds them: tests/data/lm-0.27/make_paged_kv.py), then the tiny
+# language model of tests/data/lm-0.27/tiny_llm (apache-tvm's nn.llm) generating on the wheel's
+# runtime, then on this one through apache-tvm's Python and through tvmrt: the same tokens and
+# logits. (The test's per-layer sliding window case reads slots no token was written to and is
+# flaky on the wheel's own runtime, whose pages are not zeroed; on this runtime they are.)
+echo "-- the paged KV cache: apache/tvm's test of it, and a tiny language model (runtime-only)"
+swap --restore
+"$venv/bin/python" tests/data/lm-0.27/make_paged_kv.py target/lm-paged-kv
+TVM_USE_RUNTIME_LIB=1 "$venv/bin/python" tests/tvm027_runtime/tiny_llm.py run tests/data/lm-0.27/tiny_llm target/tiny-llm-wheel.json
+swap --tvm-runtime
+(cd tests/tvm027_runtime && PAGED_KV_KERNELS="$PWD/../../target/lm-paged-kv/manifest.json" TVM_USE_RUNTIME_LIB=1 \
+  "../../$venv/bin/python" -m pytest -q -p paged_kv_runtime_only -p no:cacheprovider \
+  ../../third_party/tvm_tests/tests/python/relax/test_runtime_builtin_paged_attention_kv_cache_cpu.py)
+TVM_USE_RUNTIME_LIB=1 "$venv/bin/python" tests/tvm027_runtime/tiny_llm.py run tests/data/lm-0.27/tiny_llm target/tiny-llm-ours.json
+"$venv/bin/python" tests/tvm027_runtime/tiny_llm.py compare target/tiny-llm-wheel.json target/tiny-llm-ours.json
+swap --restore
+PYTHONPATH=python "$venv/bin/python" tests/tvm027_runtime/tiny_llm.py run tests/data/lm-0.27/tiny_llm target/tiny-llm-tvmrt.json tvmrt
+"$venv/bin/python" tests/tvm027_runtime/tiny_llm.py compare target/tiny-llm-wheel.json target/tiny-llm-tvmrt.json

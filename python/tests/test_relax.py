@@ -242,3 +242,16 @@ def test_threads_share_one_vm(vms, s):
 
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(one, work))
+
+
+def test_lists_pass_as_runtime_arrays():
+    # A model's packed parameters are passed as a list, as in TVM's Python.
+    size, get = tvmrt.get_global_func("runtime.ArraySize"), tvmrt.get_global_func("runtime.ArrayGetItem")
+    x, y = tvmrt.nd.array(np.arange(4, dtype="float32")), tvmrt.nd.array(np.ones(2, "int32"))
+    items = [x, (y, x)]
+    assert size(items) == 2
+    assert get(items, 0).numpy().tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert [a.numpy().tolist() for a in get(items, 1)] == [[1, 1], [0.0, 1.0, 2.0, 3.0]]
+    # As in TVM 0.18's runtime, an Array holds objects: a number in one is a TypeError.
+    with pytest.raises(TypeError, match="runtime.Array"):
+        size([x, 7])

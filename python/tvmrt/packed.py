@@ -161,7 +161,26 @@ def _pack_one(a: Any, slot: TVMValue, keep: List[Any]) -> int:
     if isinstance(a, Module):
         slot.v_handle = a._h().value
         return MODULE
+    if isinstance(a, (list, tuple)):
+        # As TVM's Python passes them: a runtime Array of the items (a model's parameters).
+        arr = _array_object(a)
+        keep.append(arr)
+        slot.v_handle = arr._h().value
+        return OBJECT
     raise error.TypeError(f"cannot pass a {type(a).__name__} to a packed function")
+
+
+def _array_object(items: Sequence[Any]) -> Object:
+    """A runtime Array of ``items``, kept as the object (not read back into a list)."""
+    values, codes, keep = pack_args(items)
+    ret = TVMValue()
+    ret_code = c_int()
+    if _call(_global("runtime.Array")._h(), values, codes, len(items), byref(ret), byref(ret_code)):
+        raise last_ffi_error()
+    del keep
+    if ret_code.value != OBJECT:
+        raise error.TypeError(f"runtime.Array returned type code {ret_code.value}")
+    return Object(c_void_p(ret.v_handle))
 
 
 def unpack(v: TVMValue, code: int) -> Any:

@@ -76,7 +76,7 @@ fn cache_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<LegacyKvCacheObj>> {
 fn create_global(args: Args<'_>) -> Result<Value> {
     args.expect_len(3, "vm.builtin.attention_kv_cache_create(init_data, reserve_shape, init_fill_count)")?;
     let init = args.ndarray(0)?;
-    let reserve = super::shape_arg(&args, 1)?;
+    let reserve = super::args::shape_arg(&args, 1)?;
     create(&init, &reserve, args.int(2)?).map(|c| Value::Object(c.to_object_ref()))
 }
 
@@ -207,7 +207,7 @@ fn view_global(args: Args<'_>) -> Result<Value> {
     let mut filled = s.data.shape().to_vec();
     filled[0] = s.fill;
     let shape = match args.len() {
-        2 => super::shape_arg(&args, 1)?,
+        2 => super::args::shape_arg(&args, 1)?,
         _ => filled.clone(),
     };
     if shape.len() != filled.len() || shape[0] != s.fill {

@@ -1,32 +1,32 @@
 //! What a language model compiled by TVM calls between and around its kernels (MLC-LLM's
 //! generation loop, apache-tvm's `relax.frontend.nn` models): token sampling and logit
 //! processing ([`sampling`], in C++'s tie order: [`sort`]), weights loaded from shards into
-//! a process-wide cache ([`tensor_cache`]) and the older, unpaged KV cache
-//! ([`legacy_kv_cache`]) and the state of recurrent models ([`rnn_state`]). Registered under
-//! apache-tvm's names by [`install`].
+//! a process-wide cache ([`tensor_cache`]), the older, unpaged KV cache ([`legacy_kv_cache`]),
+//! and the two states a model steps sequences through ([`kv_state`]): the paged KV cache of
+//! attention ([`paged_kv_cache`]) and the state of recurrent models ([`rnn_state`]). Registered
+//! under apache-tvm's names by [`install`].
 
+mod args;
+pub mod kv_state;
 pub mod legacy_kv_cache;
+pub mod paged_kv_cache;
 pub mod rnn_state;
 pub mod sampling;
 pub mod sort;
 pub mod tensor_cache;
 
-use crate::runtime::base::error::{Error, Result};
-use crate::runtime::function::packed::Args;
-
-/// The dimensions of shape argument `i`.
-fn shape_arg(args: &Args<'_>, i: usize) -> Result<Vec<i64>> {
-    let o = args.object(i)?;
-    let shape = o
-        .downcast::<crate::runtime::container::ShapeTupleObj>()
-        .ok_or_else(|| Error::type_error(format!("argument {i}: expected a shape")))?;
-    Ok(shape.dims()?.to_vec())
-}
-
 /// Registers the language-model builtins.
 pub(crate) fn install() {
     use crate::runtime::function::registry::register_built_in;
-    for (name, f) in sampling::globals().into_iter().chain(legacy_kv_cache::globals()).chain(rnn_state::globals()) {
+    const KV_STATES: &[kv_state::Resolver] = &[rnn_state::as_kv_state, paged_kv_cache::as_kv_state];
+    let all = [
+        sampling::globals(),
+        legacy_kv_cache::globals(),
+        rnn_state::globals(),
+        kv_state::globals(KV_STATES),
+        paged_kv_cache::globals(),
+    ];
+    for (name, f) in all.into_iter().flatten() {
         register_built_in(name, f);
     }
     for (name, f) in tensor_cache::globals() {

@@ -13,14 +13,13 @@
 use crate::abi::DLDataType;
 use crate::runtime::base::error::{Error, Result};
 use crate::runtime::function::packed::{Args, PackedFunc, Value};
-use crate::runtime::object::header::{ObjPtr, ObjectType};
-use crate::runtime::object::type_table::{register_type, type_index as ti, type_key_of};
+use crate::runtime::object::header::{ObjPtr, ObjectRef, ObjectType};
+use crate::runtime::object::type_table::{type_index as ti, type_key_of};
 use crate::runtime::tensor::ndarray::{copy_from_to, NDArray};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 
-/// TVM's type keys: the interface, the RNN state's interface and the implementation.
-pub const KV_STATE_KEY: &str = "relax.vm.KVState";
+/// TVM's type keys: the RNN state's interface and the implementation (a `relax.vm.KVState`).
 pub const RNN_STATE_KEY: &str = "relax.vm.RNNState";
 pub const TYPE_KEY: &str = "relax.vm.RNNStateImp";
 
@@ -62,25 +61,28 @@ impl ObjectType for RnnStateObj {
 
 fn type_index() -> Result<u32> {
     static INDEX: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    if let Some(&i) = INDEX.get() {
-        return Ok(i);
-    }
-    let kv_state = register_type(KV_STATE_KEY, ti::ROOT)?;
-    let rnn_state = register_type(RNN_STATE_KEY, kv_state)?;
-    let i = register_type(TYPE_KEY, rnn_state)?;
-    Ok(*INDEX.get_or_init(|| i))
+    super::kv_state::type_index(&INDEX, RNN_STATE_KEY, TYPE_KEY)
+}
+
+/// `body` on the RNN state `o` is, if it is one made here; whether it is.
+pub(super) fn as_kv_state(
+    o: &ObjectRef,
+    body: &mut dyn FnMut(&dyn super::kv_state::KvState) -> Result<()>,
+) -> Result<bool> {
+    super::kv_state::run_on(of_object(o)?, body)
+}
+
+/// The RNN state `o` is, if it is one made here.
+fn of_object(o: &ObjectRef) -> Result<Option<ObjPtr<RnnStateObj>>> {
+    // SAFETY: `create` makes every object of this index, with this payload.
+    Ok(unsafe { super::kv_state::state_of(o, type_index()?) })
 }
 
 fn state_arg(args: &Args<'_>, i: usize) -> Result<ObjPtr<RnnStateObj>> {
     let o = args.object(i)?;
-    if o.type_index() != type_index()? || !o.made_here() {
-        return Err(Error::type_error(format!(
-            "argument {i}: expected a {RNN_STATE_KEY}, got {} (the paged KV cache is not implemented yet)",
-            type_key_of(o.type_index())
-        )));
-    }
-    // SAFETY: objects of this index made here are made by `create`, with this payload.
-    Ok(unsafe { ObjPtr::from_borrowed(o.as_header()) })
+    of_object(&o)?.ok_or_else(|| {
+        Error::type_error(format!("argument {i}: expected a {RNN_STATE_KEY}, got {}", type_key_of(o.type_index())))
+    })
 }
 
 pub(super) fn globals() -> Vec<(&'static str, PackedFunc)> {
@@ -90,30 +92,7 @@ pub(super) fn globals() -> Vec<(&'static str, PackedFunc)> {
         f("vm.builtin.rnn_state_get", |a| access(a, "get")),
         f("vm.builtin.rnn_state_set", |a| access(a, "set")),
         f("vm.builtin.rnn_state_debug_get", debug_get_global),
-        f("vm.builtin.kv_state_add_sequence", |a| on_state(a, 2, |s, a| s.add(a.int(1)?))),
-        f("vm.builtin.kv_state_remove_sequence", |a| on_state(a, 2, |s, a| s.remove(a.int(1)?))),
-        f("vm.builtin.kv_state_fork_sequence", |a| on_state(a, 4, |s, a| s.fork(a.int(1)?, a.int(2)?))),
-        f("vm.builtin.kv_state_popn", |a| on_state(a, 3, |s, a| s.popn(a.int(1)?, a.int(2)?))),
-        f("vm.builtin.kv_state_begin_forward", begin_forward_global),
-        f("vm.builtin.kv_state_end_forward", |a| on_state(a, 1, |s, _| s.end_forward())),
-        f("vm.builtin.kv_state_clear", |a| on_state(a, 1, |s, _| Ok(s.clear()))),
     ]
-}
-
-/// The functions in an array argument.
-fn functions(args: &Args<'_>, i: usize) -> Result<Vec<PackedFunc>> {
-    items(args, i)?
-        .into_iter()
-        .map(|v| match v {
-            Value::Func(f) => Ok(f),
-            other => Err(Error::type_error(format!("argument {i}: expected functions, got a {}", other.type_name()))),
-        })
-        .collect()
-}
-
-fn items(args: &Args<'_>, i: usize) -> Result<Vec<Value>> {
-    crate::runtime::collections::list_map::sequence_items(&args.object(i)?)?
-        .ok_or_else(|| Error::type_error(format!("argument {i}: expected an array")))
 }
 
 fn create_global(args: Args<'_>) -> Result<Value> {
@@ -121,8 +100,15 @@ fn create_global(args: Args<'_>) -> Result<Value> {
         6,
         "vm.builtin.rnn_state_create(num_layers, reserved_num_seqs, max_history, f_gets, f_sets, init_layer_value)",
     )?;
-    let init = items(&args, 5)?.into_iter().map(Value::into_ndarray).collect::<Result<Vec<_>>>()?;
-    let state = create(args.int(0)?, args.int(1)?, args.int(2)?, functions(&args, 3)?, functions(&args, 4)?, init)?;
+    let init = super::args::items(&args, 5)?.into_iter().map(Value::into_ndarray).collect::<Result<Vec<_>>>()?;
+    let state = create(
+        args.int(0)?,
+        args.int(1)?,
+        args.int(2)?,
+        super::args::functions(&args, 3)?,
+        super::args::functions(&args, 4)?,
+        init,
+    )?;
     Ok(Value::Object(state.to_object_ref()))
 }
 
@@ -180,14 +166,36 @@ pub fn create(
     Ok(ObjPtr::new_as(RnnStateObj(Mutex::new(state)), type_index()?))
 }
 
-/// `body` on the state in argument 0 (`n` arguments in all); None back.
-fn on_state(args: Args<'_>, n: usize, body: impl FnOnce(&mut State, &Args<'_>) -> Result<()>) -> Result<Value> {
-    if args.len() != n {
-        return Err(Error::type_error(format!("Expected {n} but got {} arguments", args.len())));
+impl super::kv_state::KvState for RnnStateObj {
+    fn add(&self, id: i64) -> Result<()> {
+        self.0.lock().add(id)
     }
-    let state = state_arg(&args, 0)?;
-    body(&mut state.0.lock(), &args)?;
-    Ok(Value::Null)
+
+    fn remove(&self, id: i64) -> Result<()> {
+        self.0.lock().remove(id)
+    }
+
+    /// The whole state is copied: a recurrent state cannot be cut at a position.
+    fn fork(&self, parent: i64, child: i64, _pos: i64) -> Result<()> {
+        self.0.lock().fork(parent, child)
+    }
+
+    fn popn(&self, id: i64, n: i64) -> Result<()> {
+        self.0.lock().popn(id, n)
+    }
+
+    fn begin_forward(&self, ids: &[i64], lengths: &[i64], tree: Option<&[i64]>) -> Result<()> {
+        self.0.lock().begin_forward(ids, lengths, tree)
+    }
+
+    fn end_forward(&self) -> Result<()> {
+        self.0.lock().end_forward()
+    }
+
+    fn clear(&self) -> Result<()> {
+        self.0.lock().clear();
+        Ok(())
+    }
 }
 
 impl State {
@@ -343,19 +351,6 @@ impl State {
         self.batch.clear();
         self.synced = None;
     }
-}
-
-fn begin_forward_global(args: Args<'_>) -> Result<Value> {
-    if !(3..=4).contains(&args.len()) {
-        return Err(Error::internal("KVState BeginForward only accepts 3 or 4 arguments"));
-    }
-    let tree = match args.len() {
-        4 if !matches!(args.to_value(3)?, Value::Null) => Some(super::shape_arg(&args, 3)?),
-        _ => None,
-    };
-    let (ids, lengths) = (super::shape_arg(&args, 1)?, super::shape_arg(&args, 2)?);
-    state_arg(&args, 0)?.0.lock().begin_forward(&ids, &lengths, tree.as_deref())?;
-    Ok(Value::Null)
 }
 
 /// `rnn_state_get(state, layer, state_id, o_data)` / `rnn_state_set(state, layer, state_id,

@@ -436,8 +436,19 @@ fn condition(v: &VmValue) -> Result<bool> {
     }
 }
 
-/// A function value handed to a caller: a packed function running it on a new frame.
+/// A function value handed to a caller: a kernel or packed function as it is (as TVM's VM hands
+/// them over: a paged KV cache calls the model's attention kernels many times a step), else a
+/// packed function running it on a new frame.
 pub fn closure_func(s: &Arc<Session>, c: Callable) -> PackedFunc {
+    match &c {
+        Callable::Packed(f) => return f.clone(),
+        Callable::Function(i) => {
+            if let Some(Callee::Packed(f)) = s.callees.get(*i as usize) {
+                return f.clone();
+            }
+        }
+        Callable::Closure(_) => {}
+    }
     let s = s.clone();
     PackedFunc::from_typed(move |args| {
         let mut frame = Frame::new(s.clone());

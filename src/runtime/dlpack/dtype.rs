@@ -8,6 +8,7 @@ impl DLDataType {
         DLDataType { code, bits, lanes }
     }
     pub const FLOAT32: DLDataType = DLDataType::new(dtype_code::FLOAT, 32, 1);
+    pub const INT32: DLDataType = DLDataType::new(dtype_code::INT, 32, 1);
     pub const INT64: DLDataType = DLDataType::new(dtype_code::INT, 64, 1);
 
     /// Bytes per element as TVM stores it: `(bits * lanes + 7) / 8`.

@@ -344,6 +344,40 @@ impl NDArray {
         )
     }
 
+    /// A view of `shape`/`dtype` starting `offset` bytes into this array's memory, with the
+    /// parent's data pointer and the offset in its `byte_offset` on every device (as tvm-ffi's
+    /// `Tensor::CreateView` makes them): kernels whose buffers declare an element offset read
+    /// it from there, and assume the data pointer itself is aligned.
+    pub fn create_view_by_offset(&self, offset: usize, shape: &[i64], dtype: DLDataType) -> Result<NDArray> {
+        let need = data_size(shape, dtype)?;
+        if !matches!(offset.checked_add(need), Some(end) if end <= self.nbytes()) {
+            return Err(Error::value(format!(
+                "view of {need} bytes at offset {offset} does not fit in an array of {} bytes",
+                self.nbytes()
+            )));
+        }
+        build(
+            self.dl_tensor.data,
+            Shape::Copied(shape),
+            Strides::Compact,
+            dtype,
+            self.dl_tensor.device,
+            self.dl_tensor.byte_offset + offset as u64,
+            self.as_header() as *mut c_void,
+            DataOwner::Parent(self.clone()),
+        )
+    }
+
+    /// A borrowed tvm-ffi view of this array, for a call in tvm-ffi's convention
+    /// ([`PackedFunc::call_any`](crate::runtime::function::packed::PackedFunc)); valid while the
+    /// array is.
+    pub fn as_any_view(&self) -> crate::abi::TVMFFIAny {
+        let h = self.as_header();
+        // SAFETY: the header of a live object (this reference keeps it alive).
+        let type_index = unsafe { (*h).type_index } as i32;
+        crate::abi::TVMFFIAny::ptr(type_index, h as *const c_void)
+    }
+
     /// An array over memory this runtime does not own (nothing is freed on drop).
     ///
     /// # Safety
