@@ -21,6 +21,8 @@
 #               values a small stack machine builds (containers, cycles through lists and dicts)
 #   dlpack      DLPack import through tvm-ffi's C API (both managed tensor versions): refused
 #               tensors stay the caller's, accepted ones keep their shape, export, delete once
+#   kv_cache    the paged KV cache's bookkeeping: sequences added, removed, forked, popped, slid,
+#               forward passes with token trees, attention (no-op kernels), commits; it empties
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz`) and nightly compiler features. A nightly
 # toolchain is not required: the default toolchain is used with RUSTC_BOOTSTRAP=1 (set
@@ -42,7 +44,7 @@ FUZZ="$REPO/fuzz"
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(graph_json params blob elf relax_exec library_bin rpc_session ffi_json json_graph structural dlpack)
+[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(graph_json params blob elf relax_exec library_bin rpc_session ffi_json json_graph structural dlpack kv_cache)
 
 skip() {
   echo "fuzz: skipped: $*"

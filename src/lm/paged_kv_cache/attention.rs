@@ -128,7 +128,7 @@ impl State {
         for (d, depth) in b.depths[..nd_].iter().enumerate() {
             trees.push((!b.is_chain[d]).then(|| {
                 let n = depth.tree_mask.len() as i64 / 2;
-                (aux.put(&depth.tree_mask, Some(&[n, 2])), aux.put(&depth.tree_mn_indptr, None))
+                (aux.put(&depth.tree_mask, Some([n, 2])), aux.put(&depth.tree_mn_indptr, None))
             }));
         }
         aux.commit()?;

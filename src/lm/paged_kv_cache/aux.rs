@@ -24,7 +24,9 @@ pub(super) struct Aux {
 #[derive(Clone, PartialEq)]
 pub(super) struct Staged {
     at: usize,
-    shape: Vec<i64>,
+    shape: [i64; 2],
+    /// 1 or 2: how many of `shape` are the array's.
+    ndim: usize,
 }
 
 impl Aux {
@@ -38,12 +40,15 @@ impl Aux {
         self.previous = std::mem::take(&mut self.current);
     }
 
-    /// Stages `data` as an array of `shape` (the length of `data` when `None`).
-    pub fn put(&mut self, data: &[i32], shape: Option<&[i64]>) -> Staged {
+    /// Stages `data` as an array of `shape` (rows, columns), or of its length when `None`.
+    pub fn put(&mut self, data: &[i32], shape: Option<[i64; 2]>) -> Staged {
         let at = self.host.len();
         self.host.extend_from_slice(data);
         self.host.resize(self.host.len().next_multiple_of(ALIGN), 0);
-        Staged { at, shape: shape.map_or_else(|| vec![data.len() as i64], <[i64]>::to_vec) }
+        match shape {
+            Some(shape) => Staged { at, shape, ndim: 2 },
+            None => Staged { at, shape: [data.len() as i64, 0], ndim: 1 },
+        }
     }
 
     /// Stages the concatenation of `parts`, each of `n` elements, as an array of (parts, n).
@@ -54,7 +59,7 @@ impl Aux {
             self.host.extend_from_slice(p);
         }
         self.host.resize(self.host.len().next_multiple_of(ALIGN), 0);
-        Staged { at, shape: vec![parts.len() as i64, n as i64] }
+        Staged { at, shape: [parts.len() as i64, n as i64], ndim: 2 }
     }
 
     /// Copies what was staged to the device (growing the buffer if it must).
@@ -79,7 +84,7 @@ impl Aux {
         }
         let view = match self.previous.iter().find(|(k, _)| k == s) {
             Some((_, v)) => v.clone(),
-            None => self.device.create_view_by_offset(s.at * 4, &s.shape, DLDataType::INT32)?,
+            None => self.device.create_view_by_offset(s.at * 4, &s.shape[..s.ndim], DLDataType::INT32)?,
         };
         self.current.push((s.clone(), view.clone()));
         Ok(view)

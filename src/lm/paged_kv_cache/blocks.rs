@@ -10,6 +10,33 @@
 
 use crate::runtime::base::error::{Error, Result};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Sequence ids hashed by a multiply-xorshift of the id: a decode step looks its sequences up
+/// several times, and SipHash (HashMap's default, made for keys an attacker picks in bulk) cost
+/// more than the lookups. Ids collide only if they are equal.
+#[derive(Default)]
+pub(super) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        let h = self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        h ^ (h >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | self.0 >> 56) ^ b as u64;
+        }
+    }
+
+    fn write_i64(&mut self, v: i64) {
+        self.0 = v as u64;
+    }
+}
+
+/// Sequences by id.
+type Seqs = HashMap<i64, Sequence, BuildHasherDefault<IdHasher>>;
 
 /// The id of a page borrowed while a sliding sequence grows past a full cache (swapped for a
 /// real page once the window has slid).
@@ -73,7 +100,6 @@ pub(super) struct Sequence {
 pub(super) struct Checkpoint {
     seqs: Vec<(i64, Sequence)>,
     blocks: Vec<(i32, Block)>,
-    free_pages: Vec<i32>,
 }
 
 /// Every page, block and sequence of one cache.
@@ -84,9 +110,12 @@ pub(super) struct Pool {
     /// Whether sequences may slide (the cache's `support_sliding_window`).
     sliding: bool,
     free_pages: Vec<i32>,
+    /// While a forward pass may be undone: the free pages it took (`Some`) and gave back
+    /// (`None`), in order.
+    journal: Option<Vec<Option<i32>>>,
     pub blocks: Vec<Block>,
     free_blocks: Vec<i32>,
-    pub seqs: HashMap<i64, Sequence>,
+    pub seqs: Seqs,
 }
 
 fn fail<T>(message: String) -> Result<T> {
@@ -100,9 +129,10 @@ impl Pool {
             num_pages,
             sliding,
             free_pages: (0..num_pages).rev().collect(),
+            journal: None,
             blocks: Vec::new(),
             free_blocks: Vec::new(),
-            seqs: HashMap::new(),
+            seqs: Seqs::default(),
         }
     }
 
@@ -133,7 +163,12 @@ impl Pool {
     }
 
     fn page(&mut self) -> Result<i32> {
-        self.free_pages.pop().map_or_else(|| fail("The KV cache is full. No page can be allocated.".into()), Ok)
+        let page =
+            self.free_pages.pop().map_or_else(|| fail("The KV cache is full. No page can be allocated.".into()), Ok)?;
+        if let Some(j) = &mut self.journal {
+            j.push(Some(page));
+        }
+        Ok(page)
     }
 
     fn block(&mut self) -> i32 {
@@ -434,7 +469,7 @@ impl Pool {
         if block.seq_length < block.sink_length || pages as usize != block.pages.len() {
             return fail(format!("sliding sequence {id}: {pages} pages for its window, {} held", block.pages.len()));
         }
-        self.free_pages.extend(freed);
+        self.give_back(freed);
         self.seq_mut(id)?.seq_length = seq.sliding_window_size;
         Ok(())
     }
@@ -476,9 +511,18 @@ impl Pool {
         Ok(())
     }
 
-    /// What a forward pass of sequences `ids` may change (the sequences, their last blocks, the
-    /// free pages), to put back with [`Pool::restore`] if it fails.
-    pub fn checkpoint(&self, ids: &[i64]) -> Result<Checkpoint> {
+    /// Pages a slide frees (journaled while a forward pass may be undone).
+    fn give_back(&mut self, pages: Vec<i32>) {
+        if let Some(j) = &mut self.journal {
+            j.extend(pages.iter().map(|_| None));
+        }
+        self.free_pages.extend(pages);
+    }
+
+    /// What a forward pass of sequences `ids` may change (the sequences and their last blocks;
+    /// the free pages it takes and gives back are journaled from here on), to put back with
+    /// [`Pool::restore`] if it fails, or to let go of with [`Pool::commit`].
+    pub fn checkpoint(&mut self, ids: &[i64]) -> Result<Checkpoint> {
         let mut seqs = Vec::with_capacity(ids.len());
         let mut blocks = Vec::with_capacity(ids.len());
         for &id in ids {
@@ -486,7 +530,8 @@ impl Pool {
             blocks.push((seq.last_block, self.blocks[seq.last_block as usize].clone()));
             seqs.push((id, seq.clone()));
         }
-        Ok(Checkpoint { seqs, blocks, free_pages: self.free_pages.clone() })
+        self.journal = Some(self.journal.take().unwrap_or_default());
+        Ok(Checkpoint { seqs, blocks })
     }
 
     pub fn restore(&mut self, c: Checkpoint) {
@@ -496,7 +541,20 @@ impl Pool {
         for (b, block) in c.blocks {
             self.blocks[b as usize] = block;
         }
-        self.free_pages = c.free_pages;
+        let mut journal = self.journal.take().unwrap_or_default();
+        while let Some(op) = journal.pop() {
+            match op {
+                Some(taken) => self.free_pages.push(taken),
+                None => drop(self.free_pages.pop()),
+            }
+        }
+        journal.clear();
+        self.journal = None;
+    }
+
+    /// Ends what [`Pool::checkpoint`] began, keeping the changes.
+    pub fn commit(&mut self) {
+        self.journal = None;
     }
 
     /// The page slot of each of a sequence's tokens, first to last.
@@ -584,5 +642,146 @@ mod tests {
         assert_eq!(&slots[..2], &[0, 1], "the sink stays");
         assert_eq!(slots.len(), 8);
         assert_eq!(p.available_pages(), 16 - 3);
+    }
+
+    /// A seeded random walk of adds, removes, forks, pops and forward passes against a model of
+    /// what each sequence holds: after every step each sequence's slots read back its tokens
+    /// (page contents moved as the kernels would move them), and every page is either free or
+    /// in exactly one live block. Changes that fail (a full cache) are undone, as the cache does.
+    #[test]
+    fn random_walks_keep_every_sequence_and_page_accounted_for() {
+        use super::super::batch::{Batch, Shape};
+        let ps = 4;
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n.max(1)
+        };
+        let shape = Shape { page_size: ps, sliding: false, layer_window: None, rope_inline: false };
+        let mut pool = Pool::new(ps, 40, false);
+        let mut batch = Batch::default();
+        let mut model: std::collections::BTreeMap<i64, Vec<u64>> = Default::default();
+        let mut store: HashMap<i32, u64> = HashMap::new();
+        let (mut fresh_id, mut fresh_token, mut full) = (0i64, 0u64, 0);
+        for step in 0..3000 {
+            let ids: Vec<i64> = model.keys().copied().collect();
+            let pick = |r: u64| ids[(r % ids.len() as u64) as usize];
+            let saved = pool.clone();
+            let copy_store = &mut store.clone();
+            let mut copy = |src: i32, dst: i32, n: i32| {
+                for i in 0..n {
+                    if let Some(&t) = copy_store.get(&(src * ps + i)) {
+                        copy_store.insert(dst * ps + i, t);
+                    }
+                }
+                Ok(())
+            };
+            let out = match next(5) {
+                0 if model.len() < 6 => pool.add(fresh_id).map(|_| {
+                    model.insert(fresh_id, Vec::new());
+                    fresh_id += 1;
+                }),
+                1 if !ids.is_empty() => {
+                    let id = pick(next(100));
+                    pool.remove(id).map(|_| drop(model.remove(&id)))
+                }
+                2 if !ids.is_empty() && model.len() < 6 => {
+                    let parent = pick(next(100));
+                    let len = model[&parent].len() as u64;
+                    let pos = next(len + 2) as i64 - 1;
+                    pool.fork(parent, fresh_id, pos, &mut copy).map(|_| {
+                        let upto = if pos == -1 { len as usize } else { pos as usize };
+                        model.insert(fresh_id, model[&parent][..upto].to_vec());
+                        fresh_id += 1;
+                    })
+                }
+                3 if !ids.is_empty() => {
+                    let id = pick(next(100));
+                    let n = next(model[&id].len() as u64 + 1) as i64;
+                    pool.popn(id, n, &mut copy).map(|_| {
+                        let keep = model[&id].len() - n as usize;
+                        model.get_mut(&id).unwrap().truncate(keep);
+                    })
+                }
+                _ if !ids.is_empty() => {
+                    let mut chosen: Vec<i64> = ids.iter().copied().filter(|_| next(2) == 0).collect();
+                    if chosen.is_empty() {
+                        chosen.push(pick(next(100)));
+                    }
+                    let lengths: Vec<i64> = chosen
+                        .iter()
+                        .map(|_| {
+                            let most = if next(2) == 0 { 1 } else { 9 };
+                            1 + next(most) as i64
+                        })
+                        .collect();
+                    let cp = pool.checkpoint(&chosen).unwrap();
+                    match batch.begin(&mut pool, &shape, &chosen, &lengths, None) {
+                        Ok(()) => {
+                            pool.commit();
+                            let mut at = 0;
+                            for (&id, &n) in chosen.iter().zip(&lengths) {
+                                for _ in 0..n {
+                                    copy_store.insert(batch.append_position_map[at], fresh_token);
+                                    model.get_mut(&id).unwrap().push(fresh_token);
+                                    fresh_token += 1;
+                                    at += 1;
+                                }
+                            }
+                            Ok(())
+                        }
+                        Err(e) => {
+                            pool.restore(cp);
+                            assert_eq!(state(&pool), state(&saved), "step {step}: a failed pass undone whole");
+                            Err(e)
+                        }
+                    }
+                }
+                _ => Ok(()),
+            };
+            match out {
+                Ok(()) => store = copy_store.clone(),
+                Err(e) => {
+                    assert!(e.message().contains("full"), "step {step}: {e}");
+                    full += 1;
+                    pool = saved;
+                }
+            }
+            check(&pool, &model, &store, step);
+        }
+        assert!(fresh_token > 1000 && fresh_id > 50 && full > 20, "the walk did a little of everything: {full} full");
+
+        fn state(p: &Pool) -> String {
+            let mut seqs: Vec<_> = p.seqs.iter().collect();
+            seqs.sort_by_key(|(id, _)| **id);
+            format!("{seqs:?} {:?} {:?} {:?}", p.blocks, p.free_blocks, p.free_pages)
+        }
+
+        fn check(
+            pool: &Pool,
+            model: &std::collections::BTreeMap<i64, Vec<u64>>,
+            store: &HashMap<i32, u64>,
+            step: usize,
+        ) {
+            assert_eq!(pool.seqs.len(), model.len(), "step {step}");
+            for (id, tokens) in model {
+                let seq = pool.seq(*id).unwrap();
+                let got: Vec<u64> = pool.slots(seq).iter().map(|s| store[s]).collect();
+                assert_eq!(&got, tokens, "step {step}: sequence {id}");
+            }
+            let mut owner = vec![0u32; pool.num_pages as usize];
+            let free: std::collections::HashSet<i32> = pool.free_blocks.iter().copied().collect();
+            for (b, block) in pool.blocks.iter().enumerate() {
+                if !free.contains(&(b as i32)) {
+                    block.pages.iter().for_each(|&p| owner[p as usize] += 1);
+                    let want = (block.seq_length + pool.page_size - 1) / pool.page_size;
+                    assert_eq!(block.pages.len() as i32, want, "step {step}: block {b} of {} tokens", block.seq_length);
+                }
+            }
+            pool.free_pages.iter().for_each(|&p| owner[p as usize] += 1);
+            assert!(owner.iter().all(|&n| n == 1), "step {step}: pages owned {owner:?}");
+        }
     }
 }

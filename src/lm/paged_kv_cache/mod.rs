@@ -253,10 +253,13 @@ impl State {
         // The batch's sequences checked and saved first: a pass that fails changes nothing.
         let saved = self.pool.checkpoint(ids)?;
         let out = batch.begin(&mut self.pool, &shape, ids, lengths, tree);
-        if out.is_err() {
-            self.pool.restore(saved);
-            batch.seq_ids.clear();
-            batch.append_lengths.clear();
+        match out {
+            Ok(()) => self.pool.commit(),
+            Err(_) => {
+                self.pool.restore(saved);
+                batch.seq_ids.clear();
+                batch.append_lengths.clear();
+            }
         }
         out
     }
