@@ -32,7 +32,6 @@ const NOT_REGISTERED: &[(&str, &str)] = &[
     ("vm.builtin.attention_kv_cache_finish_import", "LLM: KV cache checkpoints, not yet"),
     ("vm.builtin.attention_kv_cache_get_checkpoint_metadata", "LLM: KV cache checkpoints, not yet"),
     ("vm.builtin.attention_kv_cache_get_layout_hash", "LLM: KV cache checkpoints, not yet"),
-    ("vm.builtin.attention_kv_cache_get_sequence_length", "LLM: KV cache checkpoints, not yet"),
     // The RPC client (the server is `tvm-rt rpc-server`), and sessions of remote devices.
     ("rpc.", "the RPC client"),
     ("tvm.rpc.", "the RPC client"),

@@ -54,6 +54,11 @@ pub(super) fn globals() -> Vec<(&'static str, PackedFunc)> {
         f("vm.builtin.attention_kv_cache_get_total_sequence_length", |a| {
             on(a, 1, "get_total_sequence_length(cache)", |s, _| Ok(Value::Int(s.pool.total_length())))
         }),
+        f("vm.builtin.attention_kv_cache_get_sequence_length", |a| {
+            on(a, 2, "get_sequence_length(cache, seq_id)", |s, a| {
+                Ok(Value::Int(s.pool.seq(a.int(1)?)?.seq_length as i64))
+            })
+        }),
         f("vm.builtin.attention_kv_cache_get_query_positions", |a| {
             on(a, 1, "get_query_positions(cache)", |s, _| {
                 s.sync_views()?;
@@ -382,6 +387,10 @@ mod tests {
         // After all that, the cache is as the calls that succeeded left it.
         let length = call("vm.builtin.attention_kv_cache_get_total_sequence_length", &[]).unwrap();
         assert_eq!(length.as_int().unwrap(), 4);
+        let length = call("vm.builtin.attention_kv_cache_get_sequence_length", &[Value::Int(0)]).unwrap();
+        assert_eq!(length.as_int().unwrap(), 4);
+        assert!(err("vm.builtin.attention_kv_cache_get_sequence_length", &[Value::Int(5)])
+            .contains("\"5\" cannot be found"));
         call("vm.builtin.kv_state_remove_sequence", &[Value::Int(0)]).unwrap();
         assert!(matches!(call("vm.builtin.attention_kv_cache_empty", &[]).unwrap(), Value::Bool(true)));
     }
