@@ -294,13 +294,12 @@ impl Batch {
                 self.q_rope_position_map.push(q);
                 let in_block = block.seq_length - n as i32 + pos;
                 let slot = if last_length_before[i] + pos < block.sink_length {
-                    let at = last_length_before[i] + pos;
-                    block.pages[(at / ps) as usize] * ps + at % ps
+                    block.slot_of(last_length_before[i] + pos, ps)
                 } else if in_block < block.sink_length {
+                    // Pinned by the attention sink before this pass: not written.
                     -1
                 } else {
-                    let at = in_block - block.sink_length + block.sliding_window_offset;
-                    block.pages[(at / ps) as usize] * ps + at % ps
+                    block.slot_of(in_block, ps)
                 };
                 self.append_position_map.push(slot);
             }

@@ -193,13 +193,7 @@ impl super::kv_state::KvState for PagedKvCacheObj {
 impl State {
     /// A change of the pool, undone when it fails; the device arrays are stale after it.
     fn changed(&mut self, f: impl FnOnce(&mut blocks::Pool) -> Result<()>) -> Result<()> {
-        let saved = self.pool.clone();
-        let out = f(&mut self.pool);
-        if out.is_err() {
-            self.pool = saved;
-        }
-        self.views = None;
-        out
+        self.with_page_copies(|p, _| f(p))
     }
 
     /// [`State::changed`] for changes that copy pages (forks, pops) through the model's kernel.
